@@ -1,0 +1,28 @@
+# runner_add_plugin(<kind> <name> SOURCES ... [LIBS ...] [TESTS test.cpp ...])
+#
+# Builds plugins/<kind>/<name> into ${RUNNER_PLUGIN_DIR}/<kind>_<name>.so, where
+# the runner finds it. The sources also form an object library <kind>_<name>_obj
+# so the plugin's tests can call its classes directly; TESTS become one GoogleTest
+# executable registered with ctest.
+function(runner_add_plugin kind name)
+  cmake_parse_arguments(P "" "" "SOURCES;LIBS;TESTS" ${ARGN})
+  set(target ${kind}_${name})
+  add_library(${target}_obj OBJECT ${P_SOURCES})
+  target_link_libraries(${target}_obj PUBLIC runner_core ${P_LIBS})
+  add_library(${target} MODULE $<TARGET_OBJECTS:${target}_obj>)
+  target_link_libraries(${target} PRIVATE runner_core ${P_LIBS})
+  set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME ${target}
+                        LIBRARY_OUTPUT_DIRECTORY ${RUNNER_PLUGIN_DIR})
+  add_dependencies(runner_plugins ${target})
+  if(P_TESTS)
+    add_executable(${target}_tests ${P_TESTS})
+    target_link_libraries(${target}_tests PRIVATE ${target}_obj runner_core GTest::gtest_main)
+    add_dependencies(${target}_tests runner_plugins)
+    target_compile_definitions(${target}_tests PRIVATE
+      RUNNER_TEST_PLUGIN_DIR="${RUNNER_PLUGIN_DIR}"
+      RUNNER_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+      RUNNER_PYTHON="${RUNNER_PYTHON}")
+    gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
+                         PROPERTIES LABELS "plugin;${kind}")
+  endif()
+endfunction()

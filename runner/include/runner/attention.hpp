@@ -1,0 +1,18 @@
+// Attention: softmax(q k^T / sqrt(d) + causal mask) v, differentiable through autograd.
+// Shapes: q [..., Lq, d], k and v [..., Lk, d] -> [..., Lq, d]; leading dims are batch
+// (and heads). Implementations name their inner steps with runner::ScopedRange.
+#pragma once
+#include <torch/types.h>
+
+#include "runner/plugin.hpp"
+
+namespace runner {
+
+class Attention : public PluginBase {
+ public:
+  ~Attention() override;
+  virtual torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k,
+                                const torch::Tensor& v, bool is_causal) = 0;
+};
+
+}  // namespace runner

@@ -1,0 +1,27 @@
+// Device queries tasks and profilers share: memory counters of the caching
+// allocator, its cache, and what the device is.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <c10/core/Device.h>
+
+namespace runner {
+
+struct DeviceMemory {
+  std::int64_t allocated_bytes = 0;       // held by live tensors now
+  std::int64_t peak_allocated_bytes = 0;  // since the last reset_peak_memory
+  std::int64_t reserved_bytes = 0;        // held by the caching allocator
+};
+
+// nullopt on CPU: LibTorch keeps no allocator statistics there.
+std::optional<DeviceMemory> device_memory(const c10::Device& device);
+void reset_peak_memory(const c10::Device& device);
+// Returns cached blocks to the driver (after an OOM, between points).
+void release_cached_memory(const c10::Device& device);
+bool cuda_available();
+// "NVIDIA H100 80GB HBM3" or the CPU model from /proc/cpuinfo.
+std::string device_name(const c10::Device& device);
+
+}  // namespace runner

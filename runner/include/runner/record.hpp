@@ -1,0 +1,43 @@
+// What a task measures: metrics with units, grouped into records. The host adds
+// the point's parameters, status and environment and appends it to results.jsonl.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace runner {
+
+struct Stats {
+  std::int64_t n = 0;
+  double mean = 0, std = 0, median = 0, min = 0, max = 0;  // std: sample (n-1)
+  static Stats of(const std::vector<double>& samples);
+};
+
+struct Metric {
+  std::string unit;  // "ms", "bytes", "TFLOP/s", "" for text
+  std::variant<double, Stats, std::string> value;
+};
+
+struct Record {
+  // Extra keys that tell records of one point apart (e.g. tensor=fc1_output).
+  std::map<std::string, std::string> labels;
+  std::vector<std::pair<std::string, Metric>> metrics;
+  std::vector<std::string> artifacts;  // paths relative to the run directory
+
+  Record& label(const std::string& key, const std::string& value);
+  Record& add(const std::string& name, double value, const std::string& unit);
+  Record& add(const std::string& name, const Stats& stats, const std::string& unit);
+  Record& add_text(const std::string& name, const std::string& text);
+  const Metric* find(const std::string& name) const;
+};
+
+// Where a task sends its records; a task may emit several per point.
+class Recorder {
+ public:
+  virtual ~Recorder();
+  virtual void emit(Record record) = 0;
+};
+
+}  // namespace runner

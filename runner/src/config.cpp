@@ -1,0 +1,204 @@
+#include "config.hpp"
+
+#include <set>
+
+#include "text_distance.hpp"
+
+namespace runner {
+namespace {
+
+const std::vector<std::string> kTopLevelKeys = {
+    "experiment", "description", "device", "seed", "precision", "measure", "profilers",
+    "task",       "params",      "sweep",  "parts", "smoke",    "report"};
+const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
+                                            "measure", "precision", "seed",     "profilers",
+                                            "description"};
+// Keys whose children are dotted paths themselves, so new entries stay flat.
+const std::set<std::string> kFlatMaps = {"sweep", "smoke"};
+
+std::vector<std::string> split(const std::string& path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    out.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to; ++i) out += (i > from ? "." : "") + parts[i];
+  return out;
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+void check_keys(const YAML::Node& map, const std::vector<std::string>& valid, const SourceMap& src,
+                const std::string& where) {
+  if (!map.IsMap()) throw ConfigError(src.where(map, where) + ": " + where + ": expected a map");
+  for (const auto& kv : map) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(valid.begin(), valid.end(), key) == valid.end()) {
+      const std::string path = where.empty() ? key : where + "." + key;
+      throw ConfigError(src.where(kv.first, path) + ": " + path + ": unknown key" + suggestion(key, valid));
+    }
+  }
+}
+
+}  // namespace
+
+void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
+  const auto parts = split(path);
+  YAML::Node node;
+  node.reset(root);
+  std::string parent_key;
+  size_t i = 0;
+  while (i < parts.size()) {
+    if (node.IsSequence()) {
+      bool found = false;
+      for (size_t k = 0; k < node.size() && !found; ++k) {
+        const bool match = is_index(parts[i]) ? std::stoul(parts[i]) == k
+                                              : (node[k].IsMap() && node[k]["name"] &&
+                                                 node[k]["name"].as<std::string>() == parts[i]);
+        if (match) {
+          if (i + 1 == parts.size()) {
+            node[k] = value;
+            return;
+          }
+          YAML::Node next = node[k];
+          node.reset(next);
+          found = true;
+        }
+      }
+      if (!found) throw ConfigError("--set " + path + ": no list entry '" + parts[i] + "'");
+      parent_key = parts[i++];
+      continue;
+    }
+    if (node.IsScalar()) {
+      // "attention: naive" gains options: becomes {name: naive, ...}.
+      const std::string name = node.Scalar();
+      YAML::Node map(YAML::NodeType::Map);
+      map["name"] = name;
+      node = map;  // assigns through to the parent's entry
+    }
+    // Longest dotted key that exists at this level wins ("sweep" has "model.size").
+    size_t matched = 0;
+    if (node.IsMap()) {
+      for (size_t j = parts.size(); j > i; --j) {
+        if (node[join(parts, i, j)]) {
+          matched = j;
+          break;
+        }
+      }
+    }
+    if (matched == 0) matched = kFlatMaps.count(parent_key) ? parts.size() : i + 1;
+    const std::string key = join(parts, i, matched);
+    if (matched == parts.size()) {
+      node[key] = value;
+      return;
+    }
+    if (!node[key] || node[key].IsNull()) node[key] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = node[key];
+    node.reset(next);
+    parent_key = key;
+    i = matched;
+  }
+}
+
+Experiment load_experiment(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                           bool smoke) {
+  Experiment exp;
+  exp.file = file;
+  exp.source.file = file.string();
+  if (!std::filesystem::exists(file)) throw ConfigError(file.string() + ": no such experiment file");
+  try {
+    exp.document = YAML::LoadFile(file.string());
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
+  }
+  check_keys(exp.document, kTopLevelKeys, exp.source, "");
+  if (smoke) {
+    const YAML::Node s = exp.document["smoke"];
+    if (!s) throw ConfigError(file.string() + ": --smoke given but the experiment has no 'smoke:' overrides");
+    if (!s.IsMap()) throw ConfigError(exp.source.where(s, "smoke") + ": smoke: expected a map of path: value");
+    for (const auto& kv : s) set_path(exp.document, kv.first.as<std::string>(), kv.second);
+  }
+  for (const std::string& o : overrides) {
+    const size_t eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError("--set " + o + ": expected key.path=value");
+    const std::string path = o.substr(0, eq);
+    YAML::Node value;
+    try {
+      value = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw ConfigError("--set " + o + ": value is not valid YAML: " + e.msg);
+    }
+    set_path(exp.document, path, value);
+    exp.source.overridden[path] = "--set " + o;
+    if (path.rfind("sweep.", 0) == 0) exp.source.overridden["params." + path.substr(6)] = "--set " + o;
+  }
+  check_keys(exp.document, kTopLevelKeys, exp.source, "");
+  const YAML::Node name = exp.document["experiment"];
+  if (!name || !name.IsScalar())
+    throw ConfigError(file.string() + ": experiment: missing; add 'experiment: <name>' at the top");
+  exp.name = name.Scalar();
+  return exp;
+}
+
+std::vector<PartNode> experiment_parts(const Experiment& exp) {
+  const YAML::Node& doc = exp.document;
+  const std::vector<std::string> inherited = {"seed", "precision", "measure", "profilers"};
+  std::vector<PartNode> parts;
+  auto with_defaults = [&](const YAML::Node& part) {
+    YAML::Node merged(YAML::NodeType::Map);
+    for (const auto& kv : part) merged[kv.first.as<std::string>()] = kv.second;
+    for (const auto& key : inherited) {
+      if (!doc[key]) continue;
+      if (key == "measure" && part["measure"] && part["measure"].IsMap() && doc[key].IsMap()) {
+        YAML::Node m(YAML::NodeType::Map);
+        for (const auto& kv : doc[key]) m[kv.first.as<std::string>()] = kv.second;
+        for (const auto& kv : part["measure"]) m[kv.first.as<std::string>()] = kv.second;
+        merged["measure"] = m;
+      } else if (!part[key]) {
+        merged[key] = doc[key];
+      }
+    }
+    return merged;
+  };
+  if (const YAML::Node list = doc["parts"]) {
+    if (doc["task"] || doc["params"] || doc["sweep"])
+      throw ConfigError(exp.source.where(list, "parts") +
+                        ": parts: use either top-level task/params/sweep or parts, not both");
+    if (!list.IsSequence() || list.size() == 0)
+      throw ConfigError(exp.source.where(list, "parts") + ": parts: expected a non-empty list");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string where = "parts." + std::to_string(i);
+      check_keys(list[i], kPartKeys, exp.source, where);
+      if (!list[i]["name"]) throw ConfigError(exp.source.where(list[i], where) + ": " + where + ": needs a name");
+      const std::string pname = list[i]["name"].as<std::string>();
+      if (!seen.insert(pname).second)
+        throw ConfigError(exp.source.where(list[i]["name"], where) + ": part name '" + pname + "' repeats");
+      parts.push_back({pname, with_defaults(list[i])});
+    }
+  } else {
+    YAML::Node part(YAML::NodeType::Map);
+    for (const char* key : {"task", "params", "sweep"})
+      if (doc[key]) part[key] = doc[key];
+    parts.push_back({"main", with_defaults(part)});
+  }
+  for (const auto& p : parts) {
+    if (!p.node["task"] || !p.node["task"].IsScalar())
+      throw ConfigError(exp.source.file + ": part '" + p.name + "': task: missing; name a task plugin (see `runner plugins`)");
+  }
+  return parts;
+}
+
+}  // namespace runner

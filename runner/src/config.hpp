@@ -1,0 +1,43 @@
+// An experiment file: what runs (one or more parts, each a task with fixed
+// params and sweep axes), how it is measured, and which tables it reports.
+//
+// Top-level keys: experiment, description, device, seed, precision, measure,
+// profilers, task, params, sweep, parts, smoke, report. A file without `parts`
+// is one part named "main" built from task/params/sweep. Part entries override
+// the top-level seed/precision/measure/profilers.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "validate.hpp"
+
+namespace runner {
+
+struct Experiment {
+  std::filesystem::path file;
+  std::string name;
+  YAML::Node document;  // after --smoke and --set were applied
+  SourceMap source;
+};
+
+// Loads `file`, applies the document's `smoke:` overrides when `smoke` is set,
+// then each "path=value" of `overrides` (YAML-parsed values; paths are dotted,
+// list entries addressed by index or by their `name`). Checks top-level keys.
+Experiment load_experiment(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                           bool smoke);
+
+// Sets `value` at dotted `path` in `root`, creating maps as needed. Keys that
+// themselves contain dots (sweep axes) are matched greedily.
+void set_path(YAML::Node root, const std::string& path, const YAML::Node& value);
+
+// The parts of an experiment as nodes with top-level defaults merged in.
+struct PartNode {
+  std::string name;
+  YAML::Node node;  // has task, params, sweep, measure, precision, seed, profilers
+};
+std::vector<PartNode> experiment_parts(const Experiment& exp);
+
+}  // namespace runner

@@ -1,0 +1,75 @@
+#include <fstream>
+
+#include <ATen/Context.h>
+
+#include "runner/device.hpp"
+
+#ifdef RUNNER_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace runner {
+
+bool cuda_available() {
+#ifdef RUNNER_WITH_CUDA
+  return c10::cuda::device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+std::optional<DeviceMemory> device_memory(const c10::Device& device) {
+#ifdef RUNNER_WITH_CUDA
+  if (device.is_cuda()) {
+    using c10::CachingAllocator::StatType;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    const auto all = static_cast<size_t>(StatType::AGGREGATE);
+    DeviceMemory m;
+    m.allocated_bytes = stats.allocated_bytes[all].current;
+    m.peak_allocated_bytes = stats.allocated_bytes[all].peak;
+    m.reserved_bytes = stats.reserved_bytes[all].current;
+    return m;
+  }
+#endif
+  (void)device;
+  return std::nullopt;
+}
+
+void reset_peak_memory(const c10::Device& device) {
+#ifdef RUNNER_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+#endif
+  (void)device;
+}
+
+void release_cached_memory(const c10::Device& device) {
+#ifdef RUNNER_WITH_CUDA
+  if (device.is_cuda()) {
+    cudaDeviceSynchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+#endif
+  (void)device;
+}
+
+std::string device_name(const c10::Device& device) {
+#ifdef RUNNER_WITH_CUDA
+  if (device.is_cuda()) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device.index() < 0 ? 0 : device.index()) == cudaSuccess) return prop.name;
+  }
+#endif
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "cpu";
+}
+
+}  // namespace runner

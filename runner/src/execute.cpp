@@ -1,0 +1,248 @@
+#include "execute.hpp"
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include <c10/util/Exception.h>
+#include <torch/version.h>
+#include <ATen/Context.h>
+#include <ATen/core/Generator.h>
+#include <ATen/Utils.h>
+
+#include "config.hpp"
+#include "progress.hpp"
+#include "registry.hpp"
+#include "report/report.hpp"
+#include "results.hpp"
+#include "runner/device.hpp"
+#include "runner/profiler.hpp"
+#include "runner/task.hpp"
+#include "sweep.hpp"
+
+namespace runner {
+namespace {
+
+class FileLogger : public Logger {
+ public:
+  explicit FileLogger(const std::filesystem::path& file) : out_(file, std::ios::app) {}
+  void info(const std::string& line) override { write("info", line); }
+  void warn(const std::string& line) override {
+    write("warn", line);
+    std::cerr << "warning: " << line << "\n";
+  }
+
+ private:
+  void write(const char* level, const std::string& line) {
+    out_ << utc_timestamp(false) << " " << level << " " << line << "\n";
+    out_.flush();
+  }
+  std::ofstream out_;
+};
+
+class CollectingRecorder : public Recorder {
+ public:
+  void emit(Record record) override { records.push_back(std::move(record)); }
+  std::vector<Record> records;
+};
+
+c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const SourceMap& src) {
+  std::string wanted = flag;
+  if (wanted.empty() && doc["device"]) wanted = doc["device"].as<std::string>();
+  if (wanted.empty() || wanted == "auto") wanted = cuda_available() ? "cuda" : "cpu";
+  if (wanted == "cpu") return c10::Device(c10::kCPU);
+  if (wanted == "cuda") {
+    if (!cuda_available())
+      throw ConfigError("device cuda requested but no CUDA device is available" +
+                        std::string(flag.empty() ? " (" + src.where(doc["device"], "device") + ")" : "") +
+                        "; use --device cpu");
+    return c10::Device(c10::kCUDA, 0);
+  }
+  throw ConfigError((flag.empty() ? src.where(doc["device"], "device") : std::string("--device")) +
+                    ": device: '" + wanted + "' is not one of cpu, cuda, auto");
+}
+
+struct PointOutcome {
+  std::string status = "ok";
+  std::string error;
+  std::vector<Record> records;
+};
+
+// Runs one point with its profilers; turns OOM and other failures into statuses.
+PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& registry) {
+  PointOutcome outcome;
+  Record summary;
+  std::vector<std::unique_ptr<Profiler>> profilers;
+  try {
+    at::manual_seed(point.seed);
+    for (const Params& p : point.profilers) {
+      profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
+    }
+    ctx.profilers.clear();
+    for (auto& p : profilers) {
+      ctx.profilers.push_back(p.get());
+      add_range_listener(p.get());
+      p->point_begin(ctx);
+    }
+    CollectingRecorder recorder;
+    {
+      auto task = ctx.create<Task>(PluginKind::Task, point.params);
+      task->run(ctx, point.params, recorder);
+    }
+    outcome.records = std::move(recorder.records);
+  } catch (const c10::OutOfMemoryError& e) {
+    outcome.status = "oom";
+    outcome.error = e.what_without_backtrace();
+  } catch (const c10::Error& e) {
+    outcome.status = "error";
+    outcome.error = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    outcome.status = "error";
+    outcome.error = e.what();
+  }
+  for (auto& p : profilers) {
+    try {
+      p->point_end(ctx, summary);
+    } catch (const std::exception& e) {
+      ctx.log->warn("profiler failed at point end: " + std::string(e.what()));
+    }
+    remove_range_listener(p.get());
+  }
+  ctx.profilers.clear();
+  profilers.clear();
+  if (outcome.status != "ok") {
+    release_cached_memory(ctx.device);
+    outcome.records.clear();
+    outcome.records.emplace_back();
+  }
+  if (outcome.records.empty()) outcome.records.emplace_back();
+  for (Record& r : outcome.records) {
+    for (const auto& m : summary.metrics) r.metrics.push_back(m);
+    r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
+  }
+  return outcome;
+}
+
+void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
+                   const std::filesystem::path& reports_dir) {
+  if (!report_node) return;
+  const report::ReportSpec spec = report::parse_report_spec(report_node, file);
+  const auto records = report::read_results(results);
+  std::filesystem::create_directories(reports_dir);
+  for (const auto& path : report::write_report(spec, records, reports_dir)) std::cerr << "wrote " << path.string() << "\n";
+}
+
+}  // namespace
+
+int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
+  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  const std::vector<Point> points = expand_points(exp, registry);
+  const c10::Device device = choose_device(options.device, exp.document, exp.source);
+  if (exp.document["report"]) report::parse_report_spec(exp.document["report"], exp.source.file);
+
+  if (options.dry_run) {
+    std::cout << exp.name << ": " << points.size() << " points on " << device.str() << "\n";
+    for (const Point& p : points) {
+      std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
+                << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps
+                << ", steps=" << p.measure.measured_steps << ")\n";
+    }
+    return 0;
+  }
+
+  const std::filesystem::path run_dir =
+      options.out.empty() ? std::filesystem::path("runs") / exp.name / utc_timestamp(true) : options.out;
+  std::filesystem::create_directories(run_dir);
+  {
+    std::ofstream config(run_dir / "config.yaml");
+    config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
+    for (const auto& o : options.overrides) config << "# --set " << o << "\n";
+    config << exp.document << "\n";
+  }
+  FileLogger log(run_dir / "log.txt");
+  log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(points.size()) +
+           " points on " + device.str());
+  std::cerr << "run directory: " << run_dir.string() << "\n";
+
+  const nlohmann::json env = capture_environment(device);
+  ResultsWriter results(run_dir / "results.jsonl");
+  Progress progress(static_cast<int>(points.size()));
+  int failures = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Point& point = points[i];
+    const std::string label = point.part + " " + describe_point(point);
+    progress.begin_point(static_cast<int>(i), label);
+    Context ctx;
+    ctx.device = device;
+    ctx.precision = point.precision;
+    ctx.seed = point.seed;
+    ctx.run_dir = run_dir;
+    ctx.point_name = point.part + "-" + std::to_string(point.index);
+    ctx.artifact_dir = run_dir / "artifacts" / ctx.point_name;
+    ctx.measure = point.measure;
+    ctx.log = &log;
+    ctx.plugins = &registry;
+    PointOutcome outcome = run_point(point, ctx, registry);
+    if (outcome.status == "error") ++failures;
+    if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
+    const nlohmann::json params = point_params_json(point, device);
+    for (const Record& r : outcome.records)
+      results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+    progress.end_point(outcome.status);
+  }
+  progress.finish();
+  // Reports always land in the run directory; the project's reports/ only when
+  // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
+  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", run_dir / "reports");
+  if (!options.reports_dir.empty())
+    write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", options.reports_dir);
+  if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
+  return failures ? 1 : 0;
+}
+
+int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir) {
+  const auto config = run_dir / "config.yaml";
+  const auto results = run_dir / "results.jsonl";
+  if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
+    throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
+  const YAML::Node doc = YAML::LoadFile(config.string());
+  if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
+  write_reports(doc["report"], config.string(), results, reports_dir);
+  return 0;
+}
+
+void list_plugins(const PluginRegistry& registry, std::ostream& out) {
+  out << std::left << std::setw(11) << "kind" << std::setw(26) << "name" << std::setw(9) << "version"
+      << "description  [file]\n";
+  for (const auto& p : registry.plugins()) {
+    const auto* m = p.manifest;
+    out << std::setw(11) << to_string(m->kind) << std::setw(26) << m->name << std::setw(9) << m->version
+        << m->description << "  [" << p.file.string() << "]\n";
+  }
+  for (const auto& e : registry.load_errors())
+    out << "skipped " << e.file.string() << ": " << e.message << "\n";
+}
+
+bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out) {
+  const auto slash = what.find('/');
+  PluginKind kind;
+  if (slash == std::string::npos || !parse_plugin_kind(what.substr(0, slash), kind)) return false;
+  const PluginManifest* m = registry.find(kind, what.substr(slash + 1));
+  if (m == nullptr) return false;
+  out << what << " " << m->version << ": " << m->description << "\n";
+  if (m->options.empty()) out << "  (no options)\n";
+  for (const OptionSpec& o : m->options) {
+    std::string type = to_string(o.type);
+    if (o.type == OptionType::Enum) {
+      type = "one of ";
+      for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? "|" : "") + o.choices[i];
+    } else if (o.type == OptionType::Plugin) {
+      type = std::string(to_string(o.plugin_kind)) + " plugin";
+    }
+    const std::string def = o.default_value.empty() ? "(required)" : "default " + o.default_value.to_string();
+    out << "  " << std::left << std::setw(20) << o.name << " " << type << ", " << def << "\n      " << o.help << "\n";
+  }
+  return true;
+}
+
+}  // namespace runner

@@ -1,0 +1,55 @@
+// Finds plugin shared libraries, checks their API version and keeps them loaded
+// for the life of the process. A bad file becomes a LoadError, never a crash.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/context.hpp"
+#include "runner/plugin.hpp"
+
+namespace runner {
+
+struct LoadedPlugin {
+  const PluginManifest* manifest = nullptr;
+  std::filesystem::path file;
+};
+
+struct LoadError {
+  std::filesystem::path file;
+  std::string message;
+};
+
+class PluginRegistry : public PluginFactory {
+ public:
+  PluginRegistry();
+  ~PluginRegistry() override;
+
+  // Loads every *.so in each directory (non-recursive); missing dirs are ignored.
+  void scan(const std::vector<std::filesystem::path>& dirs);
+  // Loads one file; returns false (and records a LoadError) if it is not a usable plugin.
+  bool load_file(const std::filesystem::path& file);
+
+  const PluginManifest* find(PluginKind kind, const std::string& name) const;
+  const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
+  const std::vector<LoadError>& load_errors() const { return errors_; }
+  std::vector<std::string> names(PluginKind kind) const;
+
+  // Throws runner::ConfigError if no plugin of that kind and name is loaded.
+  std::unique_ptr<PluginBase> create(PluginKind kind, const Params& params,
+                                     Context& ctx) const override;
+
+  // The build's plugin dir (next to the runner binary), then RUNNER_PLUGIN_PATH
+  // (colon-separated), then `extra` (--plugin-path).
+  static std::vector<std::filesystem::path> search_path(
+      const std::vector<std::filesystem::path>& extra);
+
+ private:
+  struct Library;
+  std::vector<std::unique_ptr<Library>> libraries_;
+  std::vector<LoadedPlugin> plugins_;
+  std::vector<LoadError> errors_;
+};
+
+}  // namespace runner

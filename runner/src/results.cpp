@@ -1,0 +1,167 @@
+#include "results.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include <torch/version.h>
+
+#include "runner/device.hpp"
+
+#ifdef RUNNER_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace runner {
+namespace {
+
+nlohmann::json value_json(const Value& v) {
+  struct Visitor {
+    nlohmann::json operator()(std::monostate) const { return nullptr; }
+    nlohmann::json operator()(bool b) const { return b; }
+    nlohmann::json operator()(std::int64_t i) const { return i; }
+    nlohmann::json operator()(double d) const { return d; }
+    nlohmann::json operator()(const std::string& s) const { return s; }
+    nlohmann::json operator()(const Value::List& l) const {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& e : l) a.push_back(value_json(e));
+      return a;
+    }
+    nlohmann::json operator()(const std::shared_ptr<Params>& p) const { return p ? p->plugin_name() : ""; }
+  };
+  return std::visit(Visitor{}, v.data);
+}
+
+void flatten_into(const Params& params, const std::string& prefix, nlohmann::json& out) {
+  for (const auto& [key, value] : params.values()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    out[path] = value_json(value);
+    if (const auto* p = std::get_if<std::shared_ptr<Params>>(&value.data); p && *p) flatten_into(**p, path, out);
+  }
+}
+
+std::string command_output(const char* cmd) {
+  std::array<char, 256> buf{};
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd, "r"), pclose);
+  if (!pipe) return out;
+  while (fgets(buf.data(), buf.size(), pipe.get())) out += buf.data();
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+std::string nvidia_driver_version() {
+  FILE* f = std::fopen("/proc/driver/nvidia/version", "r");
+  if (!f) return "";
+  char line[512];
+  std::string version;
+  if (std::fgets(line, sizeof line, f)) {
+    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..."
+    std::string s(line);
+    const auto k = s.find("Kernel Module");
+    if (k != std::string::npos) {
+      size_t start = s.find_first_not_of(' ', k + 13);
+      size_t end = s.find(' ', start);
+      version = s.substr(start, end - start);
+    }
+  }
+  std::fclose(f);
+  return version;
+}
+
+}  // namespace
+
+std::string utc_timestamp(bool for_path) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, for_path ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json capture_environment(const c10::Device& device) {
+  nlohmann::json env;
+  env["device"] = device.is_cuda() ? "cuda" : "cpu";
+  if (device.is_cuda()) env["gpu"] = device_name(device);
+  else env["cpu"] = device_name(device);
+  env["libtorch"] = TORCH_VERSION;
+#ifdef RUNNER_WITH_CUDA
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess)
+    env["cuda_runtime"] = std::to_string(runtime / 1000) + "." + std::to_string((runtime % 1000) / 10);
+  if (const std::string driver = nvidia_driver_version(); !driver.empty()) env["driver"] = driver;
+#endif
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  env["host"] = host;
+  std::string commit = command_output("git rev-parse --short=12 HEAD 2>/dev/null");
+  if (commit.empty()) commit = RUNNER_GIT_COMMIT;
+  if (!commit.empty() && !command_output("git status --porcelain --untracked-files=no 2>/dev/null").empty())
+    commit += "-dirty";
+  env["git_commit"] = commit;
+  env["runner_version"] = RUNNER_VERSION;
+  return env;
+}
+
+nlohmann::json point_params_json(const Point& point, const c10::Device& device) {
+  nlohmann::json out = nlohmann::json::object();
+  flatten_into(point.params, "", out);
+  out["precision"] = point.precision.name;
+  out["seed"] = point.seed;
+  out["device"] = device.is_cuda() ? "cuda" : "cpu";
+  out["measure.warmup_steps"] = point.measure.warmup_steps;
+  out["measure.measured_steps"] = point.measure.measured_steps;
+  out["measure.sync_each_step"] = point.measure.sync_each_step;
+  return out;
+}
+
+nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
+                           const std::string& error, const Record& record, const nlohmann::json& params,
+                           const nlohmann::json& env) {
+  nlohmann::json j;
+  j["experiment"] = experiment;
+  j["part"] = point.part;
+  j["point"] = point.index;
+  j["task"] = point.task;
+  j["status"] = status;
+  if (!error.empty()) j["error"] = error;
+  j["params"] = params;
+  j["labels"] = nlohmann::json::object();
+  for (const auto& [k, v] : record.labels) j["labels"][k] = v;
+  j["metrics"] = nlohmann::json::object();
+  for (const auto& [name, m] : record.metrics) {
+    nlohmann::json mj;
+    if (const auto* d = std::get_if<double>(&m.value)) {
+      mj["unit"] = m.unit;
+      mj["value"] = *d;
+    } else if (const auto* s = std::get_if<Stats>(&m.value)) {
+      mj = {{"unit", m.unit}, {"n", s->n},     {"mean", s->mean}, {"std", s->std},
+            {"median", s->median}, {"min", s->min}, {"max", s->max}};
+    } else {
+      mj["text"] = std::get<std::string>(m.value);
+    }
+    j["metrics"][name] = mj;
+  }
+  j["artifacts"] = record.artifacts;
+  j["env"] = env;
+  j["time"] = utc_timestamp(false);
+  return j;
+}
+
+ResultsWriter::ResultsWriter(const std::filesystem::path& file) : out_(file, std::ios::app), file_(file) {
+  if (!out_) throw std::runtime_error("cannot open " + file.string() + " for writing");
+}
+
+void ResultsWriter::append(const nlohmann::json& record) {
+  out_ << record.dump() << '\n';
+  out_.flush();
+  if (!out_) throw std::runtime_error("writing " + file_.string() + " failed (disk full?)");
+}
+
+}  // namespace runner

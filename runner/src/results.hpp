@@ -1,0 +1,37 @@
+// results.jsonl: one JSON object per record, appended and flushed one at a time
+// so a crash mid-sweep keeps every finished record.
+#pragma once
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/record.hpp"
+#include "sweep.hpp"
+
+namespace runner {
+
+// Environment of this process: device, GPU, driver, CUDA, LibTorch, host, git commit.
+nlohmann::json capture_environment(const c10::Device& device);
+
+// The point's parameters as flat dotted keys with native JSON types.
+nlohmann::json point_params_json(const Point& point, const c10::Device& device);
+
+nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
+                           const std::string& error, const Record& record, const nlohmann::json& params,
+                           const nlohmann::json& env);
+
+class ResultsWriter {
+ public:
+  explicit ResultsWriter(const std::filesystem::path& file);
+  void append(const nlohmann::json& record);
+
+ private:
+  std::ofstream out_;
+  std::filesystem::path file_;
+};
+
+std::string utc_timestamp(bool for_path);
+
+}  // namespace runner

@@ -1,0 +1,171 @@
+#include "sweep.hpp"
+
+#include "registry.hpp"
+#include "text_distance.hpp"
+
+namespace runner {
+namespace {
+
+// One factor of the product: a list of alternatives, each setting one or more paths.
+using Alternative = std::vector<std::pair<std::string, YAML::Node>>;
+using Factor = std::vector<Alternative>;
+
+const std::vector<OptionSpec>& measure_options() {
+  static const std::vector<OptionSpec> options = {
+      opt_int("warmup_steps", 5, "untimed steps before measuring"),
+      opt_int("measured_steps", 10, "timed steps"),
+      opt_bool("sync_each_step", true, "synchronize the device after every timed step"),
+  };
+  return options;
+}
+
+const std::vector<OptionSpec>& point_options() {
+  static const std::vector<OptionSpec> options = {
+      opt_enum("precision", {"fp32", "tf32", "bf16", "fp16"}, "fp32",
+               "fp32, tf32 matmuls, or bf16/fp16 autocast"),
+      opt_int("seed", 0, "random seed set before each point"),
+  };
+  return options;
+}
+
+Factor axis_factor(const std::string& path, const YAML::Node& values, const SourceMap& src) {
+  if (!values.IsSequence() || values.size() == 0)
+    throw ConfigError(src.where(values, "sweep." + path) + ": sweep." + path +
+                      ": an axis needs a non-empty list of values, e.g. [a, b]");
+  Factor f;
+  for (const auto& v : values) f.push_back({{path, v}});
+  return f;
+}
+
+Factor zip_factor(const YAML::Node& group, const SourceMap& src) {
+  if (!group.IsMap()) throw ConfigError(src.where(group, "sweep.zip") + ": sweep.zip: expected a map of axis: [values]");
+  Factor f;
+  size_t length = 0;
+  bool first = true;
+  for (const auto& kv : group) {
+    const std::string path = kv.first.as<std::string>();
+    if (!kv.second.IsSequence())
+      throw ConfigError(src.where(kv.second, "sweep.zip." + path) + ": sweep.zip." + path + ": expected a list");
+    if (first) {
+      length = kv.second.size();
+      f.resize(length);
+      first = false;
+    } else if (kv.second.size() != length) {
+      throw ConfigError(src.where(kv.second, "sweep.zip." + path) + ": sweep.zip." + path + ": has " +
+                        std::to_string(kv.second.size()) + " values but the zip's first axis has " +
+                        std::to_string(length) + "; zipped axes pair up and need equal lengths");
+    }
+    for (size_t i = 0; i < length; ++i) f[i].push_back({path, kv.second[i]});
+  }
+  return f;
+}
+
+std::vector<Factor> factors_of(const YAML::Node& sweep, const SourceMap& src) {
+  std::vector<Factor> out;
+  if (!sweep || sweep.IsNull()) return out;
+  if (!sweep.IsMap()) throw ConfigError(src.where(sweep, "sweep") + ": sweep: expected a map of axis: [values]");
+  for (const auto& kv : sweep) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "zip") {
+      if (kv.second.IsSequence()) {
+        for (const auto& g : kv.second) out.push_back(zip_factor(g, src));
+      } else {
+        out.push_back(zip_factor(kv.second, src));
+      }
+    } else {
+      out.push_back(axis_factor(key, kv.second, src));
+    }
+  }
+  return out;
+}
+
+std::string scalar_or_flow(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+std::vector<Params> resolve_profilers(const YAML::Node& list, const PluginRegistry& registry,
+                                      const SourceMap& src) {
+  std::vector<Params> out;
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) throw ConfigError(src.where(list, "profilers") + ": profilers: expected a list of profiler plugins");
+  OptionSpec spec = opt_plugin("profiler", PluginKind::Profiler, Value(), "a profiler");
+  for (size_t i = 0; i < list.size(); ++i) {
+    YAML::Node wrapper(YAML::NodeType::Map);
+    wrapper["profiler"] = list[i];
+    Params p = resolve_options(wrapper, {spec}, registry, "profilers." + std::to_string(i), src);
+    out.push_back(p.plugin("profiler"));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry) {
+  std::vector<Point> points;
+  const SourceMap& src = exp.source;
+  for (const PartNode& part : experiment_parts(exp)) {
+    const YAML::Node& node = part.node;
+    const std::string task = node["task"].as<std::string>();
+    const PluginManifest* manifest = registry.find(PluginKind::Task, task);
+    if (manifest == nullptr) {
+      throw ConfigError(src.where(node["task"], "task") + ": task: no task plugin named '" + task + "'" +
+                        suggestion(task, registry.names(PluginKind::Task)) + " (see `runner plugins`)");
+    }
+    const auto profilers = resolve_profilers(node["profilers"], registry, src);
+    const std::vector<Factor> factors = factors_of(node["sweep"], src);
+
+    std::vector<size_t> counter(factors.size(), 0);
+    int index = 0;
+    while (true) {
+      PathValues param_values, measure_values, point_values;
+      Point p;
+      for (size_t f = 0; f < factors.size(); ++f) {
+        for (const auto& [path, value] : factors[f][counter[f]]) {
+          p.axes.emplace_back(path, scalar_or_flow(value));
+          if (path.rfind("measure.", 0) == 0) measure_values[path.substr(8)] = value;
+          else if (path == "precision" || path == "seed") point_values[path] = value;
+          else param_values[path] = value;
+        }
+      }
+      p.part = part.name;
+      p.index = index++;
+      p.task = task;
+      p.params = resolve_options(node["params"], manifest->options, registry, "params", src, param_values);
+      p.params.set_plugin_name(task);
+      const Params m = resolve_options(node["measure"], measure_options(), registry, "measure", src, measure_values);
+      p.measure.warmup_steps = static_cast<int>(m.integer("warmup_steps"));
+      p.measure.measured_steps = static_cast<int>(m.integer("measured_steps"));
+      p.measure.sync_each_step = m.flag("sync_each_step");
+      if (p.measure.warmup_steps < 0 || p.measure.measured_steps < 1)
+        throw ConfigError(src.where(node["measure"], "measure") + ": measure: need warmup_steps >= 0 and measured_steps >= 1");
+      YAML::Node top(YAML::NodeType::Map);
+      for (const char* key : {"precision", "seed"})
+        if (node[key]) top[key] = node[key];
+      const Params pp = resolve_options(top, point_options(), registry, "", src, point_values);
+      p.precision = Precision::parse(pp.text("precision"));
+      p.seed = static_cast<std::uint64_t>(pp.integer("seed"));
+      p.profilers = profilers;
+      points.push_back(std::move(p));
+
+      // The last axis varies fastest, like nested loops in declaration order.
+      size_t f = factors.size();
+      while (f > 0) {
+        if (++counter[f - 1] < factors[f - 1].size()) break;
+        counter[--f] = 0;
+      }
+      if (f == 0) break;
+    }
+  }
+  return points;
+}
+
+std::string describe_point(const Point& point) {
+  std::string out;
+  for (const auto& [k, v] : point.axes) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out.empty() ? "(single point)" : out;
+}
+
+}  // namespace runner

@@ -1,0 +1,37 @@
+// Sweep expansion: the cartesian product of a part's axes (zip groups pair axes),
+// each point resolved and validated against the task's declared options before
+// anything runs.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "runner/context.hpp"
+#include "runner/measure.hpp"
+#include "runner/params.hpp"
+
+namespace runner {
+
+class PluginRegistry;
+
+struct Point {
+  std::string part;
+  int index = 0;          // within the part
+  std::string task;       // task plugin name
+  Params params;          // the task's resolved options
+  MeasureSettings measure;
+  Precision precision;
+  std::uint64_t seed = 0;
+  std::vector<Params> profilers;
+  // Axis path -> value of this point, in axis order (for progress lines).
+  std::vector<std::pair<std::string, std::string>> axes;
+};
+
+// Expands every part of `exp`. Throws ConfigError on any invalid key or value.
+std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry);
+
+// "model.size=small precision=bf16"
+std::string describe_point(const Point& point);
+
+}  // namespace runner

@@ -1,0 +1,47 @@
+// Turns YAML option trees into typed Params, checking each key against the options
+// the plugins declare. Errors carry file:line:col, the dotted key and, for names,
+// the closest valid one.
+#pragma once
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "runner/params.hpp"
+#include "runner/plugin.hpp"
+
+namespace runner {
+
+class PluginRegistry;
+
+// A one-line user error: "<where>: <key>: <what>; <fix>".
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where a YAML node came from, for error messages.
+struct SourceMap {
+  std::string file;                                // the experiment file
+  std::map<std::string, std::string> overridden;  // dotted path -> "--set a.b=c"
+  std::string where(const YAML::Node& node, const std::string& path) const;
+};
+
+// Values that replace entries of `node` by dotted path (a sweep point's axis values).
+using PathValues = std::map<std::string, YAML::Node>;
+
+// Validates `node` (a map, or null for all defaults) against `options` and returns
+// the resolved Params with defaults filled in. `path` prefixes keys in messages
+// ("params"). Axis values in `point` (paths relative to `path`) take precedence;
+// every entry of `point` must name a declared option.
+Params resolve_options(const YAML::Node& node, const std::vector<OptionSpec>& options,
+                       const PluginRegistry& registry, const std::string& path,
+                       const SourceMap& source, const PathValues& point = {});
+
+// Convenience for tests and tools: all defaults of a plugin, with `yaml` on top.
+Params resolve_plugin_options(const PluginRegistry& registry, PluginKind kind,
+                              const std::string& name, const std::string& yaml = "");
+
+}  // namespace runner

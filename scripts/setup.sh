@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what this machine lacks to build runner, then builds it.
+#   scripts/setup.sh            Debian/Ubuntu packages + project venv with PyTorch 2.11 + build
+# Idempotent: a second run installs nothing and rebuilds incrementally.
+# Environment: RUNNER_BUILD_DIR (default build), RUNNER_VENV (default .venv),
+#              BUILD_TYPE (default Release).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build_dir="${RUNNER_BUILD_DIR:-build}"
+venv="${RUNNER_VENV:-.venv}"
+torch_version=2.11.0
+
+debian_packages=(build-essential cmake ninja-build python3 python3-venv pkg-config
+  libyaml-cpp-dev libboost-dev libboost-program-options-dev libboost-filesystem-dev
+  libgtest-dev libgloo-dev nlohmann-json3-dev)
+
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+
+# PyTorch: use one that is already importable at the right version (the GPU host),
+# else a project venv with the PyPI wheel (a CUDA build that also runs on CPU).
+python_bin=""
+for candidate in "$venv/bin/python" python3; do
+  if command -v "$candidate" >/dev/null 2>&1 &&
+     "$candidate" -c "import torch,sys; sys.exit(0 if torch.__version__.split('+')[0]=='$torch_version' else 1)" 2>/dev/null; then
+    python_bin="$candidate"; break
+  fi
+done
+if [[ -z $python_bin ]]; then
+  echo "setup: creating $venv with torch==$torch_version (a few GB, once)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q "torch==$torch_version" numpy
+  python_bin="$venv/bin/python"
+fi
+"$python_bin" -c 'import numpy' 2>/dev/null || "$python_bin" -m pip install -q numpy || true
+
+torch_prefix="$("$python_bin" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
+echo "setup: LibTorch from $torch_prefix"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  -DCMAKE_PREFIX_PATH="$torch_prefix" -DRUNNER_PYTHON="$(command -v "$python_bin" || echo "$python_bin")" >/dev/null
+cmake --build "$build_dir"
+echo "setup: built $build_dir/runner"
