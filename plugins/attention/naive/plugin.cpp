@@ -1,0 +1,19 @@
+#include "naive_attention.hpp"
+
+namespace {
+
+runner::PluginManifest make_manifest() {
+  runner::PluginManifest m;
+  m.kind = runner::PluginKind::Attention;
+  m.name = "naive";
+  m.version = "1";
+  m.description = "softmax(q k^T / sqrt(d) + causal mask) v in plain tensor ops";
+  m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
+    return std::make_unique<plugins::naive_attention::NaiveAttention>();
+  };
+  return m;
+}
+
+}  // namespace
+
+RUNNER_PLUGIN(make_manifest)

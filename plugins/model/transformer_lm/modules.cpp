@@ -1,0 +1,145 @@
+#include "modules.hpp"
+
+#include <cmath>
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/outer.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/stack.h>
+#include <c10/core/GradMode.h>
+
+#include "runner/range.hpp"
+
+namespace plugins::transformer_lm {
+namespace {
+
+at::TensorOptions fp32_on(const c10::Device& device) { return at::TensorOptions().dtype(at::kFloat).device(device); }
+
+double standard_normal_cdf(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+}  // namespace
+
+void truncated_normal_(torch::Tensor& w, double std, at::Generator& gen) {
+  constexpr double kClipStd = 3.0;
+  c10::NoGradGuard no_grad;
+  // Uniform on [2 cdf(-3) - 1, 2 cdf(3) - 1], through erfinv, is N(0,1) restricted to [-3, 3].
+  const double lo = 2.0 * standard_normal_cdf(-kClipStd) - 1.0;
+  const double hi = 2.0 * standard_normal_cdf(kClipStd) - 1.0;
+  w.uniform_(lo, hi, gen);
+  w.erfinv_();
+  w.mul_(std * std::sqrt(2.0));
+  w.clamp_(-kClipStd * std, kClipStd * std);  // erfinv rounding can overshoot by an ulp
+}
+
+Linear::Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen) {
+  weight = at::empty({d_out, d_in}, fp32_on(device));
+  truncated_normal_(weight, std::sqrt(2.0 / static_cast<double>(d_in + d_out)), gen);
+  weight = register_parameter("weight", weight);
+}
+
+torch::Tensor Linear::forward(const torch::Tensor& x) const { return at::linear(x, weight); }
+
+Embedding::Embedding(std::int64_t vocab_size, std::int64_t d_model, const c10::Device& device,
+                     at::Generator& gen) {
+  weight = at::empty({vocab_size, d_model}, fp32_on(device));
+  truncated_normal_(weight, 1.0, gen);
+  weight = register_parameter("weight", weight);
+}
+
+torch::Tensor Embedding::forward(const torch::Tensor& token_ids) const { return at::embedding(weight, token_ids); }
+
+RMSNorm::RMSNorm(std::int64_t d_model, const c10::Device& device, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", at::ones({d_model}, fp32_on(device)));
+}
+
+torch::Tensor RMSNorm::forward(const torch::Tensor& x) const {
+  const at::ScalarType in_dtype = x.scalar_type();
+  // Squares of bf16/fp16 activations lose too much; upcast (fp64 stays fp64).
+  const torch::Tensor xf = x.to(at::promote_types(in_dtype, at::kFloat));
+  const torch::Tensor inv_rms = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (xf * inv_rms * weight).to(in_dtype);
+}
+
+RotaryEmbedding::RotaryEmbedding(std::int64_t d_head, std::int64_t context_length, double theta,
+                                 const c10::Device& device) {
+  // Angles in fp64, rounded once to fp32: positions up to context_length stay exact.
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  const torch::Tensor inv_freq = at::pow(theta, -at::arange(0, d_head, 2, f64) / static_cast<double>(d_head));
+  const torch::Tensor angles = at::outer(at::arange(context_length, f64), inv_freq);
+  cos_ = angles.cos().to(fp32_on(device));
+  sin_ = angles.sin().to(fp32_on(device));
+}
+
+torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x) const {
+  const std::int64_t seq_len = x.size(-2);
+  TORCH_CHECK(seq_len <= cos_.size(0), "transformer_lm: sequence length ", seq_len, " exceeds context_length ",
+              cos_.size(0));
+  // Same dtype as x, so q and k stay in the autocast dtype instead of promoting to fp32.
+  const torch::Tensor cos = cos_.narrow(0, 0, seq_len).to(x.dtype());
+  const torch::Tensor sin = sin_.narrow(0, 0, seq_len).to(x.dtype());
+  const torch::Tensor pairs = x.unflatten(-1, {x.size(-1) / 2, 2});
+  const torch::Tensor even = pairs.select(-1, 0);
+  const torch::Tensor odd = pairs.select(-1, 1);
+  return at::stack({even * cos - odd * sin, even * sin + odd * cos}, -1).flatten(-2);
+}
+
+CausalSelfAttention::CausalSelfAttention(std::int64_t d_model, std::int64_t num_heads, const RotaryEmbedding* rope,
+                                         runner::Attention* attention, const c10::Device& device,
+                                         at::Generator& gen)
+    : num_heads_(num_heads), rope_(rope), attention_(attention) {
+  q_proj_ = register_module("q_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
+  k_proj_ = register_module("k_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
+  v_proj_ = register_module("v_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
+  output_proj_ = register_module("output_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
+}
+
+torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
+  const std::int64_t batch = x.size(0), seq_len = x.size(1), d_model = x.size(2);
+  const std::int64_t d_head = d_model / num_heads_;
+  auto split_heads = [&](const torch::Tensor& t) {  // [B, T, d] -> [B, H, T, d_head]
+    return t.view({batch, seq_len, num_heads_, d_head}).transpose(1, 2);
+  };
+  const torch::Tensor q = rope_->apply(split_heads(q_proj_->forward(x)));
+  const torch::Tensor k = rope_->apply(split_heads(k_proj_->forward(x)));
+  const torch::Tensor v = split_heads(v_proj_->forward(x));
+  const torch::Tensor heads = attention_->forward(q, k, v, /*is_causal=*/true);
+  return output_proj_->forward(heads.transpose(1, 2).reshape({batch, seq_len, d_model}));
+}
+
+SwiGLU::SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen) {
+  w1_ = register_module("w1", std::make_shared<Linear>(d_model, d_ff, device, gen));
+  w2_ = register_module("w2", std::make_shared<Linear>(d_ff, d_model, device, gen));
+  w3_ = register_module("w3", std::make_shared<Linear>(d_model, d_ff, device, gen));
+}
+
+torch::Tensor SwiGLU::forward(const torch::Tensor& x) const {
+  return w2_->forward(at::silu(w1_->forward(x)) * w3_->forward(x));
+}
+
+TransformerBlock::TransformerBlock(std::int64_t d_model, std::int64_t num_heads, std::int64_t d_ff,
+                                   const RotaryEmbedding* rope, runner::Attention* attention,
+                                   const c10::Device& device, at::Generator& gen) {
+  // Registration order = Python's attribute order, so parameters() lists alike.
+  ln1_ = register_module("ln1", std::make_shared<RMSNorm>(d_model, device));
+  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(d_model, num_heads, rope, attention, device, gen));
+  ln2_ = register_module("ln2", std::make_shared<RMSNorm>(d_model, device));
+  ffn_ = register_module("ffn", std::make_shared<SwiGLU>(d_model, d_ff, device, gen));
+}
+
+torch::Tensor TransformerBlock::forward(const torch::Tensor& x) const {
+  torch::Tensor h;
+  {
+    runner::ScopedRange range("attention");
+    h = x + attn_->forward(ln1_->forward(x));
+  }
+  runner::ScopedRange range("feed_forward");
+  return h + ffn_->forward(ln2_->forward(h));
+}
+
+}  // namespace plugins::transformer_lm

@@ -1,0 +1,93 @@
+// Building blocks of the transformer LM as torch::nn::Modules whose parameter
+// names match the Python reference's state dict ("layers.0.attn.q_proj.weight").
+// Every tensor op is an ATen op, so autocast and autograd apply as in PyTorch.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include <ATen/core/Generator.h>
+#include <torch/nn/module.h>
+
+#include "runner/attention.hpp"
+
+namespace plugins::transformer_lm {
+
+// Fills `w` from N(0, std^2) truncated to [-3 std, 3 std] (inverse-CDF sampling).
+void truncated_normal_(torch::Tensor& w, double std, at::Generator& gen);
+
+// y = x W^T, W [d_out, d_in], init std sqrt(2 / (d_in + d_out)).
+class Linear : public torch::nn::Module {
+ public:
+  Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  torch::Tensor weight;
+};
+
+// Lookup table [vocab_size, d_model], init std 1.
+class Embedding : public torch::nn::Module {
+ public:
+  Embedding(std::int64_t vocab_size, std::int64_t d_model, const c10::Device& device, at::Generator& gen);
+  torch::Tensor forward(const torch::Tensor& token_ids) const;
+  torch::Tensor weight;
+};
+
+// x / sqrt(mean(x^2) + eps) * gain, computed in (at least) fp32, returned in x's dtype.
+class RMSNorm : public torch::nn::Module {
+ public:
+  RMSNorm(std::int64_t d_model, const c10::Device& device, double eps = 1e-5);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  torch::Tensor weight;
+  double eps;
+};
+
+// Rotary position embedding: rotates the pairs (2i, 2i+1) of each head's vector at
+// position p by angle p * theta^(-2i/d_head). cos/sin tables are plain members,
+// not buffers: they are not state (as Python's persistent=False), so they stay out
+// of named_buffers(), state dicts and DDP broadcasts.
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding(std::int64_t d_head, std::int64_t context_length, double theta, const c10::Device& device);
+  // x [..., T, d_head] with positions 0..T-1 on dimension -2.
+  torch::Tensor apply(const torch::Tensor& x) const;
+
+ private:
+  torch::Tensor cos_, sin_;  // [context_length, d_head / 2], fp32
+};
+
+class CausalSelfAttention : public torch::nn::Module {
+ public:
+  CausalSelfAttention(std::int64_t d_model, std::int64_t num_heads, const RotaryEmbedding* rope,
+                      runner::Attention* attention, const c10::Device& device, at::Generator& gen);
+  torch::Tensor forward(const torch::Tensor& x) const;  // [B, T, d_model]
+
+ private:
+  std::int64_t num_heads_;
+  const RotaryEmbedding* rope_;
+  runner::Attention* attention_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, output_proj_;
+};
+
+// w2(silu(w1 x) * w3 x)
+class SwiGLU : public torch::nn::Module {
+ public:
+  SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen);
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+ private:
+  std::shared_ptr<Linear> w1_, w2_, w3_;
+};
+
+// Pre-norm block: x + attn(ln1(x)), then x + ffn(ln2(x)).
+class TransformerBlock : public torch::nn::Module {
+ public:
+  TransformerBlock(std::int64_t d_model, std::int64_t num_heads, std::int64_t d_ff, const RotaryEmbedding* rope,
+                   runner::Attention* attention, const c10::Device& device, at::Generator& gen);
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+ private:
+  std::shared_ptr<RMSNorm> ln1_, ln2_;
+  std::shared_ptr<CausalSelfAttention> attn_;
+  std::shared_ptr<SwiGLU> ffn_;
+};
+
+}  // namespace plugins::transformer_lm

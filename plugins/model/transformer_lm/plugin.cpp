@@ -1,0 +1,39 @@
+#include <memory>
+
+#include "runner/context.hpp"
+#include "transformer_lm.hpp"
+
+namespace {
+
+using runner::PluginKind;
+
+runner::PluginManifest make_manifest() {
+  runner::PluginManifest m;
+  m.kind = PluginKind::Model;
+  m.name = "transformer_lm";
+  m.version = "1";
+  m.description = "decoder-only transformer LM: RMSNorm, RoPE, causal MHA, SwiGLU, untied head";
+  m.options = {
+      runner::opt_enum("size", {"small", "medium", "large", "xl", "2.7B", "custom"}, "small",
+                       "row of the spec's size table; custom takes d_model/d_ff/num_layers/num_heads"),
+      runner::opt_int("d_model", 0, "residual width; 0 = from size, non-zero overrides it"),
+      runner::opt_int("d_ff", 0, "SwiGLU hidden width; 0 = from size"),
+      runner::opt_int("num_layers", 0, "number of blocks; 0 = from size"),
+      runner::opt_int("num_heads", 0, "attention heads (d_model must divide); 0 = from size"),
+      runner::opt_int("vocab_size", 10000, "vocabulary size"),
+      runner::opt_int("context_length", 256, "sequence length of random batches (and RoPE table length)"),
+      runner::opt_float("rope_theta", 10000.0, "RoPE base"),
+      runner::opt_plugin("attention", PluginKind::Attention, "naive", "attention implementation"),
+  };
+  m.create = [](const runner::Params& params, runner::Context& ctx) -> std::unique_ptr<runner::PluginBase> {
+    const plugins::transformer_lm::TransformerDims dims = plugins::transformer_lm::dims_from_params(params);
+    auto attention = ctx.create<runner::Attention>(PluginKind::Attention, params.plugin("attention"));
+    return std::make_unique<plugins::transformer_lm::TransformerLM>(dims, std::move(attention), ctx.device,
+                                                                    ctx.seed);
+  };
+  return m;
+}
+
+}  // namespace
+
+RUNNER_PLUGIN(make_manifest)

@@ -1,0 +1,99 @@
+// Report renderer: tables built from stored result records (results.jsonl) and
+// written as GitHub Markdown, LaTeX (booktabs) and CSV. It only reads records;
+// nothing here measures, and nothing here needs LibTorch.
+//
+// Flow: parse_report_spec (experiment YAML) -> read_results -> build_table per
+// table -> to_markdown / to_latex / to_csv; write_report does all of it and keeps
+// the prose authors wrote in reports/<id>.md outside the runner markers.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+namespace runner::report {
+
+// One column of an explicit column list; exactly one of metric, ratio, key is set.
+struct ColumnSpec {
+  std::string id;      // optional; what ratio columns refer to
+  std::string header;  // defaults to id, metric or key
+  std::string metric;  // a metric of the records (stats, scalar or text)
+  std::string stat;    // n|mean|std|median|min|max; empty = table's stat, else mean
+  std::string format;  // printf-style; empty = table's format, else "%.3g"
+  int show_std = -1;   // -1 = as the table says; 0/1 as set on the column
+  std::map<std::string, std::string> where;  // extra record filter for this column
+  std::vector<std::string> ratio;             // {numerator id, denominator id}
+  std::string key;                            // a params/labels value shown as is
+};
+
+struct TableSpec {
+  std::string name;  // [a-z0-9_]+, unique in the report
+  std::string title, question, part, caption;
+  std::map<std::string, std::string> where;  // params/labels must equal these
+  std::vector<std::string> rows;             // row keys (labels first, then params)
+  std::vector<ColumnSpec> columns;           // either columns ...
+  std::string pivot;                         // ... or pivot key + metric
+  std::string metric;
+  std::string stat, format;  // defaults for pivot cells and for columns
+  bool show_std = false;
+};
+
+struct ReportSpec {
+  std::string id, title;
+  std::vector<TableSpec> tables;
+};
+
+// Throws std::runtime_error("<file>:<line>:<col>: report.tables[0].colums: unknown
+// key; did you mean 'columns'?") and the like for every spec mistake.
+ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& file);
+
+// One JSON object per line; blank lines skipped; throws "<path>:<line>: ..." on a
+// malformed line.
+std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl);
+
+// A table ready to render. `cells` holds display text (formatted numbers, "OOM",
+// "error", "–" for not measured); `csv_rows` holds numbers at full precision, with
+// one extra "<header> std" column after each show_std column.
+struct BuiltTable {
+  std::string name, title, caption;
+  std::size_t row_key_columns = 0;  // leading columns that hold row keys
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> csv_header;
+  std::vector<std::vector<std::string>> csv_rows;
+};
+
+BuiltTable build_table(const TableSpec& spec, const std::vector<nlohmann::json>& records);
+
+// "## title", pipe table, "*caption*"; without the runner markers.
+std::string to_markdown(const BuiltTable& table);
+// One table environment, labelled tab:<report_id>:<name>.
+std::string to_latex(const BuiltTable& table, const std::string& report_id);
+// RFC 4180 quoting, "\n" line ends.
+std::string to_csv(const BuiltTable& table);
+
+// Replaces what lies between each table's markers in `existing`, keeping every
+// other byte; appends tables that have no markers yet. An empty `existing` starts
+// a new file with "# <title>" and a note on the markers.
+std::string merge_markdown(const std::string& existing, const std::string& title,
+                           const std::vector<BuiltTable>& tables);
+
+// Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv; returns their paths.
+std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
+                                                const std::vector<nlohmann::json>& records,
+                                                const std::filesystem::path& reports_dir);
+
+// Helpers shared by the table builder and the tests.
+std::string latex_escape(const std::string& text);
+// printf-style with one floating conversion (or %d/%i, rounded); checked by
+// check_number_format, which throws a message saying what is wrong.
+std::string format_number(double value, const std::string& format);
+void check_number_format(const std::string& format);
+// Shortest text that reads back as the same double (CSV, rendered params).
+std::string shortest_number(double value);
+
+}  // namespace runner::report
