@@ -150,8 +150,15 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     return 0;
   }
 
-  const std::filesystem::path run_dir =
-      options.out.empty() ? std::filesystem::path("runs") / exp.name / utc_timestamp(true) : options.out;
+  std::filesystem::path run_dir = options.out;
+  if (run_dir.empty()) {
+    const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
+    run_dir = base;
+    for (int n = 2; std::filesystem::exists(run_dir); ++n) run_dir = base.string() + "-" + std::to_string(n);
+  } else if (std::filesystem::exists(run_dir / "results.jsonl")) {
+    // Never mix two runs' records, nor overwrite a finished run.
+    throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
+  }
   std::filesystem::create_directories(run_dir);
   {
     std::ofstream config(run_dir / "config.yaml");

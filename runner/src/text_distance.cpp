@@ -22,6 +22,9 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 std::string closest_name(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  // A word that is a prefix of a candidate ("warmup" of "warmup_steps") is a hit.
+  for (const auto& c : candidates)
+    if (word.size() >= 3 && c.rfind(word, 0) == 0) return c;
   for (const auto& c : candidates) {
     const size_t d = edit_distance(word, c);
     if (d < best_distance) {

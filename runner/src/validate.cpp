@@ -27,6 +27,11 @@ const OptionSpec* find_option(const std::vector<OptionSpec>& options, const std:
   throw ConfigError(src.where(node, path) + ": " + path + ": " + what);
 }
 
+std::string a_type(OptionType type) {
+  const std::string name = to_string(type);
+  return (name[0] == 'i' || name[0] == 'e' ? "an " : "a ") + name;
+}
+
 std::string scalar_text(const YAML::Node& node) {
   if (node.IsScalar()) return node.Scalar();
   YAML::Emitter e;
@@ -36,7 +41,7 @@ std::string scalar_text(const YAML::Node& node) {
 
 Value scalar_value(const YAML::Node& node, OptionType type, const SourceMap& src,
                    const std::string& path) {
-  if (!node.IsScalar()) fail(src, node, path, std::string("expected a ") + to_string(type) + ", got " + scalar_text(node));
+  if (!node.IsScalar()) fail(src, node, path, "expected " + a_type(type) + ", got " + scalar_text(node));
   const std::string& text = node.Scalar();
   try {
     switch (type) {
@@ -57,7 +62,7 @@ Value scalar_value(const YAML::Node& node, OptionType type, const SourceMap& src
     }
   } catch (const std::exception&) {
   }
-  fail(src, node, path, std::string("expected a ") + to_string(type) + ", got '" + text + "'");
+  fail(src, node, path, "expected " + a_type(type) + ", got '" + text + "'");
 }
 
 OptionType element_type(OptionType list_type) {
@@ -74,7 +79,7 @@ Value convert(const YAML::Node& node, const OptionSpec& spec, const SourceMap& s
     case OptionType::IntList:
     case OptionType::FloatList:
     case OptionType::StringList: {
-      if (!node.IsSequence()) fail(src, node, path, std::string("expected a ") + to_string(spec.type) + " like [a, b], got " + scalar_text(node));
+      if (!node.IsSequence()) fail(src, node, path, "expected " + a_type(spec.type) + " like [a, b], got " + scalar_text(node));
       Value::List items;
       for (size_t i = 0; i < node.size(); ++i)
         items.push_back(scalar_value(node[i], element_type(spec.type), src, path + "[" + std::to_string(i) + "]"));
@@ -138,9 +143,11 @@ Value resolve_plugin(const YAML::Node& given, const OptionSpec& spec, const Plug
   return Value(nested);
 }
 
-Params resolve_impl(const YAML::Node& node, const std::vector<OptionSpec>& options,
+Params resolve_impl(const YAML::Node& maybe_node, const std::vector<OptionSpec>& options,
                     const PluginRegistry& registry, const std::string& path,
                     const SourceMap& src, const PathValues& point, bool plugin_map) {
+  // A missing key of a const map is an invalid node that throws on inspection.
+  const YAML::Node node = maybe_node.IsDefined() ? maybe_node : YAML::Node();
   if (node.IsDefined() && !node.IsNull() && !node.IsMap())
     fail(src, node, path, "expected a map of options, got " + scalar_text(node));
   const auto names = option_names(options);

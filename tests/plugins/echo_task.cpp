@@ -1,0 +1,58 @@
+// task/echo: records its options back as metrics and can fail on purpose, so
+// host tests cover records, OOM and error handling without any real work.
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "runner/task.hpp"
+
+namespace {
+
+class Echo : public runner::Task {
+ public:
+  void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
+    const std::string fail = p.text("fail");
+    if (fail == "oom") TORCH_CHECK_WITH(OutOfMemoryError, false, "echo: pretend CUDA out of memory");
+    if (fail == "error") throw std::runtime_error("echo: asked to fail");
+    if (fail == "crash") std::abort();
+    const auto times = runner::measure_steps(ctx, [&](runner::StepTimer& t) {
+      t.phase("sleep", [&] { std::this_thread::sleep_for(std::chrono::microseconds(p.integer("sleep_us"))); });
+    });
+    for (const auto& label : p.texts("labels")) {
+      runner::Record r;
+      r.label("item", label);
+      r.add("value", p.number("value"), "units");
+      r.add("sleep_ms", runner::Stats::of(times.ms.at("sleep")), "ms");
+      r.add_text("word", p.text("word"));
+      out.emit(std::move(r));
+    }
+  }
+};
+
+runner::PluginManifest make_manifest() {
+  runner::PluginManifest m;
+  m.kind = runner::PluginKind::Task;
+  m.name = "echo";
+  m.version = "0";
+  m.description = "test task: echoes options as metrics, fails on request";
+  m.options = {
+      runner::opt_float("value", 1.0, "recorded as metric 'value'"),
+      runner::opt_int("sleep_us", 0, "time spent per step"),
+      runner::opt_string("word", "hello", "recorded as text metric 'word'"),
+      runner::opt_enum("fail", {"none", "oom", "error", "crash"}, "none", "how to fail"),
+      runner::opt_list("labels", runner::OptionType::StringList, runner::Value::List{runner::Value("a")},
+                       "one record per label"),
+      runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "sgd", "a nested plugin, for validation tests"),
+  };
+  m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
+    return std::make_unique<Echo>();
+  };
+  return m;
+}
+
+}  // namespace
+
+RUNNER_PLUGIN(make_manifest)
