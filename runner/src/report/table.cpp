@@ -391,13 +391,16 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
   return columns;
 }
 
-// A record belongs to the table when it passes part/where, has every row key,
+// A record belongs to the table when it passes part/where, has every row key (or failed),
 // and could fill some column (has the pivot key / passes a metric column's where).
 bool belongs(const json& record, const TableSpec& spec) {
   if (!spec.part.empty() && record.value("part", std::string()) != spec.part) return false;
   if (!matches(record, spec.where)) return false;
+  // A failed point never got to emit its labels: it still gets a row (blank
+  // label cells) so OOM and error stay visible.
+  const bool failed = record.value("status", std::string("ok")) != "ok";
   for (const auto& key : spec.rows)
-    if (!lookup(record, key)) return false;
+    if (!lookup(record, key) && !failed) return false;
   if (!spec.pivot.empty()) return lookup(record, spec.pivot).has_value();
   bool any_metric_column = false;
   for (const auto& column : spec.columns) {
@@ -576,7 +579,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
   std::vector<std::size_t> member_row;
   for (const json* record : members) {
     std::vector<std::string> keys;
-    for (const auto& key : spec.rows) keys.push_back(*lookup(*record, key));
+    for (const auto& key : spec.rows) keys.push_back(lookup(*record, key).value_or(""));
     const auto [it, inserted] = row_of_keys.emplace(keys, row_keys.size());
     if (inserted) row_keys.push_back(keys);
     member_row.push_back(it->second);

@@ -1,0 +1,158 @@
+// The runner binary end to end on CPU: run directory, records, statuses, exit
+// codes, reports, re-rendering, and plugins found through RUNNER_PLUGIN_PATH.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "report/report.hpp"
+#include "test_support.hpp"
+
+namespace runner {
+namespace {
+
+using testing::fresh_dir;
+using testing::write_file;
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const auto log = fresh_dir("e2e-log") / "out.txt";
+  const std::string cmd = "RUNNER_PLUGIN_PATH=" + std::string(RUNNER_TEST_PLUGIN_DIR) + "/extra " +
+                          std::string(RUNNER_EXE) + " " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const char* kExperiment = R"(experiment: echo_demo
+measure: {warmup_steps: 1, measured_steps: 2}
+task: echo
+params: {labels: [a, b]}
+sweep:
+  fail: [none, oom, error]
+  value: [1.5, 2.5]
+report:
+  id: echo_demo
+  title: Echo demo
+  tables:
+    - name: values
+      title: Values
+      rows: [fail, item]
+      pivot: value
+      metric: value
+      format: "%.1f"
+)";
+
+TEST(EndToEnd, RunWritesRecordsStatusesReportsAndFailsAtTheEnd) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  const Result r = run(file.string() + " --device cpu --out " + out.string() + " --reports " + (dir / "reports").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // error points make the exit code non-zero
+  EXPECT_NE(r.output.find("[6/6]"), std::string::npos) << r.output;
+
+  const auto records = report::read_results(out / "results.jsonl");
+  // none: 2 values x 2 labels; oom and error: one record per point.
+  ASSERT_EQ(records.size(), 8u);
+  EXPECT_EQ(records[0]["status"], "ok");
+  EXPECT_EQ(records[0]["labels"]["item"], "a");
+  EXPECT_EQ(records[0]["metrics"]["sleep_ms"]["n"], 2);
+  EXPECT_EQ(records[0]["metrics"]["value"]["unit"], "units");
+  EXPECT_EQ(records[0]["params"]["measure.warmup_steps"], 1);
+  EXPECT_EQ(records[0]["env"]["device"], "cpu");
+  EXPECT_TRUE(records[0]["env"].contains("libtorch"));
+  EXPECT_TRUE(records[0]["env"].contains("git_commit"));
+  EXPECT_EQ(records[4]["status"], "oom");
+  EXPECT_NE(records[4]["error"].get<std::string>().find("pretend CUDA out of memory"), std::string::npos);
+  EXPECT_EQ(records[6]["status"], "error");
+  EXPECT_EQ(records[6]["error"], "echo: asked to fail");
+
+  EXPECT_TRUE(std::filesystem::exists(out / "config.yaml"));
+  EXPECT_NE(read(out / "log.txt").find("echo: asked to fail"), std::string::npos);
+  const std::string md = read(dir / "reports" / "echo_demo.md");
+  EXPECT_NE(md.find("| none | a | 1.5 | 2.5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| oom |  | OOM | OOM |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| error |  | error | error |"), std::string::npos) << md;
+  EXPECT_TRUE(std::filesystem::exists(dir / "reports" / "echo_demo.tex"));
+  EXPECT_EQ(read(out / "reports" / "echo_demo.md"), md);
+}
+
+TEST(EndToEnd, ReportSubcommandReRendersWithoutRunning) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  run(file.string() + " --device cpu --set sweep.fail=[none] --out " + out.string());
+  const Result r = run("report " + out.string() + " --reports " + (dir / "again").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read(dir / "again" / "echo_demo.md"), read(out / "reports" / "echo_demo.md"));
+}
+
+TEST(EndToEnd, InvalidExperimentFailsBeforeRunningWithOneLine) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const Result r = run(file.string() + " --device cpu --set params.valeu=3 --out " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.output, "runner: --set params.valeu=3: params.valeu: unknown option; did you mean 'value'?\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
+TEST(EndToEnd, ExistingRunDirectoryIsNeverOverwritten) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  run(file.string() + " --device cpu --set sweep.fail=[none] --out " + out.string());
+  const std::string before = read(out / "results.jsonl");
+  const Result r = run(file.string() + " --device cpu --set sweep.fail=[none] --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("already holds results.jsonl"), std::string::npos);
+  EXPECT_EQ(read(out / "results.jsonl"), before);
+}
+
+TEST(EndToEnd, DryRunListsPointsAndWritesNothing) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const Result r = run(file.string() + " --device cpu --dry-run --out " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("echo_demo: 6 points on cpu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("main[5] task=echo fail=error value=2.5"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
+TEST(EndToEnd, PluginsListsPluginsFromRunnerPluginPathAndDescribeShowsOptions) {
+  const Result list = run("plugins");
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.output.find("test task: echoes options as metrics"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("test_plugins/extra/test_echo.so"), std::string::npos);
+  const Result describe = run("describe task/echo");
+  EXPECT_EQ(describe.exit_code, 0);
+  EXPECT_NE(describe.output.find("fail"), std::string::npos);
+  EXPECT_NE(describe.output.find("one of none|oom|error|crash, default none"), std::string::npos) << describe.output;
+  EXPECT_EQ(run("describe task/nope").exit_code, 2);
+}
+
+TEST(EndToEnd, CrashMidSweepKeepsFinishedRecords) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  const Result r = run(file.string() + " --device cpu --set sweep.fail=[none,crash] --out " + out.string());
+  EXPECT_NE(r.exit_code, 0);
+  const auto records = report::read_results(out / "results.jsonl");
+  EXPECT_EQ(records.size(), 4u);  // both points of fail=none, two labels each
+}
+
+}  // namespace
+}  // namespace runner
