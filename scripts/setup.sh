@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what this machine lacks to build runner, then builds it.
-#   scripts/setup.sh            Debian/Ubuntu packages + project venv with PyTorch 2.11 + build
+#   scripts/setup.sh                 packages + venv with PyTorch 2.11 + build + quickstart run
+#   scripts/setup.sh --no-quickstart  the same without the quickstart run (scripts/test.sh uses it)
 # Idempotent: a second run installs nothing and rebuilds incrementally.
 # Environment: RUNNER_BUILD_DIR (default build), RUNNER_VENV (default .venv),
 #              BUILD_TYPE (default Release).
@@ -10,6 +11,20 @@ cd "$root"
 build_dir="${RUNNER_BUILD_DIR:-build}"
 venv="${RUNNER_VENV:-.venv}"
 torch_version=2.11.0
+quickstart() {
+  if [[ "${1:-}" != "--no-quickstart" ]]; then
+    echo "setup: quickstart: device ceilings on the CPU (small sizes)"
+    "$2/runner" experiments/device_ceilings.yaml --smoke --device cpu
+  fi
+}
+
+# The offline GPU host: no package manager access; the staged kit (.gpu/, made by
+# ../shared/gpu/prepare) brings the Debian libraries and builds into build-gpu/.
+if [[ -f .gpu/build.sh ]] && python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  bash .gpu/build.sh
+  quickstart "${1:-}" build-gpu
+  exit 0
+fi
 
 debian_packages=(build-essential cmake ninja-build python3 python3-venv pkg-config
   libyaml-cpp-dev libboost-dev libboost-program-options-dev libboost-filesystem-dev
@@ -50,3 +65,4 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" 
   -DCMAKE_PREFIX_PATH="$torch_prefix" -DRUNNER_PYTHON="$(command -v "$python_bin" || echo "$python_bin")" >/dev/null
 cmake --build "$build_dir"
 echo "setup: built $build_dir/runner"
+quickstart "${1:-}" "$build_dir"
