@@ -5,7 +5,9 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <memory>
 
 #include <torch/version.h>
@@ -55,22 +57,14 @@ std::string command_output(const char* cmd) {
 }
 
 std::string nvidia_driver_version() {
-  FILE* f = std::fopen("/proc/driver/nvidia/version", "r");
-  if (!f) return "";
-  char line[512];
-  std::string version;
-  if (std::fgets(line, sizeof line, f)) {
-    // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..."
-    std::string s(line);
-    const auto k = s.find("Kernel Module");
-    if (k != std::string::npos) {
-      size_t start = s.find_first_not_of(' ', k + 13);
-      size_t end = s.find(' ', start);
-      version = s.substr(start, end - start);
-    }
+  // "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64  580.159.04  Release Build ..."
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string word;
+  while (in >> word) {
+    if (word.find('.') != std::string::npos && word.find_first_not_of("0123456789.") == std::string::npos)
+      return word;
   }
-  std::fclose(f);
-  return version;
+  return "";
 }
 
 }  // namespace
@@ -100,7 +94,9 @@ nlohmann::json capture_environment(const c10::Device& device) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   env["host"] = host;
-  std::string commit = command_output("git rev-parse --short=12 HEAD 2>/dev/null");
+  // RUNNER_GIT_COMMIT names the commit where the tree is a copy without .git (the GPU host).
+  const char* given = std::getenv("RUNNER_GIT_COMMIT");
+  std::string commit = given ? given : command_output("git rev-parse --short=12 HEAD 2>/dev/null");
   if (commit.empty()) commit = RUNNER_GIT_COMMIT;
   if (!commit.empty() && !command_output("git status --porcelain --untracked-files=no 2>/dev/null").empty())
     commit += "-dirty";
