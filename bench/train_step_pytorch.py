@@ -1,0 +1,235 @@
+"""PyTorch-eager twin of the runner's task/train_step, for train_step_vs_pytorch.
+
+The same transformer LM (tests/reference/transformer_lm_reference.py), the same
+random-token batch reused every step, torch.optim.AdamW (lr 1e-3, betas 0.9/0.999,
+eps 1e-8, weight decay 0.01, PyTorch's default implementation: foreach on CUDA),
+and the same phases and timing as the C++ side:
+
+  forward   = model forward + cross-entropy on logits.float(), inside autocast for bf16/fp16
+  backward  = zero_grad(set_to_none=True) + loss.backward(), outside autocast
+  optimizer = optimizer.step()
+
+CUDA phases are timed with CUDA events and the device is synchronized after every
+step; on CPU time.perf_counter brackets each phase. Peak memory is
+torch.cuda.max_memory_allocated() over warm-up and measured steps (reset before
+warm-up). Prints one JSON record line (the protocol of task/external_python), or
+{"oom": true, ...} when the device runs out of memory.
+
+Standalone: python bench/train_step_pytorch.py --device cuda --model.size small --precision bf16
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+import transformer_lm_reference as reference  # noqa: E402
+
+# The spec's "Model under test" sizes: d_model, d_ff, num_layers, num_heads.
+SIZES = {
+    "small": (768, 3072, 12, 12),
+    "medium": (1024, 4096, 24, 16),
+    "large": (1280, 5120, 36, 20),
+    "xl": (1600, 6400, 48, 25),
+    "2.7B": (2560, 10240, 32, 32),
+}
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--mode", default="train_step", choices=["forward", "forward_backward", "train_step"])
+    # The runner's model/transformer_lm options, as task/external_python passes them.
+    p.add_argument("--model", default="transformer_lm", choices=["transformer_lm"])
+    p.add_argument("--model.size", dest="size", default="small", choices=list(SIZES) + ["custom"])
+    for name in ("d_model", "d_ff", "num_layers", "num_heads"):
+        p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
+    p.add_argument("--model.vocab_size", dest="vocab_size", type=int, default=10000)
+    p.add_argument("--model.context_length", dest="context_length", type=int, default=256)
+    p.add_argument("--model.rope_theta", dest="rope_theta", type=float, default=10000.0)
+    p.add_argument("--model.attention", dest="attention", default="naive", choices=["naive"],
+                   help="the reference has only the textbook attention")
+    args = p.parse_args()
+    dims = list(SIZES.get(args.size, (0, 0, 0, 0)))
+    for i, name in enumerate(("d_model", "d_ff", "num_layers", "num_heads")):
+        if getattr(args, name):
+            dims[i] = getattr(args, name)
+    if min(dims) <= 0:
+        p.error("--model.size custom needs --model.d_model, --model.d_ff, --model.num_layers, --model.num_heads")
+    args.d_model, args.d_ff, args.num_layers, args.num_heads = dims
+    return args
+
+
+# The reference builds its RoPE tables and causal mask on the CPU at every call (it is
+# written for a CPU cross-check). These keep its math but cache both on the tensor's
+# device, as the C++ model does, so the benchmark times the model and not table setup.
+_rope_tables = {}
+_masks = {}
+
+
+def cached_rope(x, theta):
+    seq_len, d = x.shape[-2], x.shape[-1]
+    key = (seq_len, d, theta, x.device)
+    if key not in _rope_tables:
+        pos = torch.arange(seq_len, dtype=torch.float64, device=x.device)
+        freq = theta ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)
+        angle = pos[:, None] * freq[None, :]
+        _rope_tables[key] = (torch.cos(angle).float(), torch.sin(angle).float())
+    cos, sin = (t.to(x.dtype) for t in _rope_tables[key])
+    out = torch.empty_like(x)
+    x_even, x_odd = x[..., 0::2], x[..., 1::2]
+    out[..., 0::2] = x_even * cos - x_odd * sin
+    out[..., 1::2] = x_even * sin + x_odd * cos
+    return out
+
+
+def cached_causal_attention(q, k, v):
+    seq_q, seq_k = q.shape[-2], k.shape[-2]
+    key = (seq_q, seq_k, q.device)
+    if key not in _masks:
+        _masks[key] = torch.ones(seq_q, seq_k, dtype=torch.bool, device=q.device).triu(1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores.masked_fill(_masks[key], float("-inf")), dim=-1) @ v
+
+
+reference.rope = cached_rope
+reference.causal_attention = cached_causal_attention
+
+
+def build_model(args, device, generator):
+    """The reference LM with the C++ model's init: truncated normal, cut at +-3 std."""
+    with torch.device(device):
+        model = reference.TransformerLM(args.vocab_size, args.d_model, args.num_layers, args.num_heads,
+                                        args.d_ff, args.rope_theta)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("token_embeddings.weight"):
+                std = 1.0
+            elif p.dim() == 2:
+                std = math.sqrt(2.0 / (p.shape[0] + p.shape[1]))
+            else:  # RMSNorm gains
+                p.fill_(1.0)
+                continue
+            nn.init.trunc_normal_(p, 0.0, std, -3 * std, 3 * std, generator=generator)
+    return model
+
+
+class PhaseTimer:
+    """Times named phases of one step: CUDA events on the GPU, perf_counter on the CPU."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+        self.phases = []  # (name, start, end)
+
+    def phase(self, name, fn):
+        if self.cuda:
+            torch.cuda.nvtx.range_push(name)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.nvtx.range_pop()
+        else:
+            start = time.perf_counter()
+            fn()
+            end = time.perf_counter()
+        self.phases.append((name, start, end))
+
+    def milliseconds(self):  # after the step's synchronize
+        if self.cuda:
+            return [(name, s.elapsed_time(e)) for name, s, e in self.phases]
+        return [(name, (e - s) * 1e3) for name, s, e in self.phases]
+
+
+def main():
+    args = parse_args()
+    cuda = args.device == "cuda"
+    device = torch.device("cuda", 0) if cuda else torch.device("cpu")
+    torch.manual_seed(args.seed)
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    autocast_dtype = AUTOCAST_DTYPES.get(args.precision)
+
+    model = build_model(args, device, generator)
+    optimizer = None
+    if args.mode == "train_step":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    tokens = torch.randint(args.vocab_size, (args.batch_size, args.context_length + 1), generator=generator,
+                           device=device)
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+
+    state = {}
+
+    def forward():
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            logits = model(inputs)
+            state["loss"] = nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size),
+                                                        targets.reshape(-1))
+
+    def backward():
+        model.zero_grad(set_to_none=True)
+        state["loss"].backward()
+
+    def step(timer):
+        timer.phase("forward", forward)
+        if "first_loss" not in state:
+            state["first_loss"] = state["loss"].detach()
+        if args.mode != "forward":
+            timer.phase("backward", backward)
+        if optimizer is not None:
+            timer.phase("optimizer", optimizer.step)
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize()
+
+    samples = {}
+    with torch.no_grad() if args.mode == "forward" else torch.enable_grad():
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+        for _ in range(args.warmup):
+            step(PhaseTimer(cuda))
+            sync()
+        for _ in range(args.steps):
+            timer = PhaseTimer(cuda)
+            t0 = time.perf_counter()
+            step(timer)
+            sync()
+            wall_ms = (time.perf_counter() - t0) * 1e3
+            phases = timer.milliseconds()
+            for name, ms in phases:
+                samples.setdefault(name, []).append(ms)
+            samples.setdefault("step", []).append(sum(ms for _, ms in phases))
+            samples.setdefault("wall", []).append(wall_ms)
+
+    metrics = {f"{name}_ms": {"unit": "ms", "samples": values} for name, values in samples.items()}
+    n_tokens = targets.numel()
+    metrics["tokens_per_s"] = {"unit": "tokens/s", "samples": [n_tokens / (ms * 1e-3) for ms in samples["step"]]}
+    metrics["parameters"] = {"unit": "count", "value": sum(p.numel() for p in model.parameters())}
+    if cuda:
+        peak = torch.cuda.max_memory_allocated(device)
+        metrics["peak_memory_bytes"] = {"unit": "bytes", "value": peak}
+        metrics["peak_memory_gib"] = {"unit": "GiB", "value": peak / 2**30}
+    metrics["loss_first"] = {"unit": "", "value": state["first_loss"].item()}
+    metrics["loss_last"] = {"unit": "", "value": state["loss"].item()}
+    metrics["torch_version"] = {"text": torch.__version__}
+    print(json.dumps({"labels": {}, "metrics": metrics}), flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except torch.OutOfMemoryError as e:
+        print(json.dumps({"oom": True, "error": str(e).splitlines()[0]}), flush=True)

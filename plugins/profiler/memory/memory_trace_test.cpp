@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include "memory_trace.hpp"
+
+namespace plugins::memory_profiler {
+namespace {
+
+using Kind = TraceEvent::Kind;
+
+TraceEvent alloc(std::int64_t bytes, double ms, const std::string& where) { return {Kind::alloc, bytes, ms, where}; }
+TraceEvent free_of(std::int64_t bytes, double ms, const std::string& where) { return {Kind::free, bytes, ms, where}; }
+
+TEST(ActiveMemory, StartsFromTheEndLevelMinusAllChanges) {
+  // 1000 bytes were live before the trace began and are still live at its end.
+  const std::vector<TraceEvent> events = {alloc(100, 0, "a"), alloc(50, 1, "b"), {Kind::other, 7, 1.5, "b"},
+                                          free_of(100, 2, "c")};
+  const Timeline t = active_memory(events, 1050);
+  EXPECT_EQ(t.active_bytes, (std::vector<double>{1100, 1150, 1050}));
+  EXPECT_EQ(t.time_ms, (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(t.event_index, (std::vector<std::size_t>{0, 1, 3}));
+  EXPECT_EQ(t.peak_bytes, 1150);
+  EXPECT_EQ(t.peak_where, "b");
+}
+
+TEST(ActiveMemory, TruncatedTraceWithOrphanFreesStaysNonNegative) {
+  // The ring buffer lost the alloc of these 200 bytes; the free is still there.
+  const Timeline t = active_memory({free_of(200, 0, "x"), alloc(10, 1, "y")}, 10);
+  EXPECT_EQ(t.active_bytes, (std::vector<double>{0, 10}));
+}
+
+TEST(GeneralizeNumbers, ReplacesTrailingDigitsOfEachComponent) {
+  EXPECT_EQ(generalize_numbers("measure/step_3/forward/layer12/attention"), "measure/step_*/forward/layer*/attention");
+  EXPECT_EQ(generalize_numbers("42/x"), "42/x");
+  EXPECT_EQ(generalize_numbers(""), "");
+}
+
+TEST(LargestAllocations, GroupsRepeatsAcrossStepsAndLayersLargestFirst) {
+  const std::vector<TraceEvent> events = {
+      alloc(400, 0, "measure/step_0/forward/layer0"), alloc(400, 1, "measure/step_1/forward/layer1"),
+      alloc(900, 2, "measure/step_0/backward"),       alloc(400, 3, "init"),
+      alloc(5, 4, "measure/step_0/optimizer"),        free_of(900, 5, "measure/step_0/backward")};
+  const auto top = largest_allocations(events, 3, true);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].bytes, 900);
+  EXPECT_EQ(top[0].where, "measure/step_*/backward");
+  EXPECT_EQ(top[1].bytes, 400);
+  EXPECT_EQ(top[1].where, "measure/step_*/forward/layer*");
+  EXPECT_EQ(top[1].count, 2);
+  EXPECT_EQ(top[1].first_time_ms, 0);
+  EXPECT_EQ(top[2].where, "init");
+}
+
+TEST(LargestAllocations, KeepsExactPathsWhenNotGrouping) {
+  const auto top = largest_allocations({alloc(8, 0, "step_1"), alloc(8, 1, "step_2")}, 10, false);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].count, 1);
+}
+
+TEST(PhaseSpans, FollowRunsOfOnePhasePathAndEndWhereTheNextBegins) {
+  const std::vector<TraceEvent> events = {
+      alloc(1, 0, ""),                              // outside: no band
+      alloc(1, 1, "measure/step_0/forward"),        //
+      alloc(1, 2, "measure/step_0/forward/layer0"), // same phase, deeper
+      alloc(1, 3, "measure/step_0/backward"),       //
+      alloc(1, 4, "measure/step_1/forward"),        // next step: a new band
+      alloc(1, 6, "measure"),                       // too shallow: closes the band
+  };
+  const auto spans = phase_spans(events, 3);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].label, "forward");
+  EXPECT_EQ(spans[0].begin_ms, 1);
+  EXPECT_EQ(spans[0].end_ms, 3);
+  EXPECT_EQ(spans[1].label, "backward");
+  EXPECT_EQ(spans[1].end_ms, 4);
+  EXPECT_EQ(spans[2].begin_ms, 4);
+  EXPECT_EQ(spans[2].end_ms, 6);
+}
+
+TEST(CsvField, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(csv_field("a/b"), "a/b");
+  EXPECT_EQ(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+}
+
+}  // namespace
+}  // namespace plugins::memory_profiler

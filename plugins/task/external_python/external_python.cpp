@@ -1,0 +1,151 @@
+// Runs a Python script as one experiment point and turns what it prints into
+// records, so a PyTorch twin of a C++ measurement lands in the same results.jsonl
+// and the same report tables.
+//
+// Command line:  <python> <script> --device cpu|cuda --precision <name> --seed <n>
+//                --warmup <w> --steps <n> --model <name> --model.<option> <value> ... <args...>
+// The model flags are the resolved `model` options (so one `sweep: {model.size: [...]}`
+// drives the C++ and the Python parts alike, and validates the sizes).
+//
+// Protocol: every stdout line that starts with '{' is one record:
+//   {"labels": {"k": "v"}, "metrics": {"name": {"unit": "ms", "samples": [..]}
+//                                             | {"unit": "bytes", "value": 1.0}
+//                                             | {"text": "..."}}}
+// {"oom": true, ...} makes the point `oom`. A non-zero exit, or no record line,
+// makes it `error` with the tail of the script's stderr.
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/device.hpp"
+#include "runner/task.hpp"
+#include "subprocess.hpp"
+
+namespace {
+
+using nlohmann::json;
+constexpr size_t kStderrTailChars = 2000;
+
+std::string tail(const std::string& text) {
+  return text.size() <= kStderrTailChars ? text : "..." + text.substr(text.size() - kStderrTailChars);
+}
+
+std::string python_executable(const std::string& option) {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("RUNNER_PYTHON"); env != nullptr && *env != '\0') return env;
+  return "python3";
+}
+
+std::string as_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+runner::Metric to_metric(const std::string& name, const json& m) {
+  if (!m.is_object()) throw std::runtime_error("metric '" + name + "' is not an object");
+  runner::Metric metric;
+  metric.unit = m.value("unit", std::string());
+  if (m.contains("text")) {
+    metric.value = as_text(m["text"]);
+  } else if (m.contains("samples")) {
+    metric.value = runner::Stats::of(m["samples"].get<std::vector<double>>());
+  } else if (m.contains("value")) {
+    metric.value = m["value"].get<double>();
+  } else {
+    throw std::runtime_error("metric '" + name + "' has none of samples, value, text");
+  }
+  return metric;
+}
+
+runner::Record to_record(const json& line) {
+  runner::Record r;
+  const json labels = line.value("labels", json::object());  // named: items() must not outlive it
+  const json metrics = line.value("metrics", json::object());
+  for (const auto& [key, value] : labels.items()) r.label(key, as_text(value));
+  for (const auto& [name, m] : metrics.items()) {
+    runner::Metric metric = to_metric(name, m);
+    r.metrics.emplace_back(name, std::move(metric));
+  }
+  return r;
+}
+
+class ExternalPython : public runner::Task {
+ public:
+  void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
+    const std::string script = p.text("script");
+    if (!std::filesystem::exists(script))
+      throw std::runtime_error("external_python: script '" + script + "' not found (relative to " +
+                               std::filesystem::current_path().string() + ")");
+    std::vector<std::string> argv = {python_executable(p.text("python")), script,
+                                     "--device", ctx.device.is_cuda() ? "cuda" : "cpu",
+                                     "--precision", ctx.precision.name,
+                                     "--seed", std::to_string(ctx.seed),
+                                     "--warmup", std::to_string(ctx.measure.warmup_steps),
+                                     "--steps", std::to_string(ctx.measure.measured_steps)};
+    for (const auto& [key, value] : p.flatten())
+      if (key == "model" || key.rfind("model.", 0) == 0) argv.insert(argv.end(), {"--" + key, value});
+    for (const std::string& a : p.texts("args")) argv.push_back(a);
+
+    std::string command;
+    for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
+    if (ctx.log) ctx.log->info("external_python: " + command);
+    // The script is another process on the same GPU: hand back what this process's
+    // caching allocator holds (earlier points) so the script can use it.
+    runner::release_cached_memory(ctx.device);
+    const auto result = plugins::external_python::run_process(argv);
+
+    std::vector<runner::Record> records;
+    std::istringstream lines(result.stdout_text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.empty() || line[0] != '{') continue;
+      json parsed;
+      try {
+        parsed = json::parse(line);
+      } catch (const json::exception& e) {
+        throw std::runtime_error("external_python: " + script + " printed a malformed record: " + e.what());
+      }
+      if (parsed.value("oom", false)) {
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "external_python: ", script, " ran out of memory: ",
+                         as_text(parsed.value("error", json("(no message)"))));
+      }
+      records.push_back(to_record(parsed));
+    }
+    if (result.exit_code != 0)
+      throw std::runtime_error("external_python: `" + command + "` exited with " + std::to_string(result.exit_code) +
+                               "; stderr: " + tail(result.stderr_text));
+    if (records.empty())
+      throw std::runtime_error("external_python: `" + command + "` printed no JSON record; stderr: " +
+                               tail(result.stderr_text));
+    for (auto& r : records) out.emit(std::move(r));
+  }
+};
+
+runner::PluginManifest make_manifest() {
+  runner::PluginManifest m;
+  m.kind = runner::PluginKind::Task;
+  m.name = "external_python";
+  m.version = "1";
+  m.description = "runs a Python script (e.g. the PyTorch twin of a C++ benchmark) and records what it prints";
+  m.options = {
+      runner::opt_string("script", runner::Value(), "path of the script, relative to the working directory"),
+      runner::opt_list("args", runner::OptionType::StringList, runner::Value(runner::Value::List{}),
+                       "extra arguments after the standard flags"),
+      runner::opt_string("python", "", "interpreter; empty = $RUNNER_PYTHON, else python3"),
+      runner::opt_plugin("model", runner::PluginKind::Model, "transformer_lm",
+                         "model whose resolved options are passed as --model.<option> <value>"),
+  };
+  m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
+    return std::make_unique<ExternalPython>();
+  };
+  return m;
+}
+
+}  // namespace
+
+RUNNER_PLUGIN(make_manifest)

@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <c10/util/Exception.h>
+
+#include "registry.hpp"
+#include "runner/task.hpp"
+#include "validate.hpp"
+
+namespace {
+
+class Collect : public runner::Recorder {
+ public:
+  void emit(runner::Record r) override { records.push_back(std::move(r)); }
+  std::vector<runner::Record> records;
+};
+
+class ExternalPythonTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
+
+  std::vector<runner::Record> run(const std::string& behave, const std::string& extra = "") {
+    runner::Context ctx;
+    ctx.plugins = &registry;
+    ctx.precision = runner::Precision::parse("bf16");
+    ctx.seed = 7;
+    ctx.measure.warmup_steps = 2;
+    ctx.measure.measured_steps = 3;
+    const std::string yaml = std::string("{script: ") + RUNNER_SOURCE_DIR +
+                             "/plugins/task/external_python/testdata/fake_bench.py, python: " + RUNNER_PYTHON +
+                             ", args: [--behave, " + behave + "], model: {name: transformer_lm, size: xl}" + extra + "}";
+    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "external_python", yaml);
+    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
+    Collect out;
+    task->run(ctx, params, out);
+    return out.records;
+  }
+
+  runner::PluginRegistry registry;
+};
+
+TEST_F(ExternalPythonTest, RecordLineBecomesLabelsStatsScalarsAndText) {
+  const auto records = run("ok");
+  ASSERT_EQ(records.size(), 1u);
+  const auto& r = records[0];
+  EXPECT_EQ(r.labels.at("impl"), "pytorch");
+  const auto& step = std::get<runner::Stats>(r.find("step_ms")->value);
+  EXPECT_EQ(step.n, 3);
+  EXPECT_DOUBLE_EQ(step.mean, 2.0);
+  EXPECT_EQ(r.find("step_ms")->unit, "ms");
+  EXPECT_DOUBLE_EQ(std::get<double>(r.find("peak_memory_bytes")->value), 1024.0);
+}
+
+TEST_F(ExternalPythonTest, PassesDeviceSeedMeasureSettingsPrecisionAndModelOptions) {
+  const auto r = run("ok").at(0);
+  const std::string flags = std::get<std::string>(r.find("flags")->value);
+  for (const char* expected : {"device=cpu", "precision=bf16", "seed=7", "warmup=2", "steps=3",
+                               "model=transformer_lm", "model.size=xl"})
+    EXPECT_NE(flags.find(expected), std::string::npos) << expected << " not in: " << flags;
+  EXPECT_EQ(r.labels.at("size"), "xl");
+}
+
+TEST_F(ExternalPythonTest, NonZeroExitThrowsWithStderrTail) {
+  try {
+    run("fail");
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("exited with 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("something broke"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ExternalPythonTest, OomLineMakesThePointOom) {
+  EXPECT_THROW(run("oom"), c10::OutOfMemoryError);
+}
+
+TEST_F(ExternalPythonTest, NoRecordLineIsAnError) {
+  EXPECT_THROW(run("silent"), std::runtime_error);
+}
+
+TEST_F(ExternalPythonTest, MissingScriptNamesThePath) {
+  runner::Context ctx;
+  ctx.plugins = &registry;
+  const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "external_python",
+                                                     "{script: no/such/script.py}");
+  auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
+  Collect out;
+  EXPECT_THROW(
+      {
+        try {
+          task->run(ctx, params, out);
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("no/such/script.py"), std::string::npos);
+          throw;
+        }
+      },
+      std::runtime_error);
+}
+
+}  // namespace

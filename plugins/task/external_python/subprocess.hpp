@@ -1,0 +1,17 @@
+// Runs a program to completion and captures what it wrote, stdout and stderr apart.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace plugins::external_python {
+
+struct ProcessResult {
+  int exit_code = 0;        // 128 + signal number when killed by a signal
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// argv[0] is looked up on PATH. Throws std::runtime_error if it cannot be started.
+ProcessResult run_process(const std::vector<std::string>& argv);
+
+}  // namespace plugins::external_python

@@ -1,0 +1,29 @@
+"""Test double for task/external_python: echoes its flags as a record, or misbehaves on request."""
+import argparse
+import json
+import sys
+
+parser = argparse.ArgumentParser()
+for flag in ("--device", "--precision", "--seed", "--warmup", "--steps", "--model", "--model.size"):
+    parser.add_argument(flag)
+parser.add_argument("--behave", default="ok", choices=["ok", "fail", "oom", "silent"])
+args, _ = parser.parse_known_args()
+
+print("a progress line that is not a record")
+if args.behave == "fail":
+    print("Traceback: something broke", file=sys.stderr)
+    sys.exit(3)
+if args.behave == "oom":
+    print(json.dumps({"oom": True, "error": "CUDA out of memory. Tried to allocate 2.00 GiB"}))
+    sys.exit(0)
+if args.behave == "silent":
+    sys.exit(0)
+flags = vars(args)
+print(json.dumps({
+    "labels": {"impl": "pytorch", "size": flags["model.size"]},
+    "metrics": {
+        "step_ms": {"unit": "ms", "samples": [1.0, 2.0, 3.0]},
+        "peak_memory_bytes": {"unit": "bytes", "value": 1024},
+        "flags": {"text": " ".join(f"{k}={v}" for k, v in sorted(flags.items()))},
+    },
+}))

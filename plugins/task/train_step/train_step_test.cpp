@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "registry.hpp"
+#include "runner/task.hpp"
+#include "validate.hpp"
+
+namespace {
+
+// A model small enough for CPU: 2 layers, d_model 32, context 16, vocabulary 256.
+constexpr const char* kTinyModel =
+    "model: {name: transformer_lm, size: custom, d_model: 32, d_ff: 64, num_layers: 2, num_heads: 2,"
+    " context_length: 16, vocab_size: 256}, batch_size: 2";
+
+class Collect : public runner::Recorder {
+ public:
+  void emit(runner::Record r) override { records.push_back(std::move(r)); }
+  std::vector<runner::Record> records;
+};
+
+class TrainStepTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
+
+  runner::Record run(const std::string& options, const std::string& precision = "fp32", int measured_steps = 2) {
+    runner::Context ctx;
+    ctx.plugins = &registry;
+    ctx.precision = runner::Precision::parse(precision);
+    ctx.measure.warmup_steps = 1;
+    ctx.measure.measured_steps = measured_steps;
+    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "train_step",
+                                                       "{" + std::string(kTinyModel) + ", " + options + "}");
+    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
+    Collect out;
+    task->run(ctx, params, out);
+    EXPECT_EQ(out.records.size(), 1u);
+    return out.records.at(0);
+  }
+
+  static double scalar(const runner::Record& r, const std::string& name) {
+    const runner::Metric* m = r.find(name);
+    EXPECT_NE(m, nullptr) << name;
+    return std::get<double>(m->value);
+  }
+
+  runner::PluginRegistry registry;
+};
+
+TEST_F(TrainStepTest, ForwardModeTimesOnlyTheForward) {
+  const auto r = run("mode: forward");
+  EXPECT_NE(r.find("forward_ms"), nullptr);
+  EXPECT_EQ(r.find("backward_ms"), nullptr);
+  EXPECT_EQ(r.find("optimizer_ms"), nullptr);
+  EXPECT_EQ(std::get<runner::Stats>(r.find("step_ms")->value).n, 2);
+}
+
+TEST_F(TrainStepTest, ForwardBackwardModeAddsBackward) {
+  const auto r = run("mode: forward_backward");
+  EXPECT_NE(r.find("forward_ms"), nullptr);
+  EXPECT_NE(r.find("backward_ms"), nullptr);
+  EXPECT_EQ(r.find("optimizer_ms"), nullptr);
+}
+
+TEST_F(TrainStepTest, TrainStepModeTimesAllThreePhasesAndCountsParameters) {
+  const auto r = run("mode: train_step");
+  for (const char* phase : {"forward_ms", "backward_ms", "optimizer_ms", "step_ms", "tokens_per_s"})
+    EXPECT_NE(r.find(phase), nullptr) << phase;
+  // 2 x 256 x 32 (embedding, head) + 2 x (4 x 32^2 + 3 x 32 x 64 + 2 x 32) + 32 (final norm)
+  EXPECT_DOUBLE_EQ(scalar(r, "parameters"), 2 * 256 * 32 + 2 * (4 * 32 * 32 + 3 * 32 * 64 + 2 * 32) + 32);
+  EXPECT_EQ(r.find("peak_memory_bytes"), nullptr) << "CPU has no allocator statistics";
+}
+
+TEST_F(TrainStepTest, RepeatedTrainStepsOnOneBatchLowerTheLoss) {
+  const auto r = run("mode: train_step, optimizer: {name: adamw, lr: 0.01}", "fp32", 5);
+  EXPECT_LT(scalar(r, "loss_last"), scalar(r, "loss_first"));
+}
+
+TEST_F(TrainStepTest, ForwardBackwardWithoutOptimizerLeavesTheLoss) {
+  const auto r = run("mode: forward_backward");
+  EXPECT_DOUBLE_EQ(scalar(r, "loss_last"), scalar(r, "loss_first"));
+}
+
+TEST_F(TrainStepTest, Bf16AutocastStepRunsOnCpu) {
+  const auto r = run("mode: train_step", "bf16");
+  EXPECT_TRUE(std::isfinite(scalar(r, "loss_last")));
+  EXPECT_GT(std::get<runner::Stats>(r.find("backward_ms")->value).mean, 0.0);
+}
+
+}  // namespace
