@@ -10,25 +10,10 @@
 #include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
 
+#include "traced_model.hpp"
 #include "runner/model.hpp"
 
 namespace plugins::toy {
-
-struct ToyForwardTrace {
-  torch::Tensor fc1_output;
-  torch::Tensor relu_output;
-  torch::Tensor layer_norm_output;
-  torch::Tensor logits;
-};
-
-// Header-only interface (inline virtuals, so no library defines its typeinfo):
-// a task can reach it from a runner::Model* with dynamic_cast without linking
-// this plugin. libstdc++ matches typeinfo by name across shared libraries.
-class TracedModel {
- public:
-  virtual ~TracedModel() = default;
-  virtual ToyForwardTrace forward_traced(const torch::Tensor& inputs) = 0;
-};
 
 class ToyNet : public torch::nn::Module {
  public:

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "plugins/model/toy/toy_model.hpp"
+#include "plugins/model/toy/traced_model.hpp"
 #include "runner/model.hpp"
 #include "runner/task.hpp"
 
