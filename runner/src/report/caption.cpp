@@ -1,0 +1,157 @@
+// Table captions: the author's text, what pivot cells hold, and a setup sentence
+// (device, software, warm-up/steps, parameters fixed across the table) computed
+// from the records themselves.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+
+#include "report/record_fields.hpp"
+
+namespace runner::report::detail {
+namespace {
+
+using nlohmann::json;
+
+// ---- caption ----------------------------------------------------------------
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : separator) + part;
+  return out;
+}
+
+// Distinct non-empty values in first-appearance order.
+template <typename Field>
+std::vector<std::string> distinct(const std::vector<const json*>& records, Field field) {
+  std::vector<std::string> values;
+  for (const json* record : records) {
+    const std::string value = field(*record);
+    if (!value.empty() && std::find(values.begin(), values.end(), value) == values.end())
+      values.push_back(value);
+  }
+  return values;
+}
+
+std::string env_text(const json& record, const char* key) {
+  const auto env = record.find("env");
+  if (env == record.end() || !env->is_object()) return "";
+  const auto value = env->find(key);
+  return value == env->end() || value->is_null() ? "" : render_value(*value);
+}
+
+std::string param_text(const json& record, const char* key) {
+  const auto params = record.find("params");
+  if (params == record.end() || !params->is_object()) return "";
+  const auto value = params->find(key);
+  return value == params->end() ? "" : render_value(*value);
+}
+
+std::string device_name(const json& record) {
+  std::string name = env_text(record, "gpu");
+  if (name.empty()) name = env_text(record, "cpu");
+  const std::string device = env_text(record, "device");
+  if (name.empty() || device.empty()) return name + device;
+  return name + " (" + device + ")";
+}
+
+// "NVIDIA H100 80GB HBM3 (cuda), driver 580.159.04, CUDA 13.0, LibTorch 2.11.0"
+std::string machine_clause(const std::vector<const json*>& records) {
+  std::vector<std::string> parts;
+  const auto add = [&](const std::string& prefix, const std::vector<std::string>& values) {
+    if (!values.empty()) parts.push_back(prefix + join(values, " / "));
+  };
+  add("", distinct(records, device_name));
+  add("driver ", distinct(records, [](const json& r) { return env_text(r, "driver"); }));
+  add("CUDA ", distinct(records, [](const json& r) { return env_text(r, "cuda_runtime"); }));
+  add("LibTorch ", distinct(records, [](const json& r) { return env_text(r, "libtorch"); }));
+  return join(parts, ", ");
+}
+
+std::string steps_clause(const std::vector<const json*>& records) {
+  const auto warmup = distinct(records, [](const json& r) { return param_text(r, "measure.warmup_steps"); });
+  const auto measured =
+      distinct(records, [](const json& r) { return param_text(r, "measure.measured_steps"); });
+  std::vector<std::string> parts;
+  if (warmup.size() == 1) parts.push_back("warm-up " + warmup[0]);
+  if (warmup.size() > 1) parts.push_back("warm-up varies by row/column");
+  if (measured.size() == 1) parts.push_back("measured " + measured[0] + " steps");
+  if (measured.size() > 1) parts.push_back("measured steps vary by row/column");
+  return join(parts, ", ");
+}
+
+// Params equal in every record, minus what the table shows and what says nothing
+// about the setup (seed, device, measure.*, list values).
+std::string fixed_clause(const std::vector<const json*>& records,
+                         const std::set<std::string>& shown_keys) {
+  const auto ignored = [&](const std::string& key, const json& value) {
+    return shown_keys.count(key) || key == "seed" || key == "device" ||
+           key.rfind("measure.", 0) == 0 || value.is_array() || value.is_object();
+  };
+  std::map<std::string, std::string> fixed;  // sorted by key: deterministic
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const json params = records[i]->value("params", json::object());
+    if (i == 0) {
+      for (const auto& [key, value] : params.items())
+        if (!ignored(key, value)) fixed[key] = render_value(value);
+      continue;
+    }
+    for (auto it = fixed.begin(); it != fixed.end();) {
+      const auto value = params.find(it->first);
+      const bool same = value != params.end() && render_value(*value) == it->second;
+      it = same ? std::next(it) : fixed.erase(it);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : fixed) parts.push_back(key + "=" + value);
+  return parts.empty() ? "" : "fixed: " + join(parts, ", ");
+}
+
+// Pivot headers are key values, so say what the cells hold and in which unit.
+std::string cells_sentence(const TableSpec& spec, const std::vector<const json*>& records) {
+  if (spec.pivot.empty()) return "";
+  std::string what = spec.metric;
+  for (const json* record : records) {
+    const json* metric = find_metric(*record, spec.metric);
+    if (!metric || !metric->is_object()) continue;
+    if (metric->contains("mean")) {
+      what += " " + (spec.stat.empty() ? std::string("mean") : spec.stat);
+      if (spec.show_std) what += " ± std";
+    }
+    const std::string unit = metric->value("unit", std::string());
+    if (!unit.empty()) what += " (" + unit + ")";
+    break;
+  }
+  return "Cells: " + what + " by " + spec.pivot + ".";
+}
+
+std::string one_line(std::string text) {
+  std::replace_if(text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
+  const auto first = text.find_first_not_of(' ');
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+}  // namespace
+
+std::string caption(const TableSpec& spec, const std::vector<const json*>& records,
+                    const std::set<std::string>& shown_keys) {
+  std::vector<std::string> sentences;
+  if (const std::string author = one_line(spec.caption); !author.empty()) sentences.push_back(author);
+  if (const std::string cells = cells_sentence(spec, records); !cells.empty()) sentences.push_back(cells);
+  std::vector<std::string> setup;
+  for (const std::string& clause :
+       {machine_clause(records), steps_clause(records), fixed_clause(records, shown_keys)})
+    if (!clause.empty()) setup.push_back(clause);
+  if (records.empty()) sentences.push_back("No matching records yet.");
+  else if (!setup.empty()) sentences.push_back("Setup: " + join(setup, "; ") + ".");
+  if (!spec.question.empty()) sentences.push_back("Question: " + spec.question + ".");
+  return join(sentences, " ");
+}
+
+
+}  // namespace runner::report::detail

@@ -1,0 +1,222 @@
+// Parsing and checking the `report:` section of an experiment file.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+
+#include "report/report.hpp"
+#include "text_distance.hpp"
+
+namespace runner::report {
+namespace {
+
+const std::vector<std::string> kReportKeys = {"id", "title", "tables"};
+const std::vector<std::string> kTableKeys = {
+    "name", "title", "question", "part", "where", "rows", "columns",
+    "pivot", "metric", "stat", "format", "show_std", "caption"};
+const std::vector<std::string> kColumnKeys = {"id",     "header",   "metric", "stat", "format",
+                                              "show_std", "where", "ratio",  "key"};
+const std::set<std::string> kStats = {"n", "mean", "std", "median", "min", "max"};
+
+bool is_name(const std::string& text, bool allow_upper_and_dash) {
+  if (text.empty()) return false;
+  return std::all_of(text.begin(), text.end(), [&](char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') return true;
+    return allow_upper_and_dash && ((c >= 'A' && c <= 'Z') || c == '-');
+  });
+}
+
+
+// Knows the file name so every error can point at file:line:col.
+struct SpecParser {
+  const std::string& file;
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& path,
+                         const std::string& what) const {
+    std::string where = file;
+    const YAML::Mark mark = at.IsDefined() ? at.Mark() : YAML::Mark::null_mark();
+    if (!mark.is_null())
+      where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    throw std::runtime_error(where + ": " + path + ": " + what);
+  }
+
+  void check_keys(const YAML::Node& node, const std::string& path,
+                  const std::vector<std::string>& valid) const {
+    if (!node.IsDefined() || !node.IsMap()) fail(node, path, "expected a mapping");
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      if (std::find(valid.begin(), valid.end(), key) == valid.end())
+        fail(entry.first, path + "." + key,
+             "unknown key" + suggestion(key, valid));
+    }
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar()) fail(node, path, "expected a single value");
+    return node.Scalar();
+  }
+
+  std::string optional_scalar(const YAML::Node& parent, const char* key,
+                              const std::string& path) const {
+    return parent[key] ? scalar(parent[key], path + "." + key) : std::string();
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& path) const {
+    bool value = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value))
+      fail(node, path, "expected true or false");
+    return value;
+  }
+
+  std::vector<std::string> keys(const YAML::Node& node, const std::string& path) const {
+    if (node.IsScalar()) return {node.Scalar()};
+    if (!node.IsSequence() || node.size() == 0) fail(node, path, "expected a list of keys");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < node.size(); ++i)
+      out.push_back(scalar(node[i], path + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+
+  std::map<std::string, std::string> where(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsMap()) fail(node, path, "expected a mapping of key: value");
+    std::map<std::string, std::string> out;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      out[key] = scalar(entry.second, path + "." + key);
+    }
+    return out;
+  }
+
+  std::string stat(const YAML::Node& parent, const std::string& path) const {
+    const std::string value = optional_scalar(parent, "stat", path);
+    if (!value.empty() && !kStats.count(value))
+      fail(parent["stat"], path + ".stat",
+           "unknown stat '" + value + "'; expected n, mean, std, median, min or max");
+    return value;
+  }
+
+  std::string format(const YAML::Node& parent, const std::string& path) const {
+    const std::string value = optional_scalar(parent, "format", path);
+    if (value.empty()) return value;
+    try {
+      check_number_format(value);
+    } catch (const std::exception& e) {
+      fail(parent["format"], path + ".format", e.what());
+    }
+    return value;
+  }
+
+  ColumnSpec column(const YAML::Node& node, const std::string& path) const {
+    check_keys(node, path, kColumnKeys);
+    ColumnSpec column;
+    column.id = optional_scalar(node, "id", path);
+    column.header = optional_scalar(node, "header", path);
+    column.metric = optional_scalar(node, "metric", path);
+    column.key = optional_scalar(node, "key", path);
+    column.stat = stat(node, path);
+    column.format = format(node, path);
+    if (node["show_std"]) column.show_std = boolean(node["show_std"], path + ".show_std") ? 1 : 0;
+    if (node["where"]) column.where = where(node["where"], path + ".where");
+    if (node["ratio"]) {
+      column.ratio = keys(node["ratio"], path + ".ratio");
+      if (column.ratio.size() != 2)
+        fail(node["ratio"], path + ".ratio", "expected [numerator column id, denominator column id]");
+    }
+    const int kinds = !column.metric.empty() + !column.key.empty() + !column.ratio.empty();
+    if (kinds != 1) fail(node, path, "a column needs exactly one of metric, ratio, key");
+    if (column.header.empty())
+      column.header = !column.id.empty()       ? column.id
+                      : !column.metric.empty() ? column.metric
+                      : !column.key.empty()    ? column.key
+                                               : column.ratio[0] + "/" + column.ratio[1];
+    return column;
+  }
+
+  void check_ratio_references(const TableSpec& table, const YAML::Node& columns_node,
+                              const std::string& path) const {
+    std::vector<std::string> metric_ids;
+    for (const auto& column : table.columns)
+      if (!column.id.empty() && !column.metric.empty()) metric_ids.push_back(column.id);
+    for (std::size_t i = 0; i < table.columns.size(); ++i)
+      for (std::size_t side = 0; side < table.columns[i].ratio.size(); ++side) {
+        const std::string& id = table.columns[i].ratio[side];
+        if (std::find(metric_ids.begin(), metric_ids.end(), id) != metric_ids.end()) continue;
+        const std::string at = path + "[" + std::to_string(i) + "].ratio";
+        if (metric_ids.empty())
+          fail(columns_node[i]["ratio"], at, "'" + id + "' is not the id of a metric column");
+        fail(columns_node[i]["ratio"], at, "'" + id + "' is not the id of a metric column" +
+                                               suggestion(id, metric_ids));
+      }
+  }
+
+  TableSpec table(const YAML::Node& node, const std::string& path) const {
+    check_keys(node, path, kTableKeys);
+    TableSpec table;
+    table.name = optional_scalar(node, "name", path);
+    if (!is_name(table.name, false)) fail(node, path + ".name", "needs a name made of [a-z0-9_]");
+    table.title = node["title"] ? scalar(node["title"], path + ".title") : table.name;
+    table.question = optional_scalar(node, "question", path);
+    table.part = optional_scalar(node, "part", path);
+    table.caption = optional_scalar(node, "caption", path);
+    if (node["where"]) table.where = where(node["where"], path + ".where");
+    if (!node["rows"]) fail(node, path + ".rows", "missing; name the key(s) that make rows");
+    table.rows = keys(node["rows"], path + ".rows");
+    table.stat = stat(node, path);
+    table.format = format(node, path);
+    if (node["show_std"]) table.show_std = boolean(node["show_std"], path + ".show_std");
+    table.pivot = optional_scalar(node, "pivot", path);
+    table.metric = optional_scalar(node, "metric", path);
+
+    const bool has_columns = static_cast<bool>(node["columns"]);
+    if (has_columns == !table.pivot.empty())
+      fail(node, path, "give either columns or pivot (with metric), not both");
+    if (!has_columns && table.metric.empty())
+      fail(node, path + ".metric", "missing; a pivot table shows one metric");
+    if (has_columns && !table.metric.empty())
+      fail(node["metric"], path + ".metric", "only for pivot tables; each column names its metric");
+    if (has_columns) {
+      const YAML::Node columns = node["columns"];
+      if (!columns.IsSequence() || columns.size() == 0)
+        fail(columns, path + ".columns", "expected a list of columns");
+      std::set<std::string> ids;
+      for (std::size_t i = 0; i < columns.size(); ++i) {
+        const std::string at = path + ".columns[" + std::to_string(i) + "]";
+        table.columns.push_back(column(columns[i], at));
+        const std::string& id = table.columns.back().id;
+        if (!id.empty() && !ids.insert(id).second) fail(columns[i]["id"], at + ".id", "duplicate id");
+      }
+      check_ratio_references(table, columns, path + ".columns");
+    }
+    return table;
+  }
+};
+
+
+}  // namespace
+
+ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& file) {
+  const SpecParser parser{file};
+  parser.check_keys(report_node, "report", kReportKeys);
+  ReportSpec spec;
+  spec.id = parser.optional_scalar(report_node, "id", "report");
+  if (!is_name(spec.id, true))
+    parser.fail(report_node, "report.id", "needs an id made of [A-Za-z0-9_-] (the file name)");
+  spec.title = report_node["title"] ? parser.scalar(report_node["title"], "report.title") : spec.id;
+  const YAML::Node tables = report_node["tables"];
+  if (!tables || !tables.IsSequence() || tables.size() == 0)
+    parser.fail(tables ? tables : report_node, "report.tables", "expected a list of tables");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const std::string path = "report.tables[" + std::to_string(i) + "]";
+    spec.tables.push_back(parser.table(tables[i], path));
+    if (!names.insert(spec.tables.back().name).second)
+      parser.fail(tables[i]["name"], path + ".name", "duplicate table name in this report");
+  }
+  return spec;
+}
+
+}  // namespace runner::report
