@@ -104,6 +104,7 @@ std::string render_svg(const LineChart& c) {
   std::map<std::string, std::string> colour_of;
   std::vector<std::string> legend;
   for (const ChartBand& b : c.bands) {
+    if (b.x_end <= x_lo || b.x_begin >= x_hi) continue;  // outside the plotted range (e.g. warm-up)
     if (!colour_of.count(b.label)) {
       colour_of[b.label] = kBandColours[legend.size() % std::size(kBandColours)];
       legend.push_back(b.label);
