@@ -40,12 +40,6 @@ class FileLogger : public Logger {
   std::ofstream out_;
 };
 
-class CollectingRecorder : public Recorder {
- public:
-  void emit(Record record) override { records.push_back(std::move(record)); }
-  std::vector<Record> records;
-};
-
 c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const SourceMap& src) {
   std::string wanted = flag;
   if (wanted.empty() && doc["device"]) wanted = doc["device"].as<std::string>();
@@ -84,7 +78,7 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
       add_range_listener(p.get());
       p->point_begin(ctx);
     }
-    CollectingRecorder recorder;
+    RecordList recorder;
     {
       auto task = ctx.create<Task>(PluginKind::Task, point.params);
       task->run(ctx, point.params, recorder);

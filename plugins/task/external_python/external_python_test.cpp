@@ -8,11 +8,7 @@
 
 namespace {
 
-class Collect : public runner::Recorder {
- public:
-  void emit(runner::Record r) override { records.push_back(std::move(r)); }
-  std::vector<runner::Record> records;
-};
+using Collect = runner::RecordList;
 
 class ExternalPythonTest : public ::testing::Test {
  protected:

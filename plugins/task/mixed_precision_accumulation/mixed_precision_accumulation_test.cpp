@@ -10,11 +10,7 @@
 
 namespace {
 
-class Collect : public runner::Recorder {
- public:
-  void emit(runner::Record r) override { records.push_back(std::move(r)); }
-  std::vector<runner::Record> records;
-};
+using Collect = runner::RecordList;
 
 class MixedPrecisionAccumulationTest : public ::testing::Test {
  protected:

@@ -13,11 +13,7 @@ constexpr const char* kTinyModel =
     "model: {name: transformer_lm, size: custom, d_model: 32, d_ff: 64, num_layers: 2, num_heads: 2,"
     " context_length: 16, vocab_size: 256}, batch_size: 2";
 
-class Collect : public runner::Recorder {
- public:
-  void emit(runner::Record r) override { records.push_back(std::move(r)); }
-  std::vector<runner::Record> records;
-};
+using Collect = runner::RecordList;
 
 class TrainStepTest : public ::testing::Test {
  protected:

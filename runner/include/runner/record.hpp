@@ -40,4 +40,11 @@ class Recorder {
   virtual void emit(Record record) = 0;
 };
 
+// Keeps every emitted record in order: for the host and for tasks' tests.
+class RecordList : public Recorder {
+ public:
+  void emit(Record record) override { records.push_back(std::move(record)); }
+  std::vector<Record> records;
+};
+
 }  // namespace runner
