@@ -16,7 +16,10 @@ function(runner_add_plugin kind name)
   add_dependencies(runner_plugins ${target})
   if(P_TESTS)
     add_executable(${target}_tests ${P_TESTS})
-    target_link_libraries(${target}_tests PRIVATE ${target}_obj runner_core GTest::gtest_main)
+    # Tests may use host internals (registry, option resolution) and tests/support.
+    target_include_directories(${target}_tests PRIVATE ${CMAKE_SOURCE_DIR}/runner/src
+                               ${CMAKE_SOURCE_DIR}/tests/support)
+    target_link_libraries(${target}_tests PRIVATE ${target}_obj runner_core yaml-cpp GTest::gtest_main)
     add_dependencies(${target}_tests runner_plugins)
     target_compile_definitions(${target}_tests PRIVATE
       RUNNER_TEST_PLUGIN_DIR="${RUNNER_PLUGIN_DIR}"

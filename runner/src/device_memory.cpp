@@ -1,6 +1,8 @@
 #include <fstream>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 
 #include "runner/device.hpp"
 
@@ -52,6 +54,13 @@ void release_cached_memory(const c10::Device& device) {
   }
 #endif
   (void)device;
+}
+
+at::Generator seeded_generator(const c10::Device& device, std::uint64_t seed) {
+  at::Generator gen = device.is_cuda() ? at::detail::getCUDAHooks().getNewGenerator(device.index())
+                                       : at::make_generator<at::CPUGeneratorImpl>(seed);
+  gen.set_current_seed(seed);
+  return gen;
 }
 
 std::string device_name(const c10::Device& device) {

@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/ops/cross_entropy_loss.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/layer_norm.h>
@@ -15,15 +13,10 @@
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
+#include "runner/device.hpp"
+
 namespace plugins::toy {
 namespace {
-
-at::Generator seeded_generator(const c10::Device& device, std::uint64_t seed) {
-  at::Generator gen = device.is_cuda() ? at::detail::getCUDAHooks().getNewGenerator(device.index())
-                                       : at::make_generator<at::CPUGeneratorImpl>(seed);
-  gen.set_current_seed(seed);
-  return gen;
-}
 
 // PyTorch's nn.Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 torch::Tensor linear_weight(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen) {
@@ -61,7 +54,7 @@ ToyModel::ToyModel(std::int64_t in_features, std::int64_t out_features, const c1
     : in_features_(in_features), out_features_(out_features), device_(device) {
   TORCH_CHECK(in_features > 0 && out_features > 0, "toy model: in_features and out_features must be > 0, got ",
               in_features, " and ", out_features);
-  at::Generator gen = seeded_generator(device, seed);
+  at::Generator gen = runner::seeded_generator(device, seed);
   net_ = std::make_shared<ToyNet>(in_features, out_features, device, gen);
 }
 

@@ -2,25 +2,14 @@
 
 #include <string>
 
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/ops/cross_entropy_loss.h>
 #include <ATen/ops/randint.h>
 #include <torch/nn/modules/container/modulelist.h>
 
+#include "runner/device.hpp"
 #include "runner/range.hpp"
 
 namespace plugins::transformer_lm {
-namespace {
-
-at::Generator seeded_generator(const c10::Device& device, std::uint64_t seed) {
-  at::Generator gen = device.is_cuda() ? at::detail::getCUDAHooks().getNewGenerator(device.index())
-                                       : at::make_generator<at::CPUGeneratorImpl>(seed);
-  gen.set_current_seed(seed);
-  return gen;
-}
-
-}  // namespace
 
 LanguageModelNet::LanguageModelNet(const TransformerDims& dims, runner::Attention* attention,
                                    const c10::Device& device, at::Generator& gen) {
@@ -60,7 +49,7 @@ TransformerLM::TransformerLM(const TransformerDims& dims, std::unique_ptr<runner
                              const c10::Device& device, std::uint64_t seed)
     : dims_(dims), device_(device), attention_(std::move(attention)) {
   check_dims(dims_);
-  at::Generator gen = seeded_generator(device, seed);
+  at::Generator gen = runner::seeded_generator(device, seed);
   net_ = std::make_shared<LanguageModelNet>(dims_, attention_.get(), device, gen);
 }
 

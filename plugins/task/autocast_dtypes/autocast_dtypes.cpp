@@ -7,12 +7,11 @@
 // (plugins::toy::TracedModel: fc1_output, relu_output, layer_norm_output), logits,
 // loss, then each parameter's gradient (<name>.grad).
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <memory>
 #include <string>
 
+#include "runner/device.hpp"
 #include "plugins/model/toy/traced_model.hpp"
 #include "runner/model.hpp"
 #include "runner/task.hpp"
@@ -35,9 +34,7 @@ class AutocastDtypes : public runner::Task {
  public:
   void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
     auto model = ctx.create<runner::Model>(runner::PluginKind::Model, p.plugin("model"));
-    at::Generator gen = ctx.device.is_cuda() ? at::detail::getCUDAHooks().getNewGenerator(ctx.device.index())
-                                             : at::make_generator<at::CPUGeneratorImpl>(ctx.seed);
-    gen.set_current_seed(ctx.seed);
+    at::Generator gen = runner::seeded_generator(ctx.device, ctx.seed);
     const runner::Batch batch = model->random_batch(p.integer("batch_size"), gen);
 
     auto emit = [&](const std::string& name, const std::string& kind, const torch::Tensor& t) {

@@ -15,8 +15,6 @@
 //                                         (model/transformer_lm, forward only; the
 //                                          attention plugin adds its own steps inside)
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/autograd.h>
 
 #include <memory>
@@ -33,13 +31,6 @@
 namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-
-at::Generator seeded_generator(const c10::Device& device, std::uint64_t seed) {
-  at::Generator gen = device.is_cuda() ? at::detail::getCUDAHooks().getNewGenerator(device.index())
-                                       : at::make_generator<at::CPUGeneratorImpl>(seed);
-  gen.set_current_seed(seed);
-  return gen;
-}
 
 std::int64_t parameter_count(torch::nn::Module& module) {
   std::int64_t n = 0;
@@ -67,7 +58,7 @@ class TrainStep : public runner::Task {
       auto factory = ctx.create<runner::OptimizerFactory>(runner::PluginKind::Optimizer, p.plugin("optimizer"));
       optimizer = factory->make({torch::optim::OptimizerParamGroup(module.parameters())});
     }
-    torch::Generator gen = seeded_generator(ctx.device, ctx.seed);
+    torch::Generator gen = runner::seeded_generator(ctx.device, ctx.seed);
     const runner::Batch batch = model->random_batch(batch_size, gen);
 
     // Inference mode for forward-only points: no graph is kept, as in a real eval.

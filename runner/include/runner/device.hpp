@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include <ATen/core/Generator.h>
 #include <c10/core/Device.h>
 
 namespace runner {
@@ -21,6 +22,9 @@ void reset_peak_memory(const c10::Device& device);
 // Returns cached blocks to the driver (after an OOM, between points).
 void release_cached_memory(const c10::Device& device);
 bool cuda_available();
+// A fresh generator on `device` (CPU or CUDA) seeded with `seed`, independent of
+// the global one, so weights and batches do not depend on what ran before.
+at::Generator seeded_generator(const c10::Device& device, std::uint64_t seed);
 // "NVIDIA H100 80GB HBM3" or the CPU model from /proc/cpuinfo.
 std::string device_name(const c10::Device& device);
 
