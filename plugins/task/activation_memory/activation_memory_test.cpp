@@ -3,35 +3,16 @@
 #include <string>
 #include <variant>
 
-#include "registry.hpp"
-#include "runner/task.hpp"
-#include "validate.hpp"
+#include "task_harness.hpp"
 
 namespace {
 
-using Collect = runner::RecordList;
-
-class ActivationMemoryTest : public ::testing::Test {
+class ActivationMemoryTest : public runner::testing::TaskTest {
  protected:
-  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
-
-  runner::Record run(const std::string& yaml) {
-    runner::Context ctx;
-    ctx.plugins = &registry;
-    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "activation_memory", yaml);
-    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-    Collect out;
-    task->run(ctx, params, out);
-    EXPECT_EQ(out.records.size(), 1u);
-    return out.records.at(0);
-  }
+  runner::Record run(const std::string& yaml) { return run_task_once("activation_memory", yaml); }
   static double number(const runner::Record& r, const std::string& name) {
-    const runner::Metric* m = r.find(name);
-    EXPECT_NE(m, nullptr) << name;
-    return std::get<double>(m->value);
+    return runner::testing::metric_number(r, name);
   }
-
-  runner::PluginRegistry registry;
 };
 
 TEST_F(ActivationMemoryTest, ResidualStreamOf2p7BAtContext256IsTenMiB) {

@@ -2,40 +2,27 @@
 
 #include <map>
 
-#include "registry.hpp"
 #include "runner/device.hpp"
-#include "runner/task.hpp"
-#include "validate.hpp"
+#include "task_harness.hpp"
 
 namespace {
 
-using Collect = runner::RecordList;
-
-class AutocastDtypesTest : public ::testing::Test {
+class AutocastDtypesTest : public runner::testing::TaskTest {
  protected:
-  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
-
   // tensor label -> dtype text, and the labels in emission order.
   std::map<std::string, std::string> run(c10::Device device, const std::string& precision,
                                          std::vector<std::string>* order = nullptr) {
     runner::Context ctx;
     ctx.device = device;
-    ctx.plugins = &registry;
     ctx.precision = runner::Precision::parse(precision);
-    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "autocast_dtypes", "");
-    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-    Collect out;
-    task->run(ctx, params, out);
     std::map<std::string, std::string> dtypes;
-    for (const auto& r : out.records) {
+    for (const auto& r : run_task("autocast_dtypes", "", ctx)) {
       const std::string tensor = r.labels.at("tensor");
-      dtypes[tensor] = std::get<std::string>(r.find("dtype")->value);
+      dtypes[tensor] = runner::testing::metric_text(r, "dtype");
       if (order) order->push_back(tensor);
     }
     return dtypes;
   }
-
-  runner::PluginRegistry registry;
 };
 
 TEST_F(AutocastDtypesTest, Fp32EverythingIsFloat32) {

@@ -2,40 +2,24 @@
 
 #include <ATen/ATen.h>
 
-#include "registry.hpp"
 #include "runner/device.hpp"
-#include "runner/task.hpp"
-#include "validate.hpp"
+#include "task_harness.hpp"
 
 namespace {
 
-using Collect = runner::RecordList;
+using runner::testing::metric_number;
+using runner::testing::metric_stats;
 
-class DeviceCeilingsTest : public ::testing::Test {
+class DeviceCeilingsTest : public runner::testing::TaskTest {
  protected:
-  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
-
   runner::Record run_on(c10::Device device, const std::string& yaml) {
     runner::Context ctx;
     ctx.device = device;
-    ctx.plugins = &registry;
     ctx.measure.warmup_steps = 1;
     ctx.measure.measured_steps = 3;
-    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "device_ceilings", yaml);
-    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-    Collect out;
-    task->run(ctx, params, out);
-    EXPECT_EQ(out.records.size(), 1u);
-    return out.records.at(0);
+    return run_task_once("device_ceilings", yaml, ctx);
   }
-
-  static const runner::Stats& stats(const runner::Record& r, const std::string& name) {
-    const runner::Metric* m = r.find(name);
-    EXPECT_NE(m, nullptr) << name;
-    return std::get<runner::Stats>(m->value);
-  }
-
-  runner::PluginRegistry registry;
+  static const runner::Stats& stats(const runner::Record& r, const std::string& name) { return metric_stats(r, name); }
 };
 
 TEST_F(DeviceCeilingsTest, MatmulRateIsFlopOverTime) {

@@ -2,21 +2,14 @@
 
 #include <c10/util/Exception.h>
 
-#include "registry.hpp"
-#include "runner/task.hpp"
-#include "validate.hpp"
+#include "task_harness.hpp"
 
 namespace {
 
-using Collect = runner::RecordList;
-
-class ExternalPythonTest : public ::testing::Test {
+class ExternalPythonTest : public runner::testing::TaskTest {
  protected:
-  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
-
   std::vector<runner::Record> run(const std::string& behave, const std::string& extra = "") {
     runner::Context ctx;
-    ctx.plugins = &registry;
     ctx.precision = runner::Precision::parse("bf16");
     ctx.seed = 7;
     ctx.measure.warmup_steps = 2;
@@ -24,14 +17,8 @@ class ExternalPythonTest : public ::testing::Test {
     const std::string yaml = std::string("{script: ") + RUNNER_SOURCE_DIR +
                              "/plugins/task/external_python/testdata/fake_bench.py, python: " + RUNNER_PYTHON +
                              ", args: [--behave, " + behave + "], model: {name: transformer_lm, size: xl}" + extra + "}";
-    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "external_python", yaml);
-    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-    Collect out;
-    task->run(ctx, params, out);
-    return out.records;
+    return run_task("external_python", yaml, ctx);
   }
-
-  runner::PluginRegistry registry;
 };
 
 TEST_F(ExternalPythonTest, RecordLineBecomesLabelsStatsScalarsAndText) {
@@ -74,16 +61,10 @@ TEST_F(ExternalPythonTest, NoRecordLineIsAnError) {
 }
 
 TEST_F(ExternalPythonTest, MissingScriptNamesThePath) {
-  runner::Context ctx;
-  ctx.plugins = &registry;
-  const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "external_python",
-                                                     "{script: no/such/script.py}");
-  auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-  Collect out;
   EXPECT_THROW(
       {
         try {
-          task->run(ctx, params, out);
+          run_task("external_python", "{script: no/such/script.py}");
         } catch (const std::runtime_error& e) {
           EXPECT_NE(std::string(e.what()).find("no/such/script.py"), std::string::npos);
           throw;

@@ -3,44 +3,24 @@
 #include <string>
 #include <variant>
 
-#include "registry.hpp"
 #include "runner/device.hpp"
-#include "runner/task.hpp"
-#include "validate.hpp"
+#include "task_harness.hpp"
 
 namespace {
 
-using Collect = runner::RecordList;
-
-class MixedPrecisionAccumulationTest : public ::testing::Test {
+class MixedPrecisionAccumulationTest : public runner::testing::TaskTest {
  protected:
-  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
-
   runner::Record run_on(c10::Device device, const std::string& yaml) {
     runner::Context ctx;
     ctx.device = device;
-    ctx.plugins = &registry;
-    const auto params =
-        runner::resolve_plugin_options(registry, runner::PluginKind::Task, "mixed_precision_accumulation", yaml);
-    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-    Collect out;
-    task->run(ctx, params, out);
-    EXPECT_EQ(out.records.size(), 1u);
-    return out.records.at(0);
+    return run_task_once("mixed_precision_accumulation", yaml, ctx);
   }
-
   static double number(const runner::Record& r, const std::string& name) {
-    const runner::Metric* m = r.find(name);
-    EXPECT_NE(m, nullptr) << name;
-    return std::get<double>(m->value);
+    return runner::testing::metric_number(r, name);
   }
   static std::string text(const runner::Record& r, const std::string& name) {
-    const runner::Metric* m = r.find(name);
-    EXPECT_NE(m, nullptr) << name;
-    return std::get<std::string>(m->value);
+    return runner::testing::metric_text(r, name);
   }
-
-  runner::PluginRegistry registry;
 };
 
 // Expected values are PyTorch's own (the course snippet run in Python, CPU).

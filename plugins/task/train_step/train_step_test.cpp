@@ -2,9 +2,7 @@
 
 #include <cmath>
 
-#include "registry.hpp"
-#include "runner/task.hpp"
-#include "validate.hpp"
+#include "task_harness.hpp"
 
 namespace {
 
@@ -13,34 +11,18 @@ constexpr const char* kTinyModel =
     "model: {name: transformer_lm, size: custom, d_model: 32, d_ff: 64, num_layers: 2, num_heads: 2,"
     " context_length: 16, vocab_size: 256}, batch_size: 2";
 
-using Collect = runner::RecordList;
-
-class TrainStepTest : public ::testing::Test {
+class TrainStepTest : public runner::testing::TaskTest {
  protected:
-  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
-
   runner::Record run(const std::string& options, const std::string& precision = "fp32", int measured_steps = 2) {
     runner::Context ctx;
-    ctx.plugins = &registry;
     ctx.precision = runner::Precision::parse(precision);
     ctx.measure.warmup_steps = 1;
     ctx.measure.measured_steps = measured_steps;
-    const auto params = runner::resolve_plugin_options(registry, runner::PluginKind::Task, "train_step",
-                                                       "{" + std::string(kTinyModel) + ", " + options + "}");
-    auto task = ctx.create<runner::Task>(runner::PluginKind::Task, params);
-    Collect out;
-    task->run(ctx, params, out);
-    EXPECT_EQ(out.records.size(), 1u);
-    return out.records.at(0);
+    return run_task_once("train_step", "{" + std::string(kTinyModel) + ", " + options + "}", ctx);
   }
-
   static double scalar(const runner::Record& r, const std::string& name) {
-    const runner::Metric* m = r.find(name);
-    EXPECT_NE(m, nullptr) << name;
-    return std::get<double>(m->value);
+    return runner::testing::metric_number(r, name);
   }
-
-  runner::PluginRegistry registry;
 };
 
 TEST_F(TrainStepTest, ForwardModeTimesOnlyTheForward) {

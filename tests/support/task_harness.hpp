@@ -1,0 +1,59 @@
+// For task plugins' tests: run a task once, as the host would for one point
+// (options resolved with defaults, plugin created through the registry), and
+// read metrics back. Plugin test targets have tests/support on their include path.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "registry.hpp"
+#include "runner/task.hpp"
+#include "validate.hpp"
+
+namespace runner::testing {
+
+// A registry holding the plugins of this build.
+class TaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry.scan({RUNNER_TEST_PLUGIN_DIR}); }
+
+  // `ctx` supplies device, precision, seed and measure settings; its plugin factory is set here.
+  std::vector<Record> run_task(const std::string& task, const std::string& options_yaml, Context ctx = {}) {
+    ctx.plugins = &registry;
+    const Params params = resolve_plugin_options(registry, PluginKind::Task, task, options_yaml);
+    auto instance = ctx.create<Task>(PluginKind::Task, params);
+    RecordList out;
+    instance->run(ctx, params, out);
+    return out.records;
+  }
+
+  // The one record a single-record task emits.
+  Record run_task_once(const std::string& task, const std::string& options_yaml, Context ctx = {}) {
+    auto records = run_task(task, options_yaml, std::move(ctx));
+    EXPECT_EQ(records.size(), 1u);
+    return records.empty() ? Record{} : records.front();
+  }
+
+  PluginRegistry registry;
+};
+
+template <class T>
+const T& metric_value(const Record& record, const std::string& name) {
+  static const T missing{};
+  const Metric* m = record.find(name);
+  EXPECT_NE(m, nullptr) << "no metric " << name;
+  if (m == nullptr || !std::holds_alternative<T>(m->value)) {
+    ADD_FAILURE() << "metric " << name << " has another type";
+    return missing;
+  }
+  return std::get<T>(m->value);
+}
+
+inline double metric_number(const Record& r, const std::string& name) { return metric_value<double>(r, name); }
+inline const std::string& metric_text(const Record& r, const std::string& name) {
+  return metric_value<std::string>(r, name);
+}
+inline const Stats& metric_stats(const Record& r, const std::string& name) { return metric_value<Stats>(r, name); }
+
+}  // namespace runner::testing
