@@ -118,12 +118,14 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
 }
 
 void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
-                   const std::filesystem::path& reports_dir) {
+                   const std::vector<std::filesystem::path>& reports_dirs) {
   if (!report_node) return;
   const report::ReportSpec spec = report::parse_report_spec(report_node, file);
   const auto records = report::read_results(results);
-  std::filesystem::create_directories(reports_dir);
-  for (const auto& path : report::write_report(spec, records, reports_dir)) std::cerr << "wrote " << path.string() << "\n";
+  for (const auto& dir : reports_dirs) {
+    std::filesystem::create_directories(dir);
+    for (const auto& path : report::write_report(spec, records, dir)) std::cerr << "wrote " << path.string() << "\n";
+  }
 }
 
 }  // namespace
@@ -194,9 +196,9 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   progress.finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
-  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", run_dir / "reports");
-  if (!options.reports_dir.empty())
-    write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", options.reports_dir);
+  std::vector<std::filesystem::path> reports_dirs = {run_dir / "reports"};
+  if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
+  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs);
   if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
   return failures ? 1 : 0;
 }
@@ -208,7 +210,7 @@ int render_reports(const std::filesystem::path& run_dir, const std::filesystem::
     throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
   const YAML::Node doc = YAML::LoadFile(config.string());
   if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
-  write_reports(doc["report"], config.string(), results, reports_dir);
+  write_reports(doc["report"], config.string(), results, {reports_dir});
   return 0;
 }
 
