@@ -5,6 +5,8 @@
 
 #include "runner/context.hpp"
 
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
 #ifdef RUNNER_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -53,6 +55,12 @@ AutocastScope::~AutocastScope() {
   }
   at::globalContext().setAllowTF32CuBLAS(prev_tf32_);
 }
+
+// Out of line: only this file needs the complete c10d::ProcessGroup.
+Distributed::Distributed() = default;
+Distributed::Distributed(const Distributed&) = default;
+Distributed& Distributed::operator=(const Distributed&) = default;
+Distributed::~Distributed() = default;
 
 std::filesystem::path Context::artifact_path(const std::string& file_name) const {
   std::filesystem::create_directories(artifact_dir);

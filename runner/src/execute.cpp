@@ -11,6 +11,8 @@
 #include <ATen/Utils.h>
 
 #include "config.hpp"
+#include "distributed.hpp"
+#include "launch.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
@@ -68,7 +70,7 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
   Record summary;
   std::vector<std::unique_ptr<Profiler>> profilers;
   try {
-    at::manual_seed(point.seed);
+    at::manual_seed(ctx.dist.rank_seed(point.seed));
     for (const Params& p : point.profilers) {
       profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
     }
@@ -117,14 +119,26 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
   return outcome;
 }
 
+// `report:` is one report or a list of them (one run answering several questions).
+std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const std::string& file) {
+  std::vector<report::ReportSpec> specs;
+  if (node.IsSequence()) {
+    for (const auto& item : node) specs.push_back(report::parse_report_spec(item, file));
+  } else {
+    specs.push_back(report::parse_report_spec(node, file));
+  }
+  return specs;
+}
+
 void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
                    const std::vector<std::filesystem::path>& reports_dirs) {
   if (!report_node) return;
-  const report::ReportSpec spec = report::parse_report_spec(report_node, file);
+  const std::vector<report::ReportSpec> specs = parse_report_specs(report_node, file);
   const auto records = report::read_results(results);
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
-    for (const auto& path : report::write_report(spec, records, dir)) std::cerr << "wrote " << path.string() << "\n";
+    for (const auto& spec : specs)
+      for (const auto& path : report::write_report(spec, records, dir)) std::cerr << "wrote " << path.string() << "\n";
   }
 }
 
@@ -133,8 +147,10 @@ void write_reports(const YAML::Node& report_node, const std::string& file, const
 int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const std::vector<Point> points = expand_points(exp, registry);
-  const c10::Device device = choose_device(options.device, exp.document, exp.source);
-  if (exp.document["report"]) report::parse_report_spec(exp.document["report"], exp.source.file);
+  c10::Device device = choose_device(options.device, exp.document, exp.source);
+  if (exp.document["report"]) parse_report_specs(exp.document["report"], exp.source.file);
+  const std::string backend = checked_backend(options.backend);
+  const std::optional<LaunchEnv> launch = detect_launch_env();
 
   if (options.dry_run) {
     std::cout << exp.name << ": " << points.size() << " points on " << device.str() << "\n";
@@ -146,8 +162,20 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     return 0;
   }
 
+  check_processes_key(exp, launch ? launch->world_size : 1);
+  check_distributed_setup(points, device, launch ? launch->world_size : 1, launch ? ranks_per_node(*launch) : 1,
+                          backend, registry);
+  // Ranks: each on its local GPU; rank 0 alone owns the run directory's files.
+  std::unique_ptr<DistributedSession> session;
+  if (launch) {
+    if (device.is_cuda()) device = use_local_gpu(launch->local_rank);
+    session = std::make_unique<DistributedSession>(*launch, device, backend);
+  }
+  const int rank = session ? session->dist().rank : 0;
   std::filesystem::path run_dir = options.out;
-  if (run_dir.empty()) {
+  if (rank != 0) {
+    run_dir = session->agree("run_dir", "");
+  } else if (run_dir.empty()) {
     const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
     run_dir = base;
     for (int n = 2; std::filesystem::exists(run_dir); ++n) run_dir = base.string() + "-" + std::to_string(n);
@@ -155,26 +183,33 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     // Never mix two runs' records, nor overwrite a finished run.
     throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
   }
-  std::filesystem::create_directories(run_dir);
-  {
+  if (rank == 0) {
+    std::filesystem::create_directories(run_dir);
+    if (session) session->agree("run_dir", run_dir.string());
     std::ofstream config(run_dir / "config.yaml");
     config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
     for (const auto& o : options.overrides) config << "# --set " << o << "\n";
     config << exp.document << "\n";
   }
-  FileLogger log(run_dir / "log.txt");
+  FileLogger log(run_dir / (rank == 0 ? std::string("log.txt") : "log.rank" + std::to_string(rank) + ".txt"));
   log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(points.size()) +
            " points on " + device.str());
-  std::cerr << "run directory: " << run_dir.string() << "\n";
+  if (rank == 0) std::cerr << "run directory: " << run_dir.string() << "\n";
 
-  const nlohmann::json env = capture_environment(device);
-  ResultsWriter results(run_dir / "results.jsonl");
-  Progress progress(static_cast<int>(points.size()));
+  nlohmann::json env = capture_environment(device);
+  if (session) {
+    env["world_size"] = session->dist().world_size;
+    env["backend"] = session->dist().backend;
+    env["launcher"] = launch->launcher;
+  }
+  std::optional<ResultsWriter> results;
+  if (rank == 0) results.emplace(run_dir / "results.jsonl");
+  Progress progress(rank == 0 ? static_cast<int>(points.size()) : 0);
   int failures = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& point = points[i];
     const std::string label = point.part + " " + describe_point(point);
-    progress.begin_point(static_cast<int>(i), label);
+    if (rank == 0) progress.begin_point(static_cast<int>(i), label);
     Context ctx;
     ctx.device = device;
     ctx.precision = point.precision;
@@ -185,14 +220,41 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     ctx.measure = point.measure;
     ctx.log = &log;
     ctx.plugins = &registry;
+    if (session) {
+      ctx.dist = session->dist();
+      ctx.artifact_dir /= "rank" + std::to_string(rank);  // no two ranks write one file
+    }
     PointOutcome outcome = run_point(point, ctx, registry);
     if (outcome.status == "error") ++failures;
     if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
     const nlohmann::json params = point_params_json(point, device);
+    std::vector<nlohmann::json> records;
     for (const Record& r : outcome.records)
-      results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+      records.push_back(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+    if (session && outcome.status != "ok") {
+      // Peers may wait in a collective this rank will never join: record what we
+      // can, abort the process group and leave; the launcher stops the others.
+      const std::string why = "rank " + std::to_string(rank) + ": " + label + ": " + outcome.status + ": " + outcome.error;
+      if (rank == 0) {
+        for (auto& j : records) results->append(j);
+      } else {
+        session->send_records(static_cast<int>(i), records);
+      }
+      leave_error_note(rank, why);
+      std::cerr << "runner: " << why << "\n";
+      std::cerr.flush();
+      session->abort();
+      std::_Exit(1);
+    }
+    if (rank != 0) {
+      session->send_records(static_cast<int>(i), records);
+      continue;
+    }
+    if (session) records = merge_rank_records(session->gather_records(static_cast<int>(i), std::move(records)));
+    for (const auto& j : records) results->append(j);
     progress.end_point(outcome.status);
   }
+  if (rank != 0) return 0;
   progress.finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
@@ -201,6 +263,25 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs);
   if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
   return failures ? 1 : 0;
+}
+
+int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
+                 const std::vector<std::string>& rank_args) {
+  if (nproc < 1) throw ConfigError("--nproc-per-node: must be 1 or more, got " + std::to_string(nproc));
+  // Everything a rank would reject, caught once before any rank starts.
+  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  const std::vector<Point> points = expand_points(exp, registry);
+  const c10::Device device = choose_device(options.device, exp.document, exp.source);
+  if (exp.document["report"]) parse_report_specs(exp.document["report"], exp.source.file);
+  check_distributed_setup(points, device, nproc, nproc, checked_backend(options.backend), registry);
+  check_processes_key(exp, nproc);
+  if (!options.out.empty() && std::filesystem::exists(options.out / "results.jsonl"))
+    throw ConfigError("--out " + options.out.string() + ": already holds results.jsonl; choose a new directory");
+  if (options.dry_run) {
+    std::cout << exp.name << ": " << points.size() << " points on " << nproc << " ranks (" << device.str() << ")\n";
+    return 0;
+  }
+  return supervise_ranks(LaunchSpec{nproc, rank_args});
 }
 
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir) {

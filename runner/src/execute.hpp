@@ -16,12 +16,18 @@ struct RunOptions {
   std::string device;                  // "", "cpu", "cuda"
   std::filesystem::path out;           // run directory; default runs/<name>/<UTC timestamp>
   std::filesystem::path reports_dir;   // also write reports here (e.g. "reports"); always into <run>/reports
+  std::string backend;                 // "", "auto", "gloo", "nccl" (multi-process runs)
   bool dry_run = false;
   bool smoke = false;
 };
 
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.
 int run_experiment(const RunOptions& options, const PluginRegistry& registry);
+// `runner launch`: checks the experiment once (as run_experiment would, for a
+// world of `nproc` ranks), then starts and supervises `nproc` local ranks that
+// run `rank_args`. Returns the first failed rank's exit code, else 0.
+int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
+                 const std::vector<std::string>& rank_args);
 // Re-renders the reports of a finished run from its stored config and records.
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir);
 void list_plugins(const PluginRegistry& registry, std::ostream& out);

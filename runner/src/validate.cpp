@@ -130,6 +130,14 @@ Value resolve_plugin(const YAML::Node& given, const OptionSpec& spec, const Plug
     nested_point.erase(it);
   }
   const char* kind = to_string(spec.plugin_kind);
+  // `none` switches an optional plugin off; only options that default to none allow it.
+  if (name == "none") {
+    if (spec.default_value.to_string() != "none")
+      fail(src, given, path, std::string("this ") + kind + " plugin is required; 'none' is not allowed here");
+    if (!nested_point.empty() || options_node.IsMap())
+      fail(src, given, path, std::string("'none' takes no options"));
+    return Value(std::make_shared<Params>("none"));
+  }
   if (name.empty()) fail(src, given, path, std::string("required ") + kind + " plugin is missing");
   const PluginManifest* m = registry.find(spec.plugin_kind, name);
   if (m == nullptr) {

@@ -7,6 +7,21 @@
 // `mode` picks the phases: forward (under NoGradGuard: inference), forward_backward,
 // train_step (all three). The batch is drawn once and reused every step.
 //
+// Data parallel (`ddp` other than none, 2+ ranks): batch_size is the global batch;
+// every rank draws the same global batch and trains on its slice. backward then
+// also runs ddp zero_grad / prepare_for_backward, and a `communication` phase
+// (finish_gradient_synchronization) sits between backward and optimizer: its time
+// is the communication left exposed after backward. collective_ms is the summed
+// duration of the step's collectives as measured by the ddp plugin (CUDA events on
+// NCCL's stream), overlapped or not.
+//
+// memory_breakdown: before timing, records the memory at three moments (labels
+// moment=after_init | before_step | after_step) split into parameters, gradients,
+// optimizer state and other (everything else the allocator holds: activations,
+// buffers, communication buckets beyond gradients), with the peak since the
+// previous moment. before_step/after_step belong to the second step, when the
+// optimizer state exists.
+//
 // NVTX ranges in a Nsight Systems trace of one point, outermost first:
 //   warmup | measure                      (runner::measure_steps)
 //     step_<i>                            (one per step, numbered within warmup/measure)
@@ -17,11 +32,13 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runner/ddp.hpp"
 #include "runner/device.hpp"
 #include "runner/measure.hpp"
 #include "runner/model.hpp"
@@ -31,6 +48,47 @@
 namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Bytes of the storages behind `tensors`, each storage once (gradient views into
+// one bucket count the bucket once).
+std::int64_t storage_bytes(const std::vector<torch::Tensor>& tensors) {
+  std::vector<const void*> seen;
+  std::int64_t bytes = 0;
+  for (const auto& t : tensors) {
+    if (!t.defined()) continue;
+    const void* key = t.storage().data();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    bytes += static_cast<std::int64_t>(t.storage().nbytes());
+  }
+  return bytes;
+}
+
+void emit_memory_moment(const std::string& moment, runner::Context& ctx, torch::nn::Module& module,
+                        const runner::Optimizer* optimizer, runner::Recorder& out) {
+  ctx.synchronize();
+  std::vector<torch::Tensor> params, grads;
+  for (const auto& p : module.parameters()) {
+    params.push_back(p);
+    grads.push_back(p.grad());
+  }
+  const double param_bytes = static_cast<double>(storage_bytes(params));
+  const double grad_bytes = static_cast<double>(storage_bytes(grads));
+  const double state_bytes = optimizer ? static_cast<double>(optimizer->state_bytes()) : 0.0;
+  runner::Record r;
+  r.label("moment", moment);
+  r.add("parameters_gib", param_bytes / kBytesPerGiB, "GiB");
+  r.add("gradients_gib", grad_bytes / kBytesPerGiB, "GiB");
+  r.add("optimizer_state_gib", state_bytes / kBytesPerGiB, "GiB");
+  if (const auto mem = runner::device_memory(ctx.device)) {
+    const double allocated = static_cast<double>(mem->allocated_bytes);
+    r.add("other_gib", (allocated - param_bytes - grad_bytes - state_bytes) / kBytesPerGiB, "GiB");
+    r.add("allocated_gib", allocated / kBytesPerGiB, "GiB");
+    r.add("peak_gib", static_cast<double>(mem->peak_allocated_bytes) / kBytesPerGiB, "GiB");
+  }
+  out.emit(std::move(r));
+  runner::reset_peak_memory(ctx.device);
+}
 
 std::int64_t parameter_count(torch::nn::Module& module) {
   std::int64_t n = 0;
@@ -46,6 +104,12 @@ class TrainStep : public runner::Task {
     const bool optimize = mode == "train_step";
     const std::int64_t batch_size = p.integer("batch_size");
     if (batch_size < 1) throw std::invalid_argument("train_step: batch_size must be >= 1");
+    const bool data_parallel = p.plugin("ddp").plugin_name() != "none";
+    const int ranks = data_parallel ? ctx.dist.world_size : 1;
+    if (data_parallel && !backward) throw std::invalid_argument("train_step: ddp needs mode forward_backward or train_step");
+    if (batch_size % ranks != 0)
+      throw std::invalid_argument("train_step: batch_size " + std::to_string(batch_size) + " does not split over " +
+                                  std::to_string(ranks) + " ranks");
 
     // Start every point from an empty caching allocator, as a fresh process would:
     // blocks cached by the previous point would hide allocator growth (warm-up 0)
@@ -53,46 +117,103 @@ class TrainStep : public runner::Task {
     runner::release_cached_memory(ctx.device);
     auto model = ctx.create<runner::Model>(runner::PluginKind::Model, p.plugin("model"));
     torch::nn::Module& module = model->module();
-    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    std::unique_ptr<runner::DataParallel> ddp;
+    if (data_parallel) {
+      ddp = ctx.create<runner::DataParallel>(runner::PluginKind::Ddp, p.plugin("ddp"));
+      ddp->attach(module, ctx);
+    }
+    std::unique_ptr<runner::OptimizerFactory> factory;
+    std::unique_ptr<runner::Optimizer> optimizer;
     if (optimize) {
-      auto factory = ctx.create<runner::OptimizerFactory>(runner::PluginKind::Optimizer, p.plugin("optimizer"));
-      optimizer = factory->make({torch::optim::OptimizerParamGroup(module.parameters())});
+      factory = ctx.create<runner::OptimizerFactory>(runner::PluginKind::Optimizer, p.plugin("optimizer"));
+      optimizer = factory->build({torch::optim::OptimizerParamGroup(module.parameters())});
     }
     torch::Generator gen = runner::seeded_generator(ctx.device, ctx.seed);
-    const runner::Batch batch = model->random_batch(batch_size, gen);
+    runner::Batch batch = model->random_batch(batch_size, gen);
+    const double global_tokens = static_cast<double>(batch.targets.numel());
+    if (ranks > 1) {
+      const std::int64_t local = batch_size / ranks;
+      batch.inputs = batch.inputs.narrow(0, ctx.dist.rank * local, local).contiguous();
+      batch.targets = batch.targets.narrow(0, ctx.dist.rank * local, local).contiguous();
+    }
 
     // Inference mode for forward-only points: no graph is kept, as in a real eval.
     std::optional<torch::NoGradGuard> no_grad;
     if (!backward) no_grad.emplace();
 
     torch::Tensor loss, first_loss;
-    auto step = [&](runner::StepTimer& t) {
-      t.phase("forward", [&] {
-        runner::AutocastScope autocast(ctx.device, ctx.precision);
-        loss = model->loss(model->forward(batch.inputs), batch.targets);
-      });
-      if (!first_loss.defined()) first_loss = loss.detach();
-      if (backward) {
-        t.phase("backward", [&] {
-          module.zero_grad(/*set_to_none=*/true);
-          loss.backward();
-        });
+    std::vector<double> collective_ms;  // per step, warm-up included
+    int steps_run = 0;
+    auto collect_communication = [&] {
+      if (!ddp) return;
+      if (!ctx.measure.sync_each_step) ctx.synchronize();
+      collective_ms.push_back(ddp->take_communication().collective_ms);
+    };
+    auto forward = [&] {
+      runner::AutocastScope autocast(ctx.device, ctx.precision);
+      loss = model->loss(model->forward(batch.inputs), batch.targets);
+    };
+    auto run_backward = [&] {
+      if (ddp) {
+        ddp->zero_grad(module);
+        ddp->prepare_for_backward();
+      } else {
+        module.zero_grad(/*set_to_none=*/true);
       }
+      loss.backward();
+    };
+    auto step = [&](runner::StepTimer& t) {
+      if (steps_run++ > 0) collect_communication();
+      t.phase("forward", forward);
+      if (!first_loss.defined()) first_loss = loss.detach();
+      if (backward) t.phase("backward", run_backward);
+      if (backward && ddp) t.phase("communication", [&] { ddp->finish_gradient_synchronization(); });
       if (optimize) t.phase("optimizer", [&] { optimizer->step(); });
     };
 
+    if (p.flag("memory_breakdown")) {
+      emit_memory_moment("after_init", ctx, module, optimizer.get(), out);
+      for (int i = 0; i < 2; ++i) {
+        forward();
+        if (backward) run_backward();
+        if (backward && ddp) ddp->finish_gradient_synchronization();
+        if (i == 1) emit_memory_moment("before_step", ctx, module, optimizer.get(), out);
+        if (optimize) optimizer->step();
+        if (i == 1) emit_memory_moment("after_step", ctx, module, optimizer.get(), out);
+      }
+      if (ddp) {
+        ctx.synchronize();
+        ddp->take_communication();
+      }
+    }
+
     runner::reset_peak_memory(ctx.device);
     const runner::PhaseTimes times = runner::measure_steps(ctx, step);
+    ctx.synchronize();
+    collect_communication();
     const std::optional<runner::DeviceMemory> memory = runner::device_memory(ctx.device);
 
     runner::Record r;
     for (const std::string& phase : times.order)
       r.add(phase + "_ms", runner::Stats::of(times.ms.at(phase)), "ms");
-    const double tokens = static_cast<double>(batch.targets.numel());
     std::vector<double> tokens_per_s;
-    for (double ms : times.ms.at("step")) tokens_per_s.push_back(tokens / (ms * 1e-3));
+    for (double ms : times.ms.at("step")) tokens_per_s.push_back(global_tokens / (ms * 1e-3));
     r.add("tokens_per_s", runner::Stats::of(tokens_per_s), "tokens/s");
     r.add("parameters", static_cast<double>(parameter_count(module)), "count");
+    if (ddp) {
+      const size_t measured = times.ms.at("step").size();
+      const std::vector<double> measured_collective_ms(collective_ms.end() - static_cast<std::ptrdiff_t>(measured),
+                                                       collective_ms.end());
+      const runner::Stats collective = runner::Stats::of(measured_collective_ms);
+      const runner::Stats step_stats = runner::Stats::of(times.ms.at("step"));
+      const runner::Stats exposed = runner::Stats::of(times.ms.at("communication"));
+      r.add("collective_ms", collective, "ms");
+      r.add("comm_share", collective.mean / step_stats.mean, "fraction");
+      r.add("exposed_comm_share", exposed.mean / step_stats.mean, "fraction");
+      r.add("world_size", static_cast<double>(ranks), "count");
+      ddp->report(r);
+    }
+    if (optimizer) r.add("optimizer_state_gib", static_cast<double>(optimizer->state_bytes()) / kBytesPerGiB, "GiB");
     if (memory) {
       r.add("peak_memory_bytes", static_cast<double>(memory->peak_allocated_bytes), "bytes");
       r.add("peak_memory_gib", static_cast<double>(memory->peak_allocated_bytes) / kBytesPerGiB, "GiB");
@@ -112,8 +233,13 @@ runner::PluginManifest make_manifest() {
   m.description = "forward / backward / optimizer step of a model, timed per phase, with peak memory";
   m.options = {
       runner::opt_plugin("model", runner::PluginKind::Model, "transformer_lm", "the model under test"),
-      runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "adamw", "used in mode train_step"),
-      runner::opt_int("batch_size", 4, "examples per batch (one random batch, reused every step)"),
+      runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "adamw",
+                         "used in mode train_step; sharded wraps another for optimizer-state sharding"),
+      runner::opt_plugin("ddp", runner::PluginKind::Ddp, "none",
+                         "data-parallel strategy over the run's ranks (naive, flat, overlap, bucketed), or none"),
+      runner::opt_bool("memory_breakdown", false,
+                       "also record memory by category after init and before/after an optimizer step"),
+      runner::opt_int("batch_size", 4, "examples per (global) batch; one random batch, reused every step"),
       runner::opt_enum("mode", {"forward", "forward_backward", "train_step"}, "train_step",
                        "phases to run: forward (no grad), + backward, + optimizer step"),
   };

@@ -12,6 +12,7 @@
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include "runner/measure.hpp"
 #include "runner/plugin.hpp"
@@ -61,10 +62,25 @@ class PluginFactory {
                                              Context& ctx) const = 0;
 };
 
+// This process's place in a multi-process run (runner launch, torchrun, srun).
+// `group` dispatches by tensor device: CPU tensors go through Gloo, CUDA tensors
+// through NCCL (CUDA runs only), as torch.distributed's "cpu:gloo,cuda:nccl".
+// Include <torch/csrc/distributed/c10d/ProcessGroup.hpp> to call collectives.
+// ctx.seed is the same on every rank (identical initial weights, one global
+// batch); use rank_seed() for randomness that must differ between ranks.
 struct Distributed {
   int rank = 0;
   int world_size = 1;
-  c10d::ProcessGroup* group = nullptr;  // null in single-process runs
+  int local_rank = 0;
+  std::string backend;  // "gloo" (CPU run) or "nccl" (CUDA run); empty when single-process
+  c10::intrusive_ptr<c10d::ProcessGroup> group;  // null in single-process runs
+
+  Distributed();
+  Distributed(const Distributed&);
+  Distributed& operator=(const Distributed&);
+  ~Distributed();
+  bool active() const { return world_size > 1; }
+  std::uint64_t rank_seed(std::uint64_t seed) const { return seed + 1000003ULL * static_cast<std::uint64_t>(rank); }
 };
 
 class Context {

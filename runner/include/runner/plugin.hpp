@@ -14,7 +14,7 @@
 namespace runner {
 
 // Bump when any public header changes layout or virtual interface.
-inline constexpr int kPluginApiVersion = 1;
+inline constexpr int kPluginApiVersion = 2;
 
 enum class PluginKind { Task, Model, Attention, Optimizer, Ddp, Profiler };
 const char* to_string(PluginKind kind);
@@ -23,7 +23,8 @@ bool parse_plugin_kind(const std::string& text, PluginKind& out);
 enum class OptionType {
   Bool, Int, Float, String, Enum,     // scalars; Enum is a String from `choices`
   IntList, FloatList, StringList,     // YAML sequences of scalars
-  Plugin,                             // a nested plugin of `plugin_kind`: a name or {name: ..., options...}
+  Plugin,                             // a nested plugin of `plugin_kind`: a name or {name: ..., options...};
+                                      // optional when its default is "none" (Params::plugin(key).plugin_name() == "none")
 };
 const char* to_string(OptionType type);
 

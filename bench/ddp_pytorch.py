@@ -1,0 +1,118 @@
+"""PyTorch DistributedDataParallel twin of task/train_step with a ddp plugin.
+
+Run by task/external_python on every rank of a multi-process run (the Python
+copies meet through the runner's store, see bench/torch_dist.py). Same model
+(bench/train_step_pytorch.py's reference LM and init), the same global batch split
+over ranks, torch.optim.AdamW with the C++ defaults, torch.nn.parallel.
+DistributedDataParallel with its defaults (bucket_cap_mb 25 unless
+--bucket-cap-mb, gradient_as_bucket_view False unless --gradient-as-bucket-view),
+NCCL on the rank's GPU (Gloo on the CPU with --device cpu, for smoke tests).
+Phases as in the C++ task: forward, backward
+(zero_grad(set_to_none) + loss.backward(), during which DDP all-reduces) and
+optimizer, CUDA events, synchronize after every step. Prints one record line.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_dist  # noqa: E402
+import train_step_pytorch as single  # noqa: E402
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=4, help="global batch, split over ranks")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    p.add_argument("--gradient-as-bucket-view", action="store_true")
+    p.add_argument("--store-prefix", default="ddp_pytorch")
+    p.add_argument("--model.size", dest="size", default="xl", choices=list(single.SIZES) + ["custom"])
+    for name in ("d_model", "d_ff", "num_layers", "num_heads"):
+        p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
+    p.add_argument("--model.vocab_size", dest="vocab_size", type=int, default=10000)
+    p.add_argument("--model.context_length", dest="context_length", type=int, default=256)
+    p.add_argument("--model.rope_theta", dest="rope_theta", type=float, default=10000.0)
+    args, _ = p.parse_known_args()  # the rest of external_python's flags
+    dims = list(single.SIZES.get(args.size, (0, 0, 0, 0)))
+    for i, name in enumerate(("d_model", "d_ff", "num_layers", "num_heads")):
+        dims[i] = getattr(args, name) or dims[i]
+    if min(dims) <= 0:
+        p.error("--model.size custom needs --model.d_model, --model.d_ff, --model.num_layers, --model.num_heads")
+    args.d_model, args.d_ff, args.num_layers, args.num_heads = dims
+    return args
+
+
+def main():
+    args = parse_args()
+    _, _, local_rank = torch_dist.rank_env()
+    cuda = args.device == "cuda"
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    prefix = f"{args.store_prefix}/{args.size}/{args.bucket_cap_mb}/{args.batch_size}"
+    rank, world_size, _ = torch_dist.init(prefix, "nccl" if cuda else "gloo", device)
+    if args.batch_size % world_size:
+        raise SystemExit(f"--batch-size {args.batch_size} does not split over {world_size} ranks")
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.manual_seed(args.seed)
+    generator = torch.Generator(device=device).manual_seed(args.seed)
+    model = single.build_model(args, device, generator)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None,
+                                              bucket_cap_mb=args.bucket_cap_mb,
+                                              gradient_as_bucket_view=args.gradient_as_bucket_view)
+    optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    tokens = torch.randint(args.vocab_size, (args.batch_size, args.context_length + 1), generator=generator,
+                           device=device)
+    local = args.batch_size // world_size
+    tokens = tokens[rank * local:(rank + 1) * local]
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    state = {}
+
+    def forward():
+        logits = ddp(inputs)
+        state["loss"] = nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size), targets.reshape(-1))
+
+    def backward():
+        optimizer.zero_grad(set_to_none=True)
+        state["loss"].backward()
+
+    samples = {}
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    for i in range(args.warmup + args.steps):
+        timer = single.PhaseTimer(cuda)
+        t0 = time.perf_counter()
+        timer.phase("forward", forward)
+        timer.phase("backward", backward)
+        timer.phase("optimizer", optimizer.step)
+        if cuda:
+            torch.cuda.synchronize()
+        if i < args.warmup:
+            continue
+        phases = timer.milliseconds()
+        for name, ms in phases:
+            samples.setdefault(name, []).append(ms)
+        samples.setdefault("step", []).append(sum(ms for _, ms in phases))
+        samples.setdefault("wall", []).append((time.perf_counter() - t0) * 1e3)
+    metrics = {f"{name}_ms": {"unit": "ms", "samples": values} for name, values in samples.items()}
+    if cuda:
+        metrics["peak_memory_gib"] = {"unit": "GiB", "value": torch.cuda.max_memory_allocated(device) / 2**30}
+    metrics["loss_last"] = {"unit": "", "value": state["loss"].item()}
+    metrics["torch_version"] = {"text": torch.__version__}
+    dist.destroy_process_group()
+    print(json.dumps({"labels": {"processes": str(world_size)}, "metrics": metrics}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+#include "runner/ddp.hpp"
+
+#include <chrono>
+#include <mutex>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <torch/torch.h>
+
+namespace runner {
+
+void require_ranks(const Context& ctx, const std::string& plugin) {
+  if (!ctx.dist.active() || !ctx.dist.group)
+    throw std::invalid_argument(plugin + ": needs 2 or more ranks; start with `runner launch --nproc-per-node 2 ...`");
+}
+
+void broadcast_module_state(torch::nn::Module& module, const Distributed& dist) {
+  if (!dist.group) return;
+  torch::NoGradGuard no_grad;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  auto send = [&](const torch::Tensor& t) {
+    std::vector<at::Tensor> one = {t.detach()};
+    works.push_back(dist.group->broadcast(one, c10d::BroadcastOptions{}));
+  };
+  for (const auto& p : module.parameters()) send(p);
+  for (const auto& b : module.buffers()) send(b);
+  for (auto& w : works) w->wait();
+}
+
+struct CollectiveClock::Pending {
+  c10::intrusive_ptr<c10d::Work> work;
+  std::int64_t bytes = 0;
+  std::chrono::steady_clock::time_point launched;
+  std::mutex mutex;
+  double cpu_ms = -1;  // set by the future's callback (Gloo)
+};
+
+CollectiveClock::CollectiveClock(const Distributed& dist, bool cuda) {
+  if (!cuda || !dist.group) return;
+  try {
+    dist.group->getBackend(c10::DeviceType::CUDA)->enableCollectivesTiming();
+    use_event_timing_ = true;
+  } catch (const std::exception&) {
+    use_event_timing_ = false;  // a backend without event timing (Gloo on CUDA): wall clock
+  }
+}
+
+CollectiveClock::~CollectiveClock() = default;
+
+void CollectiveClock::launched(const c10::intrusive_ptr<c10d::Work>& work, std::int64_t bytes) {
+  auto p = std::make_shared<Pending>();
+  p->work = work;
+  p->bytes = bytes;
+  p->launched = std::chrono::steady_clock::now();
+  if (!use_event_timing_) {
+    std::weak_ptr<Pending> weak = p;
+    work->getFuture()->addCallback([weak](c10::ivalue::Future&) {
+      if (auto q = weak.lock()) {
+        std::lock_guard<std::mutex> lock(q->mutex);
+        q->cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - q->launched).count();
+      }
+    });
+  }
+  pending_.push_back(std::move(p));
+}
+
+CommunicationStats CollectiveClock::take() {
+  for (auto& p : pending_) {
+    double ms = 0;
+    if (use_event_timing_) {
+      ms = p->work->getDuration();
+    } else {
+      p->work->wait();
+      std::lock_guard<std::mutex> lock(p->mutex);
+      ms = p->cpu_ms >= 0 ? p->cpu_ms
+                          : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p->launched).count();
+    }
+    done_.collective_ms += ms;
+    done_.bytes += p->bytes;
+    done_.collectives += 1;
+  }
+  pending_.clear();
+  CommunicationStats out = done_;
+  done_ = {};
+  return out;
+}
+
+}  // namespace runner
