@@ -22,7 +22,7 @@ import torch_dist  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     p.add_argument("--sizes-mb", required=True, help="comma-separated, e.g. 1,10,100,1000")
     p.add_argument("--backend", choices=["gloo", "nccl"], required=True)
     p.add_argument("--warmup", type=int, default=5)

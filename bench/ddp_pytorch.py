@@ -27,7 +27,7 @@ import train_step_pytorch as single  # noqa: E402
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     p.add_argument("--device", default="cuda", choices=["cpu", "cuda"])
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"])
     p.add_argument("--seed", type=int, default=0)

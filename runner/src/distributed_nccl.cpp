@@ -1,11 +1,11 @@
 // The NCCL backend of the process group, in its own file: only CUDA builds with
-// NCCL headers compile ProcessGroupNCCL (USE_C10D_NCCL); others get nullptr.
+// NCCL headers (RUNNER_WITH_NCCL) compile ProcessGroupNCCL; others get nullptr.
 #include <chrono>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#ifdef USE_C10D_NCCL
+#ifdef RUNNER_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -13,7 +13,7 @@ namespace runner {
 
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                    int world_size, std::chrono::milliseconds timeout) {
-#ifdef USE_C10D_NCCL
+#ifdef RUNNER_WITH_NCCL
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);

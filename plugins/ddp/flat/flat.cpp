@@ -38,8 +38,8 @@ class FlatDdp : public runner::DataParallel {
     c10d::AllreduceOptions opts;
     opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
     auto work = dist_.group->allreduce(flat, opts);
-    work->wait();
     clock_->launched(work, static_cast<std::int64_t>(flat[0].nbytes()));
+    work->wait();
     if (!avg) flat[0].div_(dist_.world_size);
     std::int64_t offset = 0;
     for (auto& p : params_) {

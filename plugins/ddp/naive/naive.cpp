@@ -35,8 +35,8 @@ class NaiveDdp : public runner::DataParallel {
       c10d::AllreduceOptions opts;
       opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
       auto work = dist_.group->allreduce(one, opts);
-      work->wait();
       clock_->launched(work, static_cast<std::int64_t>(p.grad().nbytes()));
+      work->wait();
       if (!avg) p.grad().div_(dist_.world_size);
     }
   }

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "runner/ddp.hpp"
+#include "runner/device.hpp"
 #include "runner/model.hpp"
 #include "runner/optimizer.hpp"
 #include "runner/task.hpp"
