@@ -281,7 +281,11 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
     std::cout << exp.name << ": " << points.size() << " points on " << nproc << " ranks (" << device.str() << ")\n";
     return 0;
   }
-  return supervise_ranks(LaunchSpec{nproc, rank_args});
+  const int code = supervise_ranks(LaunchSpec{nproc, rank_args});
+  // The rendezvous store's server thread must not race static destructors at exit.
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(code);
 }
 
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir) {

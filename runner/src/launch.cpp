@@ -76,8 +76,9 @@ int supervise_ranks(const LaunchSpec& spec) {
   opts.isServer = true;
   opts.waitWorkers = false;
   opts.timeout = collective_timeout();
-  c10d::TCPStore store("127.0.0.1", opts);
-  const int port = store.getPort();
+  // Never destroyed: the launcher _Exit()s right after supervising.
+  auto* store = new c10d::TCPStore("127.0.0.1", opts);
+  const int port = store->getPort();
 
   char error_template[] = "/tmp/runner-launch-XXXXXX";
   const std::string error_dir = mkdtemp(error_template) ? error_template : "/tmp";
@@ -141,8 +142,10 @@ int supervise_ranks(const LaunchSpec& spec) {
       kill_deadline = std::chrono::steady_clock::now() + kGracePeriod;
     }
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(error_dir, ignored);
+  // POSIX, not std::filesystem::remove_all: libtorch.so exports an incompatible copy
+  // of that symbol, which the dynamic linker may bind here (it crashed).
+  for (int r = 0; r < spec.nproc; ++r) unlink((error_dir + "/rank" + std::to_string(r) + ".txt").c_str());
+  rmdir(error_dir.c_str());
   if (failed_rank >= 0) return exit_code_of(failed_status);
   if (g_stop_signal) return 128 + g_stop_signal;
   return 0;
