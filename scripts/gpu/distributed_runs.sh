@@ -45,6 +45,10 @@ for stage in "${stages[@]}"; do
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done
-tar czf "$out/runs.tgz" runs-gpu
+# Traces apart: each file coming back is limited in size.
+tar czf "$out/runs.tgz" --exclude='*/trace.json' runs-gpu
+traces=$(find runs-gpu -name trace.json)
+[[ -n $traces ]] && tar czf "$out/traces.tgz" $traces
+ls -l "$out"
 cat "$out/summary.txt"
 exit $status
