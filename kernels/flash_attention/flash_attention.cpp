@@ -2,8 +2,7 @@
 
 #include <cmath>
 
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
 #ifdef RUNNER_FLASH_WITH_CUDA

@@ -33,30 +33,27 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 // A operand (16 rows from row0, all D columns) read from a shared tile with row stride LD.
 template <int D, int LD>
-__device__ __forceinline__ void load_a(std::uint32_t (&f)[D / 16][4], const std::uint16_t* s, int row0, int t) {
+__device__ __forceinline__ void load_a(std::uint32_t (&f)[D / 16][4], const std::uint16_t* s, int row0, int lane) {
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    f[kk][0] = load32(s + row0 * LD + kk * 16 + 2 * t);
-    f[kk][1] = load32(s + (row0 + 8) * LD + kk * 16 + 2 * t);
-    f[kk][2] = load32(s + row0 * LD + kk * 16 + 2 * t + 8);
-    f[kk][3] = load32(s + (row0 + 8) * LD + kk * 16 + 2 * t + 8);
-  }
+  for (int kk = 0; kk < D / 16; ++kk) load_a_frag<LD>(f[kk], s, row0, kk * 16, lane);
 }
 
 // C[16 x N] = A[16 x D] * M^T where M is N x D row-major in shared memory (B[k][n] = M[n][k]).
 template <typename T, int D, int LD, int N>
 __device__ __forceinline__ void mma_abt(float (&c)[N / 8][4], const std::uint32_t (&a)[D / 16][4],
-                                        const std::uint16_t* m, int g, int t) {
+                                        const std::uint16_t* m, int lane) {
 #pragma unroll
-  for (int n = 0; n < N / 8; ++n) {
-    c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.f;
+  for (int n = 0; n < N / 8; ++n) c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.f;
+#pragma unroll
+  for (int n = 0; n < N / 8; n += 2)
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      const std::uint32_t b[2] = {load32(m + (n * 8 + g) * LD + kk * 16 + 2 * t),
-                                  load32(m + (n * 8 + g) * LD + kk * 16 + 2 * t + 8)};
-      mma_16816<T>(c[n], a[kk], b);
+      std::uint32_t b[4];
+      load_b_pair_nk<LD>(b, m, n * 8, kk * 16, lane);
+      const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+      mma_16816<T>(c[n], a[kk], b0);
+      mma_16816<T>(c[n + 1], a[kk], b1);
     }
-  }
 }
 
 // acc[16 x D] += X[16 x K] * M where X is in C layout (fp32, cast here) and M is K x D
@@ -150,9 +147,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
     __syncthreads();
 
     std::uint32_t kf[D / 16][4];
-    load_a<D, LD>(kf, sK, row0, t);
+    load_a<D, LD>(kf, sK, warp * 16, lane);
     float s[TQ / 8][4];  // S^T: rows = keys, cols = queries
-    mma_abt<T, D, LD, TQ>(s, kf, sQ, g, t);
+    mma_abt<T, D, LD, TQ>(s, kf, sQ, lane);
     const bool mask = q0 + TQ > lq || (a.causal && q0 < warp_key + 15);
 #pragma unroll
     for (int n = 0; n < TQ / 8; ++n)
@@ -165,9 +162,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
       }
 
     std::uint32_t vf[D / 16][4];
-    load_a<D, LD>(vf, sV, row0, t);
+    load_a<D, LD>(vf, sV, warp * 16, lane);
     float dp[TQ / 8][4];  // dP^T = V dO^T
-    mma_abt<T, D, LD, TQ>(dp, vf, sdO, g, t);
+    mma_abt<T, D, LD, TQ>(dp, vf, sdO, lane);
 #pragma unroll
     for (int n = 0; n < TQ / 8; ++n)
 #pragma unroll
@@ -232,9 +229,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
     __syncthreads();
 
     std::uint32_t qf[D / 16][4];
-    load_a<D, LD>(qf, sQ, row0, t);
+    load_a<D, LD>(qf, sQ, warp * 16, lane);
     float s[TK / 8][4];
-    mma_abt<T, D, LD, TK>(s, qf, sK, g, t);
+    mma_abt<T, D, LD, TK>(s, qf, sK, lane);
     const bool mask = k0 + TK > lk || (a.causal && k0 + TK - 1 > warp_row);
 #pragma unroll
     for (int n = 0; n < TK / 8; ++n)
@@ -246,9 +243,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
         s[n][e] = masked ? 0.f : exp2f(s[n][e] * scale_log2 - row_l[e >> 1]);
       }
     std::uint32_t df[D / 16][4];
-    load_a<D, LD>(df, sdO, row0, t);
+    load_a<D, LD>(df, sdO, warp * 16, lane);
     float dp[TK / 8][4];
-    mma_abt<T, D, LD, TK>(dp, df, sV, g, t);
+    mma_abt<T, D, LD, TK>(dp, df, sV, lane);
 #pragma unroll
     for (int n = 0; n < TK / 8; ++n)
 #pragma unroll

@@ -67,12 +67,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const std::uint
   const int row0 = warp * 16 + g;  // this lane's rows: row0 and row0 + 8 of the tile
   std::uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    qf[kk][0] = load32(sQ + row0 * LD + kk * 16 + 2 * t);
-    qf[kk][1] = load32(sQ + (row0 + 8) * LD + kk * 16 + 2 * t);
-    qf[kk][2] = load32(sQ + row0 * LD + kk * 16 + 2 * t + 8);
-    qf[kk][3] = load32(sQ + (row0 + 8) * LD + kk * 16 + 2 * t + 8);
-  }
+  for (int kk = 0; kk < D / 16; ++kk) load_a_frag<LD>(qf[kk], sQ, warp * 16, kk * 16, lane);
 
   float acc[D / 8][4];
 #pragma unroll
@@ -87,15 +82,17 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const std::uint
 
     float s[kTileK / 8][4];
 #pragma unroll
-    for (int n = 0; n < kTileK / 8; ++n) {
-      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+    for (int n = 0; n < kTileK / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+    for (int n = 0; n < kTileK / 8; n += 2)
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        const std::uint32_t b[2] = {load32(sK + (n * 8 + g) * LD + kk * 16 + 2 * t),
-                                    load32(sK + (n * 8 + g) * LD + kk * 16 + 2 * t + 8)};
-        mma_16816<T>(s[n], qf[kk], b);
+        std::uint32_t b[4];
+        load_b_pair_nk<LD>(b, sK, n * 8, kk * 16, lane);
+        const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+        mma_16816<T>(s[n], qf[kk], b0);
+        mma_16816<T>(s[n + 1], qf[kk], b1);
       }
-    }
 
     const int warp_row = q0 + warp * 16;
     if (k0 + kTileK > lk || (causal && k0 + kTileK - 1 > warp_row)) {

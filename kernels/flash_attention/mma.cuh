@@ -70,6 +70,27 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const s
                : "r"(smem_addr(p)));
 }
 
+// Four 8x8 b16 matrices as stored; lane l names the row address of matrix l/8.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const std::uint16_t* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+// A operand of rows row0..row0+15, columns k0..k0+15 of a row-major shared tile.
+template <int LD>
+__device__ __forceinline__ void load_a_frag(std::uint32_t (&a)[4], const std::uint16_t* s, int row0, int k0, int lane) {
+  const int m = lane / 8;
+  ldmatrix_x4(a, s + (row0 + (lane % 8) + 8 * (m % 2)) * LD + k0 + 8 * (m / 2));
+}
+
+// B operands of C columns n0..n0+7 (b[0..1]) and n0+8..n0+15 (b[2..3]) at k0..k0+15,
+// for B[k][n] = M[n][k] with M row-major in shared memory (K for S = Q K^T).
+template <int LD>
+__device__ __forceinline__ void load_b_pair_nk(std::uint32_t (&b)[4], const std::uint16_t* m, int n0, int k0, int lane) {
+  ldmatrix_x4(b, m + (n0 + (lane % 8) + 8 * (lane / 16)) * LD + k0 + 8 * ((lane / 8) % 2));
+}
+
 // 16 bytes global -> shared without registers; rows past the end read as zeros.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),

@@ -1,6 +1,7 @@
 // attention/sdpa: LibTorch's at::scaled_dot_product_attention (fused flash, memory-efficient
 // or cuDNN kernels where they apply, else the math fallback). mechanism() names the
 // backend the dispatcher chose for the last call.
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -62,8 +63,19 @@ class SdpaAttention : public runner::Attention {
                         bool is_causal) override {
     runner::ScopedRange range("attention/sdpa");
     BackendScope scope(backend_);
-    if (!chosen_) chosen_ = backend_name(at::_fused_sdp_choice(q, k, v, {}, 0.0, is_causal));
-    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, is_causal);
+    // The fused CUDA backends take [batch, heads, seq, d] only and fall back to the math
+    // kernel for anything else: give inputs without a head dimension a single head.
+    const std::int64_t missing = std::max<std::int64_t>(0, 4 - q.dim());
+    auto to4 = [&](const torch::Tensor& t) {
+      torch::Tensor r = t;
+      for (std::int64_t i = 0; i < missing; ++i) r = r.unsqueeze(-3);
+      return r;
+    };
+    const torch::Tensor q4 = to4(q), k4 = to4(k), v4 = to4(v);
+    if (!chosen_) chosen_ = backend_name(at::_fused_sdp_choice(q4, k4, v4, {}, 0.0, is_causal));
+    torch::Tensor out = at::scaled_dot_product_attention(q4, k4, v4, {}, 0.0, is_causal);
+    for (std::int64_t i = 0; i < missing; ++i) out = out.squeeze(-3);
+    return out;
   }
   std::string mechanism() const override { return "at::scaled_dot_product_attention, " + chosen_.value_or("?") + " backend"; }
 
