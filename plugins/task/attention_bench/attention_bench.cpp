@@ -20,6 +20,7 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -179,14 +180,30 @@ class AttentionBench : public runner::Task {
     r.add("nan_in_output", torch::isnan(out).any().item<bool>() ? 1.0 : 0.0, "");
   }
 
+  // A failure inside the capture (an OOM, say) must still end it: a stream left
+  // capturing fails every later CUDA call of the process, and so every later point.
+  static void capture(at::cuda::CUDAGraph& graph, const std::function<void()>& body) {
+    graph.capture_begin();
+    try {
+      body();
+    } catch (...) {
+      try {
+        graph.capture_end();
+      } catch (...) {
+      }
+      throw;
+    }
+    graph.capture_end();
+  }
+
   // Captures forward (no grad) and forward+backward once each; steps replay them.
   static runner::PhaseTimes measure_graphs(runner::Context& ctx, runner::Attention& attention, at::Tensor& q,
                                            at::Tensor& k, at::Tensor& v, const at::Tensor& dout, bool causal) {
     const c10::cuda::CUDAGuard guard(ctx.device);
     at::cuda::CUDAGraph forward_graph, step_graph;
     at::Tensor fwd_out, step_out;
-    // Capture must not run on the legacy default stream; warm up there first so lazy
-    // initialisation (cuBLAS handles, masks) happens outside the capture.
+    // Capture runs on a side stream (never the legacy default stream); two warm-up steps
+    // there first, so lazy initialisation (cuBLAS handles, masks) stays out of the graphs.
     c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
     side.synchronize();
     {
@@ -196,16 +213,14 @@ class AttentionBench : public runner::Task {
         attention.forward(q, k, v, causal).backward(dout);
       }
       for (at::Tensor* t : {&q, &k, &v}) t->mutable_grad().reset();
-      {
+      capture(forward_graph, [&] {
         const torch::NoGradGuard no_grad;
-        forward_graph.capture_begin();
         fwd_out = attention.forward(q, k, v, causal);
-        forward_graph.capture_end();
-      }
-      step_graph.capture_begin();
-      step_out = attention.forward(q, k, v, causal);
-      step_out.backward(dout);
-      step_graph.capture_end();
+      });
+      capture(step_graph, [&] {
+        step_out = attention.forward(q, k, v, causal);
+        step_out.backward(dout);
+      });
     }
     side.synchronize();
     return runner::measure_steps(ctx, [&](runner::StepTimer& t) {
