@@ -34,7 +34,8 @@ constexpr int kTileK = 64;
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) flash_forward_kernel(const std::uint16_t* __restrict__ q,
+// Three blocks per SM where registers allow it without spilling (d <= 64).
+__global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kernel(const std::uint16_t* __restrict__ q,
                                                                  const std::uint16_t* __restrict__ k,
                                                                  const std::uint16_t* __restrict__ v,
                                                                  std::uint16_t* __restrict__ out,
@@ -46,7 +47,9 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const std::uint
   std::uint16_t* sK = sQ + kTileQ * LD;
   std::uint16_t* sV = sK + kTileK * LD;
 
-  const int q0 = blockIdx.x * kTileQ;
+  // Last query tiles first: under a causal mask they have the most key tiles, and
+  // starting them early keeps the tail of the grid short.
+  const int q0 = (gridDim.x - 1 - blockIdx.x) * kTileQ;
   const long bh = blockIdx.y;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const std::uint16_t* qg = q + (bh * lq + q0) * D;
@@ -177,6 +180,7 @@ void launch(const ForwardArgs& a, cudaStream_t stream) {
   constexpr int smem = (kTileQ + 2 * kTileK) * (D + kPad) * 2;
   auto kernel = flash_forward_kernel<T, D>;
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
   const dim3 grid((a.lq + kTileQ - 1) / kTileQ, a.bh);
   kernel<<<grid, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
                                            static_cast<const std::uint16_t*>(a.k),
