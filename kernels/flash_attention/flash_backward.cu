@@ -101,9 +101,9 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
   extern __shared__ __align__(16) std::uint16_t smem[];
   std::uint16_t* sK = smem;
   std::uint16_t* sV = sK + TK * LD;
-  std::uint16_t* sQbuf = sV + TK * LD;        // two buffers: the next query tile loads
-  std::uint16_t* sdObuf = sQbuf + 2 * TQ * LD;  // while this one is used
-  float* sL = reinterpret_cast<float*>(sdObuf + 2 * TQ * LD);  // log2(e) * L of the tile's queries
+  std::uint16_t* sQ = sV + TK * LD;
+  std::uint16_t* sdO = sQ + TQ * LD;
+  float* sL = reinterpret_cast<float*>(sdO + TQ * LD);  // scale*log2(e)-domain L of the tile's queries
   float* sDelta = sL + TQ;
 
   const int k0 = blockIdx.x * TK;
@@ -118,17 +118,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
   const float* delta = a.delta + bh * lq;
   const float scale_log2 = a.scale * kLog2e;
 
-  // Queries i >= j only when causal: start at the tile holding query k0.
-  const int first_tile = a.causal ? k0 / TQ : 0;
-  const int query_tiles = (lq + TQ - 1) / TQ;
-  auto load_query_tile = [&](int qt) {
-    const int q0 = qt * TQ, buf = (qt - first_tile) & 1;
-    load_tile_async<TQ, D, kThreads>(sQbuf + buf * TQ * LD, q + static_cast<long>(q0) * D, lq - q0, tid);
-    load_tile_async<TQ, D, kThreads>(sdObuf + buf * TQ * LD, dout + static_cast<long>(q0) * D, lq - q0, tid);
-  };
   load_tile_async<TK, D, kThreads>(sK, k + static_cast<long>(k0) * D, lk - k0, tid);
   load_tile_async<TK, D, kThreads>(sV, v + static_cast<long>(k0) * D, lk - k0, tid);
-  if (first_tile < query_tiles) load_query_tile(first_tile);
   cp_async_commit();
 
   const int row0 = warp * 16 + g;
@@ -139,22 +130,20 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
 #pragma unroll
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
 
+  // Queries i >= j only when causal: start at the tile holding query k0.
+  const int first_tile = a.causal ? k0 / TQ : 0;
+  const int query_tiles = (lq + TQ - 1) / TQ;
   for (int qt = first_tile; qt < query_tiles; ++qt) {
-    const int q0 = qt * TQ, buf = (qt - first_tile) & 1;
-    const std::uint16_t* sQ = sQbuf + buf * TQ * LD;
-    const std::uint16_t* sdO = sdObuf + buf * TQ * LD;
-    const bool prefetch = qt + 1 < query_tiles;
-    if (prefetch) {
-      load_query_tile(qt + 1);
-      cp_async_commit();
-    }
+    const int q0 = qt * TQ;
+    load_tile_async<TQ, D, kThreads>(sQ, q + static_cast<long>(q0) * D, lq - q0, tid);
+    load_tile_async<TQ, D, kThreads>(sdO, dout + static_cast<long>(q0) * D, lq - q0, tid);
+    cp_async_commit();
     for (int i = tid; i < TQ; i += kThreads) {
       const bool ok = q0 + i < lq;
       sL[i] = ok ? lse[q0 + i] * kLog2e : INFINITY;
       sDelta[i] = ok ? delta[q0 + i] : 0.f;
     }
-    if (prefetch) cp_async_wait_all_but_newest();
-    else cp_async_wait_all();
+    cp_async_wait_all();
     __syncthreads();
 
     std::uint32_t kf[D / 16][4];
@@ -191,21 +180,18 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
   store_rows<T, D>(static_cast<std::uint16_t*>(a.dv) + (bh * lk + k0) * D, dv, 1.f, row0, lk - k0, t);
 }
 
-template <int D>
-__host__ __device__ constexpr int dq_key_tile() { return D >= 128 ? 32 : 64; }
-
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArgs a) {
   constexpr int LD = D + kPad;
   constexpr int TQ = 16 * kWarps;
-  constexpr int TK = dq_key_tile<D>();
+  constexpr int TK = 64;
   extern __shared__ __align__(16) std::uint16_t smem[];
   std::uint16_t* sQ = smem;
   std::uint16_t* sdO = sQ + TQ * LD;
-  std::uint16_t* sKbuf = sdO + TQ * LD;      // two buffers each: the next key tile
-  std::uint16_t* sVbuf = sKbuf + 2 * TK * LD;  // loads while this one is used
+  std::uint16_t* sK = sdO + TQ * LD;
+  std::uint16_t* sV = sK + TK * LD;
 
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * TQ;  // longest (causal) tiles first
+  const int q0 = blockIdx.x * TQ;
   const long bh = blockIdx.y;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int lq = a.lq, lk = a.lk;
@@ -215,16 +201,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
   const auto* dout = static_cast<const std::uint16_t*>(a.dout) + bh * lq * D;
   const float scale_log2 = a.scale * kLog2e;
 
-  const int key_end = a.causal ? min(lk, q0 + TQ) : lk;
-  const int key_tiles = (key_end + TK - 1) / TK;
-  auto load_key_tile = [&](int kt) {
-    const int k0 = kt * TK;
-    load_tile_async<TK, D, kThreads>(sKbuf + (kt & 1) * TK * LD, k + static_cast<long>(k0) * D, lk - k0, tid);
-    load_tile_async<TK, D, kThreads>(sVbuf + (kt & 1) * TK * LD, v + static_cast<long>(k0) * D, lk - k0, tid);
-  };
   load_tile_async<TQ, D, kThreads>(sQ, q + static_cast<long>(q0) * D, lq - q0, tid);
   load_tile_async<TQ, D, kThreads>(sdO, dout + static_cast<long>(q0) * D, lq - q0, tid);
-  if (key_tiles > 0) load_key_tile(0);
   cp_async_commit();
 
   const int row0 = warp * 16 + g;
@@ -240,18 +218,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
 
+  const int key_end = a.causal ? min(lk, q0 + TQ) : lk;
+  const int key_tiles = (key_end + TK - 1) / TK;
   for (int kt = 0; kt < key_tiles; ++kt) {
     const int k0 = kt * TK;
-    const std::uint16_t* sK = sKbuf + (kt & 1) * TK * LD;
-    const std::uint16_t* sV = sVbuf + (kt & 1) * TK * LD;
-    const bool prefetch = kt + 1 < key_tiles;
-    if (prefetch) {
-      load_key_tile(kt + 1);
-      cp_async_commit();
-      cp_async_wait_all_but_newest();
-    } else {
-      cp_async_wait_all();
-    }
+    load_tile_async<TK, D, kThreads>(sK, k + static_cast<long>(k0) * D, lk - k0, tid);
+    load_tile_async<TK, D, kThreads>(sV, v + static_cast<long>(k0) * D, lk - k0, tid);
+    cp_async_commit();
+    cp_async_wait_all();
     __syncthreads();
 
     std::uint32_t qf[D / 16][4];
@@ -287,18 +261,16 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
   constexpr int LD = D + kPad;
   {
     constexpr int TK = 16 * kWarps, TQ = dkdv_query_tile<D>();
-    constexpr int smem = (2 * TK + 4 * TQ) * LD * 2 + 2 * TQ * 4;
+    constexpr int smem = (2 * TK + 2 * TQ) * LD * 2 + 2 * TQ * 4;
     auto kernel = flash_backward_dkdv_kernel<T, D>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     kernel<<<dim3((a.lk + TK - 1) / TK, a.bh), kThreads, smem, stream>>>(a);
   }
   {
-    constexpr int TQ = 16 * kWarps, TK = dq_key_tile<D>();
-    constexpr int smem = (2 * TQ + 4 * TK) * LD * 2;
+    constexpr int TQ = 16 * kWarps, TK = 64;
+    constexpr int smem = (2 * TQ + 2 * TK) * LD * 2;
     auto kernel = flash_backward_dq_kernel<T, D>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     kernel<<<dim3((a.lq + TQ - 1) / TQ, a.bh), kThreads, smem, stream>>>(a);
   }
 }

@@ -98,8 +98,6 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
-// All but the newest group have landed.
-__device__ __forceinline__ void cp_async_wait_all_but_newest() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
 // rows x D elements (row stride D in global, D + kPad in shared); rows >= valid are zero.
 constexpr int kPad = 8;  // 16 bytes: rows shift by 4 banks, so fragment loads do not conflict

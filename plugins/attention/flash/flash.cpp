@@ -6,6 +6,7 @@
 
 #include "flash_attention.hpp"
 #include "runner/attention.hpp"
+#include "runner/outcome.hpp"
 #include "runner/range.hpp"
 
 namespace {
@@ -35,8 +36,17 @@ class FlashAttention : public runner::Attention {
  public:
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         bool is_causal) override {
+    // A configuration the kernels are not built for is a skipped point, not an error:
+    // the sweep goes on and the table says why.
+    const auto dtype = q.scalar_type();
+    if (q.dim() >= 1 && !flash::supports_head_dim(q.size(-1)))
+      throw runner::SkipPoint("attention/flash: head dim " + std::to_string(q.size(-1)) +
+                              " is not supported; the kernels are built for d in {16, 32, 64, 128}");
+    if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf)
+      throw runner::SkipPoint(std::string("attention/flash: dtype ") + c10::toString(dtype) +
+                              " is not supported; use float32, bfloat16 or float16");
     // As model.attention, q/k/v are often head-split views; the kernels read dense rows.
-    last_dtype_ = q.scalar_type();
+    last_dtype_ = dtype;
     return FlashFunction::apply(q.contiguous(), k.contiguous(), v.contiguous(), is_causal);
   }
   std::string mechanism() const override {

@@ -2,6 +2,7 @@
 #include <torch/cuda.h>
 
 #include "attention_check.hpp"
+#include "runner/outcome.hpp"
 
 namespace {
 
@@ -47,14 +48,30 @@ TEST_F(FlashAttentionPlugin, AcceptsHeadSplitViews) {
   EXPECT_LT(attention_check::rel_err(out, naive.forward(heads, heads, heads, true)), 2e-3);
 }
 
-TEST_F(FlashAttentionPlugin, UnsupportedHeadDimIsOneClearError) {
-  auto q = torch::randn({1, 2, 16, 96}, torch::TensorOptions().device(torch::kCUDA));
+TEST_F(FlashAttentionPlugin, BadInputIsOneClearError) {
+  auto q = torch::randn({1, 2, 16, 64}, torch::TensorOptions().device(torch::kCUDA));
+  auto k = torch::randn({1, 2, 16, 32}, torch::TensorOptions().device(torch::kCUDA));
   try {
-    flash_->forward(q, q, q, false);
-    FAIL() << "head dim 96 was accepted";
+    flash_->forward(q, k, k, false);
+    FAIL() << "mismatched head dims were accepted";
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what_without_backtrace()).find("head dim 96 is not supported"), std::string::npos);
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("shapes must be"), std::string::npos);
   }
+}
+
+// Outside the fixture: the check runs before anything touches the device, so it holds on CPU too.
+TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
+  runner::PluginRegistry registry;
+  auto flash = attention_check::load(registry, "flash");
+  auto q = torch::randn({1, 2, 16, 96});
+  try {
+    flash->forward(q, q, q, false);
+    FAIL() << "head dim 96 was accepted";
+  } catch (const runner::SkipPoint& e) {
+    EXPECT_NE(std::string(e.what()).find("head dim 96 is not supported"), std::string::npos) << e.what();
+  }
+  auto i = torch::zeros({1, 2, 16, 64}, torch::kInt);
+  EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
 }
 
 }  // namespace
