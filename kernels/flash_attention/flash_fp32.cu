@@ -6,7 +6,10 @@
 // against an fp32 reference with TF32 off. One warp per query row (forward, dQ) or key row
 // (dK, dV); each lane holds d/32 elements (d=16: half the lanes idle), a dot product is a
 // warp reduction. K, V (or Q, dO) rows stream through L1/L2. FLOPs as in the tensor-core
-// kernels; the speed is CUDA-core bound (see README.md for the H100 numbers).
+// kernels. Measured on the H100 (causal, batch 1, no heads, flash_benchmarking): forward
+// 6 TFLOP/s at d = 128, 1-2 at d = 16 (seq 16384..65536), backward 5 and 1: bound by the
+// five shuffles of every dot product and, at d = 16, by half-idle lanes. A tiled fp32
+// kernel (register-blocked SGEMM-style tiles) would be the next step.
 // Deterministic: every output element is summed by one lane in a fixed order.
 #include <cuda_runtime.h>
 

@@ -52,19 +52,28 @@ struct Shape {
 // What the naive algorithm (scores, softmax, weighted sum in `elt`-byte floats) holds:
 //   saved for backward: q, k, v and the softmax output P (bh * s^2), plus out;
 //   peak in backward:   saved + dO + dP and dS (two more bh * s^2) + dq, dk, dv.
+//   peak in forward:    q, k, v + three bh * s^2 matrices (unscaled scores, scaled scores
+//                       and the softmax output are alive together).
 struct NaiveMemory {
-  double attention_matrix, saved, backward_peak;
+  double attention_matrix, saved, forward_peak, backward_peak;
 };
 NaiveMemory naive_memory(const Shape& s, double elt) {
   const double matrix = static_cast<double>(s.batch_heads()) * static_cast<double>(s.seq) * static_cast<double>(s.seq) * elt;
   const double vec = static_cast<double>(s.batch_heads()) * static_cast<double>(s.seq) * static_cast<double>(s.d) * elt;
   const double saved = 4 * vec + matrix;
-  return {matrix, saved, saved + vec + 2 * matrix + 3 * vec};
+  return {matrix, saved, 3 * vec + 3 * matrix, saved + vec + 2 * matrix + 3 * vec};
 }
 
 void add_bytes(runner::Record& r, const std::string& name, double bytes) {
   r.add(name + "_bytes", bytes, "bytes");
   r.add(name + "_gib", bytes / (1024.0 * 1024.0 * 1024.0), "GiB");
+}
+
+void add_naive_memory(runner::Record& r, const NaiveMemory& naive) {
+  add_bytes(r, "analytic_attention_matrix", naive.attention_matrix);
+  add_bytes(r, "analytic_naive_saved", naive.saved);
+  add_bytes(r, "analytic_naive_forward_peak", naive.forward_peak);
+  add_bytes(r, "analytic_naive_backward_peak", naive.backward_peak);
 }
 
 class AttentionBench : public runner::Task {
@@ -79,6 +88,13 @@ class AttentionBench : public runner::Task {
     const bool graphs = execution == "cuda_graph";
     if (graphs && !ctx.is_cuda()) throw std::invalid_argument("attention_bench: execution cuda_graph needs a CUDA device");
     at::globalContext().setAllowTF32CuBLAS(p.flag("allow_tf32"));
+    const NaiveMemory naive = naive_memory(shape, static_cast<double>(at::elementSize(dtype)));
+    if (p.flag("analytic_only")) {  // nothing is allocated: also for shapes that cannot fit
+      runner::Record r;
+      add_naive_memory(r, naive);
+      out.emit(std::move(r));
+      return;
+    }
 
     runner::release_cached_memory(ctx.device);
     auto attention = ctx.create<runner::Attention>(runner::PluginKind::Attention, p.plugin("attention"));
@@ -139,10 +155,7 @@ class AttentionBench : public runner::Task {
       const double bwd_ms = runner::Stats::of(times.ms.at("backward")).median;
       r.add("backward_tflops", tflops(2.5 * fwd_flops, bwd_ms), "TFLOP/s");
     }
-    const NaiveMemory naive = naive_memory(shape, static_cast<double>(at::elementSize(dtype)));
-    add_bytes(r, "analytic_attention_matrix", naive.attention_matrix);
-    add_bytes(r, "analytic_naive_saved", naive.saved);
-    add_bytes(r, "analytic_naive_backward_peak", naive.backward_peak);
+    add_naive_memory(r, naive);
     if (p.flag("check_against_naive")) add_errors(ctx, *attention, q, k, v, dout, causal, r);
     const std::string mechanism = attention->mechanism();
     r.add_text("mechanism", (mechanism.empty() ? p.plugin("attention").plugin_name() : mechanism) +
@@ -247,6 +260,8 @@ runner::PluginManifest make_manifest() {
       runner::opt_enum("execution", {"eager", "cuda_graph"}, "eager",
                        "eager launches, or replay of captured CUDA graphs (forward; forward+backward)"),
       runner::opt_bool("allow_tf32", false, "let cuBLAS use TF32 for fp32 matmuls"),
+      runner::opt_bool("analytic_only", false,
+                       "only the analytic_* memory of naive attention for this shape; nothing is allocated or run"),
       runner::opt_bool("check_against_naive", false,
                        "also record relative errors of out, dq, dk, dv against attention/naive in fp32"),
   };

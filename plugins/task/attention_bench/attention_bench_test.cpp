@@ -75,3 +75,18 @@ TEST_F(AttentionBenchCheck, RecordsErrorsAgainstNaive) {
 }
 
 }  // namespace
+
+namespace {
+
+class AttentionBenchAnalytic : public runner::testing::TaskTest {};
+
+TEST_F(AttentionBenchAnalytic, AnalyticOnlyAllocatesNothingAndCountsTheMatrices) {
+  // batch 8, seq 32768, d 16, fp32: one 8 x 32768^2 matrix is 32 GiB.
+  const auto r = run_task_once("attention_bench", "{batch: 8, seq: 32768, d_head: 16, analytic_only: true}");
+  EXPECT_DOUBLE_EQ(runner::testing::metric_number(r, "analytic_attention_matrix_gib"), 32.0);
+  const double vec_gib = 8.0 * 32768 * 16 * 4 / (1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(runner::testing::metric_number(r, "analytic_naive_forward_peak_gib"), 3 * 32.0 + 3 * vec_gib);
+  EXPECT_EQ(r.find("forward_ms"), nullptr);
+}
+
+}  // namespace
