@@ -26,6 +26,11 @@ Stats Stats::of(const std::vector<double>& samples) {
   return s;
 }
 
+double Stats::rel_stderr() const {
+  if (n < 2 || mean == 0) return 0;
+  return std / std::sqrt(static_cast<double>(n)) / std::fabs(mean);
+}
+
 Record& Record::label(const std::string& key, const std::string& value) {
   labels[key] = value;
   return *this;

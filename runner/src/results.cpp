@@ -115,12 +115,20 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
   out["measure.warmup_steps"] = point.measure.warmup_steps;
   out["measure.measured_steps"] = point.measure.measured_steps;
   out["measure.sync_each_step"] = point.measure.sync_each_step;
+  out["measure.target_rel_stderr"] = point.measure.target_rel_stderr;
+  if (point.measure.adaptive()) {
+    out["measure.min_steps"] = point.measure.min_steps;
+    out["measure.max_steps"] = point.measure.max_steps;
+    out["measure.max_seconds"] = point.measure.max_seconds;
+  }
+  out["measure.repetitions"] = point.measure.repetitions;
+  out["measure.cache"] = point.measure.cache;
   return out;
 }
 
 nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
                            const std::string& message, const Record& record, const nlohmann::json& params,
-                           const nlohmann::json& env) {
+                           const nlohmann::json& env, const nlohmann::json& observed) {
   nlohmann::json j;
   j["experiment"] = experiment;
   j["part"] = point.part;
@@ -139,7 +147,8 @@ nlohmann::json record_json(const std::string& experiment, const Point& point, co
       mj["value"] = *d;
     } else if (const auto* s = std::get_if<Stats>(&m.value)) {
       mj = {{"unit", m.unit}, {"n", s->n},     {"mean", s->mean}, {"std", s->std},
-            {"median", s->median}, {"min", s->min}, {"max", s->max}};
+            {"median", s->median}, {"min", s->min}, {"max", s->max}, {"rel_stderr", s->rel_stderr()}};
+      if (!s->repetition_means.empty()) mj["repetition_means"] = s->repetition_means;
     } else {
       mj["text"] = std::get<std::string>(m.value);
     }
@@ -151,6 +160,8 @@ nlohmann::json record_json(const std::string& experiment, const Point& point, co
     j["metrics"][name] = mj;
   }
   j["artifacts"] = record.artifacts;
+  if (observed.is_object())
+    for (const auto& [key, value] : observed.items()) j[key] = value;
   j["env"] = env;
   j["time"] = utc_timestamp(false);
   return j;

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -57,6 +58,8 @@ class PluginFactory {
   virtual ~PluginFactory();
   virtual std::unique_ptr<PluginBase> create(PluginKind kind, const Params& params,
                                              Context& ctx) const = 0;
+  // The plugin's declared facts (PluginManifest::facts); throws when it declares none.
+  virtual std::map<std::string, double> facts(PluginKind kind, const Params& params) const;
 };
 
 struct Distributed {
@@ -74,6 +77,9 @@ class Context {
   std::filesystem::path artifact_dir;  // run_dir/artifacts/<part>-<point>, created on demand
   std::string point_name;              // "<part>-<index>", for artifact names
   MeasureSettings measure;
+  // One summary per measure_steps call of this point (a task that measures in
+  // another process adds its own); the host stores them with the records.
+  std::vector<MeasureSummary> measurements;
   Logger* log = nullptr;
   const PluginFactory* plugins = nullptr;
   Distributed dist;
@@ -91,6 +97,9 @@ class Context {
     base.release();
     return std::unique_ptr<T>(typed);
   }
+  // What a plugin declares about itself from `params` alone (PluginManifest::facts),
+  // e.g. a model's dimensions, so a task needs no other plugin's headers.
+  std::map<std::string, double> facts(PluginKind kind, const Params& params) const;
   // Creates artifact_dir if needed and returns artifact_dir / file_name.
   std::filesystem::path artifact_path(const std::string& file_name) const;
   void synchronize() const;  // waits for the device (no-op on CPU)
