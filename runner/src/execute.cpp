@@ -1,8 +1,11 @@
 #include "execute.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include <c10/util/Exception.h>
 #include <torch/version.h>
@@ -13,11 +16,13 @@
 #include "config.hpp"
 #include "distributed.hpp"
 #include "launch.hpp"
+#include "gpu_state.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
+#include "runner/outcome.hpp"
 #include "runner/profiler.hpp"
 #include "runner/task.hpp"
 #include "sweep.hpp"
@@ -59,24 +64,84 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
 }
 
 struct PointOutcome {
-  std::string status = "ok";
-  std::string error;
+  std::string status = "ok";  // ok | oom | error | skipped
+  std::string message;        // the error, or why the point was skipped
+  bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;
+  nlohmann::json observed = nlohmann::json::object();  // "measurement", "gpu"
+  std::vector<std::string> warnings;                   // noise above target, throttling
 };
 
-// Runs one point with its profilers; turns OOM and other failures into statuses.
-PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& registry) {
+nlohmann::json gpu_sample_json(const GpuSample& s) {
+  if (!s.valid) return nullptr;
+  return {{"sm_clock_mhz", s.sm_clock_mhz},
+          {"memory_clock_mhz", s.memory_clock_mhz},
+          {"temperature_c", s.temperature_c},
+          {"power_w", s.power_w},
+          {"throttle_reasons", throttle_reason_names(s.throttle_reasons)}};
+}
+
+nlohmann::json summary_json(const MeasureSummary& s) {
+  nlohmann::json j = {{"mode", s.mode},
+                      {"cache", s.cache},
+                      {"repetitions", s.repetitions},
+                      {"n", s.n},
+                      {"rel_stderr", s.rel_stderr},
+                      {"target_rel_stderr", s.target_rel_stderr},
+                      {"target_met", s.target_met},
+                      {"stop_reason", s.stop_reason},
+                      {"measured_seconds", s.measured_seconds}};
+  return j;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g%%", 100 * fraction);
+  return buf;
+}
+
+// What the measurement loops and NVML saw: stored with the records, warned about when off.
+void observe(const Context& ctx, const GpuSample& before, const GpuSample& after, PointOutcome& outcome) {
+  nlohmann::json measurements = nlohmann::json::array();
+  std::uint64_t reasons = after.valid ? after.throttle_reasons : 0;
+  unsigned min_sm = after.valid ? after.sm_clock_mhz : 0, max_sm = min_sm;
+  int samples = 0;
+  for (const MeasureSummary& s : ctx.measurements) {
+    measurements.push_back(summary_json(s));
+    if (s.mode == "adaptive" && !s.target_met)
+      outcome.warnings.push_back("relative standard error " + percent(s.rel_stderr) + " is above the target " +
+                                 percent(s.target_rel_stderr) + " after " + std::to_string(s.n) + " steps (" +
+                                 s.stop_reason + ")");
+    if (s.gpu_samples > 0) {
+      reasons |= s.throttle_reasons;
+      min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;
+      max_sm = std::max(max_sm, s.max_sm_clock_mhz);
+      samples += s.gpu_samples;
+    }
+  }
+  if (measurements.size() == 1) outcome.observed["measurement"] = measurements[0];
+  else if (!measurements.empty()) outcome.observed["measurement"] = measurements;
+  if (!before.valid && !after.valid) return;
+  const std::uint64_t slowdown = reasons & kSlowdownReasons;
+  nlohmann::json gpu = {{"before", gpu_sample_json(before)}, {"after", gpu_sample_json(after)},
+                        {"throttled", slowdown != 0}, {"throttle_reasons", throttle_reason_names(slowdown)}};
+  if (samples > 0) gpu["during"] = {{"samples", samples}, {"min_sm_clock_mhz", min_sm}, {"max_sm_clock_mhz", max_sm}};
+  outcome.observed["gpu"] = gpu;
+  if (slowdown) {
+    std::string names;
+    for (const auto& n : throttle_reason_names(slowdown)) names += (names.empty() ? "" : ", ") + n;
+    outcome.warnings.push_back("GPU clocks were throttled during the point (" + names + "; SM clock " +
+                               std::to_string(min_sm) + "-" + std::to_string(max_sm) + " MHz)");
+  }
+}
+
+// Runs the task inside its profilers; turns exceptions into statuses.
+PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
   PointOutcome outcome;
-  Record summary;
-  std::vector<std::unique_ptr<Profiler>> profilers;
   try {
     at::manual_seed(ctx.dist.rank_seed(point.seed));
-    for (const Params& p : point.profilers) {
-      profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
-    }
-    ctx.profilers.clear();
+    for (const Params& p : point.profilers) profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
     for (auto& p : profilers) {
-      ctx.profilers.push_back(p.get());
       add_range_listener(p.get());
       p->point_begin(ctx);
     }
@@ -86,16 +151,29 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
       task->run(ctx, point.params, recorder);
     }
     outcome.records = std::move(recorder.records);
+  } catch (const SkipPoint& e) {
+    outcome.status = "skipped";
+    outcome.message = e.what();
+  } catch (const DeviceFault& e) {
+    outcome.status = "error";
+    outcome.message = e.what();
+    outcome.device_fault = true;
   } catch (const c10::OutOfMemoryError& e) {
     outcome.status = "oom";
-    outcome.error = e.what_without_backtrace();
+    outcome.message = e.what_without_backtrace();
   } catch (const c10::Error& e) {
     outcome.status = "error";
-    outcome.error = e.what_without_backtrace();
+    outcome.message = e.what_without_backtrace();
   } catch (const std::exception& e) {
     outcome.status = "error";
-    outcome.error = e.what();
+    outcome.message = e.what();
   }
+  return outcome;
+}
+
+// Ends the profilers and returns what they add to every record of the point.
+Record end_profilers(Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
+  Record summary;
   for (auto& p : profilers) {
     try {
       p->point_end(ctx, summary);
@@ -104,18 +182,51 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
     }
     remove_range_listener(p.get());
   }
-  ctx.profilers.clear();
   profilers.clear();
-  if (outcome.status != "ok") {
-    release_cached_memory(ctx.device);
+  return summary;
+}
+
+void merge_summary(PointOutcome& outcome, const Record& summary) {
+  try {
+    for (Record& r : outcome.records) {
+      for (const auto& [name, metric] : summary.metrics) r.add(name, metric);
+      r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
+    }
+  } catch (const std::invalid_argument& e) {  // a profiler metric named like a task metric
+    outcome.status = "error";
+    outcome.message = e.what();
     outcome.records.clear();
-    outcome.records.emplace_back();
+  }
+}
+
+// Runs one point with its profilers. A failed point keeps one record (with
+// the profilers' summary) so tables show the failure in its cell.
+PointOutcome run_point(const Point& point, Context& ctx) {
+  std::vector<std::unique_ptr<Profiler>> profilers;
+  const GpuSample before = sample_gpu(ctx.device);
+  PointOutcome outcome = run_task(point, ctx, profilers);
+  if (!outcome.device_fault) observe(ctx, before, sample_gpu(ctx.device), outcome);
+  const Record summary = end_profilers(ctx, profilers);
+  if (outcome.status == "error" && !outcome.device_fault) {
+    if (const auto fault = device_fault(ctx.device)) {
+      outcome.device_fault = true;
+      outcome.message += " (" + *fault + ")";
+    }
+  }
+  if (outcome.status != "ok") {
+    outcome.records.clear();
+    if (!outcome.device_fault) {
+      try {
+        release_cached_memory(ctx.device);
+      } catch (const DeviceFault& e) {
+        outcome.device_fault = true;
+        outcome.message += " (" + std::string(e.what()) + ")";
+      }
+    }
   }
   if (outcome.records.empty()) outcome.records.emplace_back();
-  for (Record& r : outcome.records) {
-    for (const auto& m : summary.metrics) r.metrics.push_back(m);
-    r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
-  }
+  merge_summary(outcome, summary);
+  if (outcome.records.empty()) outcome.records.emplace_back(summary);
   return outcome;
 }
 
@@ -142,40 +253,37 @@ void write_reports(const YAML::Node& report_node, const std::string& file, const
   }
 }
 
-}  // namespace
+// What runs, checked before anything does.
+struct Plan {
+  std::vector<Point> points;
+  c10::Device device{c10::kCPU};
+};
 
-int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
-  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
-  const std::vector<Point> points = expand_points(exp, registry);
-  c10::Device device = choose_device(options.device, exp.document, exp.source);
+Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
+  Plan plan;
+  plan.points = expand_points(exp, registry);
+  plan.device = choose_device(options.device, exp.document, exp.source);
   if (exp.document["report"]) parse_report_specs(exp.document["report"], exp.source.file);
-  const std::string backend = checked_backend(options.backend);
-  const std::optional<LaunchEnv> launch = detect_launch_env();
+  return plan;
+}
 
-  if (options.dry_run) {
-    std::cout << exp.name << ": " << points.size() << " points on " << device.str() << "\n";
-    for (const Point& p : points) {
-      std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
-                << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps
-                << ", steps=" << p.measure.measured_steps << ")\n";
-    }
-    return 0;
+void print_plan(const Experiment& exp, const Plan& plan) {
+  std::cout << exp.name << ": " << plan.points.size() << " points on " << plan.device.str() << "\n";
+  for (const Point& p : plan.points) {
+    std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
+              << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps << ", steps="
+              << (p.measure.adaptive() ? std::to_string(p.measure.min_steps) + ".." + std::to_string(p.measure.max_steps) +
+                                             " until rel_stderr <= " + percent(p.measure.target_rel_stderr)
+                                       : std::to_string(p.measure.measured_steps))
+              << (p.measure.repetitions > 1 ? " x" + std::to_string(p.measure.repetitions) : "")
+              << (p.measure.cache == "cold" ? ", cold cache" : "") << ")\n";
   }
+}
 
-  check_processes_key(exp, launch ? launch->world_size : 1);
-  check_distributed_setup(points, device, launch ? launch->world_size : 1, launch ? ranks_per_node(*launch) : 1,
-                          backend, registry);
-  // Ranks: each on its local GPU; rank 0 alone owns the run directory's files.
-  std::unique_ptr<DistributedSession> session;
-  if (launch) {
-    if (device.is_cuda()) device = use_local_gpu(launch->local_rank);
-    session = std::make_unique<DistributedSession>(*launch, device, backend);
-  }
-  const int rank = session ? session->dist().rank : 0;
+std::filesystem::path make_run_dir(const Experiment& exp, const RunOptions& options, DistributedSession* session) {
+  if (session && session->dist().rank != 0) return session->agree("run_dir", "");
   std::filesystem::path run_dir = options.out;
-  if (rank != 0) {
-    run_dir = session->agree("run_dir", "");
-  } else if (run_dir.empty()) {
+  if (run_dir.empty()) {
     const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
     run_dir = base;
     for (int n = 2; std::filesystem::exists(run_dir); ++n) run_dir = base.string() + "-" + std::to_string(n);
@@ -183,86 +291,170 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     // Never mix two runs' records, nor overwrite a finished run.
     throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
   }
-  if (rank == 0) {
-    std::filesystem::create_directories(run_dir);
-    if (session) session->agree("run_dir", run_dir.string());
-    std::ofstream config(run_dir / "config.yaml");
-    config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
-    for (const auto& o : options.overrides) config << "# --set " << o << "\n";
-    config << exp.document << "\n";
-  }
-  FileLogger log(run_dir / (rank == 0 ? std::string("log.txt") : "log.rank" + std::to_string(rank) + ".txt"));
-  log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(points.size()) +
-           " points on " + device.str());
-  if (rank == 0) std::cerr << "run directory: " << run_dir.string() << "\n";
+  std::filesystem::create_directories(run_dir);
+  if (session) session->agree("run_dir", run_dir.string());
+  std::ofstream config(run_dir / "config.yaml");
+  config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
+  for (const auto& o : options.overrides) config << "# --set " << o << "\n";
+  config << exp.document << "\n";
+  return run_dir;
+}
 
-  nlohmann::json env = capture_environment(device);
-  if (session) {
-    env["world_size"] = session->dist().world_size;
-    env["backend"] = session->dist().backend;
-    env["launcher"] = launch->launcher;
-  }
-  std::optional<ResultsWriter> results;
-  if (rank == 0) results.emplace(run_dir / "results.jsonl");
-  Progress progress(rank == 0 ? static_cast<int>(points.size()) : 0);
-  int failures = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Point& point = points[i];
-    const std::string label = point.part + " " + describe_point(point);
-    if (rank == 0) progress.begin_point(static_cast<int>(i), label);
-    Context ctx;
-    ctx.device = device;
-    ctx.precision = point.precision;
-    ctx.seed = point.seed;
-    ctx.run_dir = run_dir;
-    ctx.point_name = point.part + "-" + std::to_string(point.index);
-    ctx.artifact_dir = run_dir / "artifacts" / ctx.point_name;
-    ctx.measure = point.measure;
-    ctx.log = &log;
-    ctx.plugins = &registry;
+// Where one run writes: its directory, log and results. In a multi-process run
+// only rank 0 writes results.jsonl; every rank has its own log.
+struct RunOutput {
+  RunOutput(std::filesystem::path dir, const c10::Device& device, DistributedSession* session)
+      : dir(std::move(dir)), session(session), rank(session ? session->dist().rank : 0),
+        log(this->dir / (rank == 0 ? std::string("log.txt") : "log.rank" + std::to_string(rank) + ".txt")),
+        env(capture_environment(device)) {
+    if (rank == 0) results.emplace(this->dir / "results.jsonl");
     if (session) {
-      ctx.dist = session->dist();
-      ctx.artifact_dir /= "rank" + std::to_string(rank);  // no two ranks write one file
+      env["world_size"] = session->dist().world_size;
+      env["backend"] = session->dist().backend;
     }
-    PointOutcome outcome = run_point(point, ctx, registry);
-    if (outcome.status == "error") ++failures;
-    if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
-    const nlohmann::json params = point_params_json(point, device);
-    std::vector<nlohmann::json> records;
-    for (const Record& r : outcome.records)
-      records.push_back(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
-    if (session && outcome.status != "ok") {
-      // Peers may wait in a collective this rank will never join: record what we
-      // can, abort the process group and leave; the launcher stops the others.
-      const std::string why = "rank " + std::to_string(rank) + ": " + label + ": " + outcome.status + ": " + outcome.error;
-      if (rank == 0) {
-        for (auto& j : records) results->append(j);
-      } else {
-        session->send_records(static_cast<int>(i), records);
-      }
-      leave_error_note(rank, why);
-      std::cerr << "runner: " << why << "\n";
-      std::cerr.flush();
-      session->abort();
-      std::_Exit(1);
-    }
-    if (rank != 0) {
-      session->send_records(static_cast<int>(i), records);
-      continue;
-    }
-    if (session) records = merge_rank_records(session->gather_records(static_cast<int>(i), std::move(records)));
-    for (const auto& j : records) results->append(j);
-    progress.end_point(outcome.status);
   }
-  if (rank != 0) return 0;
-  progress.finish();
+  std::filesystem::path dir;
+  DistributedSession* session;
+  int rank;
+  FileLogger log;
+  std::optional<ResultsWriter> results;
+  nlohmann::json env;
+};
+
+Context point_context(const Point& point, const c10::Device& device, RunOutput& run, const PluginRegistry& registry) {
+  Context ctx;
+  ctx.device = device;
+  ctx.precision = point.precision;
+  ctx.seed = point.seed;
+  ctx.run_dir = run.dir;
+  ctx.point_name = point.part + "-" + std::to_string(point.index);
+  ctx.artifact_dir = run.dir / "artifacts" / ctx.point_name;
+  ctx.measure = point.measure;
+  ctx.log = &run.log;
+  ctx.plugins = &registry;
+  if (run.session) {
+    ctx.dist = run.session->dist();
+    ctx.artifact_dir /= "rank" + std::to_string(run.rank);  // no two ranks write one file
+  }
+  return ctx;
+}
+
+void record_outcome(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
+                    PointOutcome& outcome, RunOutput& run) {
+  const nlohmann::json params = point_params_json(point, device);
+  std::vector<nlohmann::json> lines;
+  try {
+    for (const Record& r : outcome.records)
+      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed));
+  } catch (const std::invalid_argument& e) {  // duplicate metric names
+    outcome.status = "error";
+    outcome.message = e.what();
+    lines = {record_json(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
+  }
+  if (!run.session) {
+    for (const auto& line : lines) run.results->append(line);
+    return;
+  }
+  const int index = point_index;
+  if (outcome.status != "ok" && outcome.status != "skipped") {
+    // Peers may wait in a collective this rank will never join: record what we
+    // can, abort the process group and leave; the launcher stops the others.
+    const std::string why = "rank " + std::to_string(run.rank) + ": " + point.part + " " + describe_point(point) + ": " +
+                            outcome.status + ": " + outcome.message;
+    if (run.rank == 0) {
+      for (const auto& line : lines) run.results->append(line);
+    } else {
+      run.session->send_records(index, lines);
+    }
+    leave_error_note(run.rank, why);
+    std::cerr << "runner: " << why << "\n";
+    std::cerr.flush();
+    run.session->abort();
+    std::_Exit(1);
+  }
+  if (run.rank != 0) {
+    run.session->send_records(index, lines);
+    return;
+  }
+  for (const auto& line : merge_rank_records(run.session->gather_records(index, std::move(lines))))
+    run.results->append(line);
+}
+
+struct SweepResult {
+  int failures = 0;
+  bool device_fault = false;
+};
+
+SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run) {
+  SweepResult sweep;
+  Progress progress(run.rank == 0 ? static_cast<int>(plan.points.size()) : 0);
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const Point& point = plan.points[i];
+    const std::string label = point.part + " " + describe_point(point);
+    if (run.rank == 0) progress.begin_point(static_cast<int>(i), label);
+    Context ctx = point_context(point, plan.device, run, registry);
+    PointOutcome outcome = run_point(point, ctx);
+    record_outcome(exp, point, static_cast<int>(i), plan.device, outcome, run);
+    if (outcome.status == "error") ++sweep.failures;
+    if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
+    else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
+    for (const std::string& w : outcome.warnings) run.log.warn(label + ": " + w);
+    if (run.rank == 0) progress.end_point(outcome.status);
+    if (outcome.device_fault) {
+      sweep.device_fault = true;
+      std::cerr << "error: the device is unusable after " << label << " (" << outcome.message << "); stopped after point "
+                << i + 1 << " of " << plan.points.size() << ". Records so far are in "
+                << (run.dir / "results.jsonl").string() << "\n";
+      if (run.session) {  // peers would wait for this rank forever
+        leave_error_note(run.rank, "rank " + std::to_string(run.rank) + ": device fault: " + outcome.message);
+        run.session->abort();
+        std::_Exit(1);
+      }
+      run.log.warn("sweep stopped: device fault at point " + std::to_string(i + 1) + " of " +
+                   std::to_string(plan.points.size()));
+      break;
+    }
+  }
+  if (run.rank == 0) progress.finish();
+  return sweep;
+}
+
+}  // namespace
+
+// load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
+int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
+  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  Plan plan = plan_run(exp, options, registry);
+  if (options.dry_run) {
+    print_plan(exp, plan);
+    return 0;
+  }
+  // Ranks (runner launch, torchrun, srun): each on its local GPU; rank 0 alone
+  // owns the run directory's files.
+  const std::string backend = checked_backend(options.backend);
+  const std::optional<LaunchEnv> launch = detect_launch_env();
+  check_processes_key(exp, launch ? launch->world_size : 1);
+  check_distributed_setup(plan.points, plan.device, launch ? launch->world_size : 1,
+                          launch ? ranks_per_node(*launch) : 1, backend, registry);
+  std::unique_ptr<DistributedSession> session;
+  if (launch) {
+    if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
+    session = std::make_unique<DistributedSession>(*launch, plan.device, backend);
+  }
+  RunOutput run(make_run_dir(exp, options, session.get()), plan.device, session.get());
+  if (launch) run.env["launcher"] = launch->launcher;
+  run.log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(plan.points.size()) +
+               " points on " + plan.device.str());
+  if (run.rank == 0) std::cerr << "run directory: " << run.dir.string() << "\n";
+  const SweepResult sweep = run_points(exp, plan, registry, run);
+  if (run.rank != 0) return 0;
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
-  std::vector<std::filesystem::path> reports_dirs = {run_dir / "reports"};
+  std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs);
-  if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
-  return failures ? 1 : 0;
+  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs);
+  if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
+  return sweep.failures ? 1 : 0;
 }
 
 int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
@@ -270,15 +462,13 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
   if (nproc < 1) throw ConfigError("--nproc-per-node: must be 1 or more, got " + std::to_string(nproc));
   // Everything a rank would reject, caught once before any rank starts.
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
-  const std::vector<Point> points = expand_points(exp, registry);
-  const c10::Device device = choose_device(options.device, exp.document, exp.source);
-  if (exp.document["report"]) parse_report_specs(exp.document["report"], exp.source.file);
-  check_distributed_setup(points, device, nproc, nproc, checked_backend(options.backend), registry);
+  const Plan plan = plan_run(exp, options, registry);
+  check_distributed_setup(plan.points, plan.device, nproc, nproc, checked_backend(options.backend), registry);
   check_processes_key(exp, nproc);
   if (!options.out.empty() && std::filesystem::exists(options.out / "results.jsonl"))
     throw ConfigError("--out " + options.out.string() + ": already holds results.jsonl; choose a new directory");
   if (options.dry_run) {
-    std::cout << exp.name << ": " << points.size() << " points on " << nproc << " ranks (" << device.str() << ")\n";
+    print_plan(exp, plan);
     return 0;
   }
   const int code = supervise_ranks(LaunchSpec{nproc, rank_args});

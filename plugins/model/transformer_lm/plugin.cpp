@@ -1,4 +1,6 @@
+#include <map>
 #include <memory>
+#include <string>
 
 #include "runner/context.hpp"
 #include "transformer_lm.hpp"
@@ -24,6 +26,17 @@ runner::PluginManifest make_manifest() {
       runner::opt_int("context_length", 256, "sequence length of random batches (and RoPE table length)"),
       runner::opt_float("rope_theta", 10000.0, "RoPE base"),
       runner::opt_plugin("attention", PluginKind::Attention, "naive", "attention implementation"),
+  };
+  // Analytic tasks (activation_memory) read these instead of including this plugin's headers.
+  m.facts = [](const runner::Params& params) -> std::map<std::string, double> {
+    const plugins::transformer_lm::TransformerDims d = plugins::transformer_lm::dims_from_params(params);
+    return {{"vocab_size", static_cast<double>(d.vocab_size)},
+            {"context_length", static_cast<double>(d.context_length)},
+            {"d_model", static_cast<double>(d.d_model)},
+            {"d_ff", static_cast<double>(d.d_ff)},
+            {"num_layers", static_cast<double>(d.num_layers)},
+            {"num_heads", static_cast<double>(d.num_heads)},
+            {"parameters", static_cast<double>(plugins::transformer_lm::parameter_count(d))}};
   };
   m.create = [](const runner::Params& params, runner::Context& ctx) -> std::unique_ptr<runner::PluginBase> {
     const plugins::transformer_lm::TransformerDims dims = plugins::transformer_lm::dims_from_params(params);

@@ -194,19 +194,19 @@ class TrainStep : public runner::Task {
     const std::optional<runner::DeviceMemory> memory = runner::device_memory(ctx.device);
 
     runner::Record r;
-    for (const std::string& phase : times.order)
-      r.add(phase + "_ms", runner::Stats::of(times.ms.at(phase)), "ms");
-    std::vector<double> tokens_per_s;
-    for (double ms : times.ms.at("step")) tokens_per_s.push_back(global_tokens / (ms * 1e-3));
-    r.add("tokens_per_s", runner::Stats::of(tokens_per_s), "tokens/s");
+    runner::StepWork work;  // the host derives tokens_per_s from it, per step
+    work.items = global_tokens;  // the whole (global) batch per step
+    work.item_name = "tokens";
+    times.record(r, work);
     r.add("parameters", static_cast<double>(parameter_count(module)), "count");
     if (ddp) {
       const size_t measured = times.ms.at("step").size();
       const std::vector<double> measured_collective_ms(collective_ms.end() - static_cast<std::ptrdiff_t>(measured),
                                                        collective_ms.end());
+      // (with repetitions > 1 the last steps' values: warm-up steps of later repetitions interleave)
       const runner::Stats collective = runner::Stats::of(measured_collective_ms);
-      const runner::Stats step_stats = runner::Stats::of(times.ms.at("step"));
-      const runner::Stats exposed = runner::Stats::of(times.ms.at("communication"));
+      const runner::Stats step_stats = times.stats("step");
+      const runner::Stats exposed = times.stats("communication");
       r.add("collective_ms", collective, "ms");
       r.add("comm_share", collective.mean / step_stats.mean, "fraction");
       r.add("exposed_comm_share", exposed.mean / step_stats.mean, "fraction");
