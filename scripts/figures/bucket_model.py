@@ -8,7 +8,9 @@ starts only when backward ends) plus the calls' fixed costs:
     overhead(n_b) = o * n_b + s / (n_b * w)
 Minimised at n_b* = sqrt(s / (w o)), i.e. bucket size b* = s / n_b* = sqrt(s w o).
 overhead is measured as step(bucketed) - step(one GPU, same per-GPU batch); o and 1/w
-come from least squares on the points (linear in the two unknowns).
+come from least squares on the points (linear in the two unknowns). A second fit adds
+a constant c (a cost independent of bucketing, e.g. backward kernels slowed by NCCL
+kernels sharing the SMs): overhead = c + o n_b + s / (n_b w).
 
   scripts/figures/bucket_model.py <results.jsonl>      prints a Markdown table and the fit
 Standard library only.
@@ -52,6 +54,8 @@ def main():
         print(f"| {mb:g} | {n:g} | {step:.1f} | {over:.1f} | {o_ms * n + k_ms / n:.1f} |")
     print()
     print(f"s = {s / 2**20:.0f} MiB of fp32 gradients; one-GPU step {single:.1f} ms")
+    if len(rows) >= 3:
+        fit_with_constant(rows, s)
     if o_ms > 0 and k_ms > 0:
         w = s / (k_ms * 1e-3)
         n_best = math.sqrt(k_ms / o_ms)
@@ -61,6 +65,34 @@ def main():
     else:
         print(f"fit: o = {o_ms:.3f} ms, s/w = {k_ms:.3f} ms: a non-positive term; the overhead is not resolved by"
               " these points (differences within noise)")
+
+
+def solve3(m, v):
+    def det(a):
+        return (a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+                + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]))
+    d = det(m)
+    out = []
+    for col in range(3):
+        a = [row[:] for row in m]
+        for r in range(3):
+            a[r][col] = v[r]
+        out.append(det(a) / d)
+    return out
+
+
+def fit_with_constant(rows, s):
+    feats = [(1.0, n, 1.0 / n, y) for n, _, y in rows]
+    m = [[sum(f[i] * f[j] for f in feats) for j in range(3)] for i in range(3)]
+    v = [sum(f[i] * f[3] for f in feats) for i in range(3)]
+    c, o, k = solve3(m, v)
+    print(f"fit with a constant: c = {c:.1f} ms, o = {o * 1e3:.0f} us per all-reduce, s/w = {k:.1f} ms"
+          + (f" (w = {s / (k * 1e-3) / 1e9:.0f} GB/s)" if k > 0 else ""))
+    for n, _, y in rows:
+        print(f"  n_b = {n:g}: measured {y:.1f} ms, model {c + o * n + k / n:.1f} ms")
+    if o > 0 and k > 0:
+        n_best = math.sqrt(k / o)
+        print(f"  best: n_b* = {n_best:.1f}, b* = {s / n_best / 2**20:.0f} MiB, overhead {c + 2 * math.sqrt(o * k):.1f} ms")
 
 
 if __name__ == "__main__":

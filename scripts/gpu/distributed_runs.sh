@@ -13,7 +13,7 @@ export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/distributed-out}
 mkdir -p "$out" runs-gpu
 stages=("$@")
-[[ ${#stages[@]} -gt 0 ]] || stages=(build check comm ddp accounting)
+[[ ${#stages[@]} -gt 0 ]] || stages=(build ddp comm accounting check)
 site="$(python3 -c 'import site; print(site.getsitepackages()[0])')"
 export LD_LIBRARY_PATH="/tmp/gpu-prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib:${LD_LIBRARY_PATH:-}"
 export RUNNER_PYTHON=python3
@@ -28,12 +28,16 @@ launch() {  # launch <name> <experiment> [args...]
   local code=$?
   echo "$name: exit $code in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
   [[ $code -eq 0 ]] || { tail -20 "$out/$name.log"; status=1; }
+  tar czf "$out/runs.tgz" --exclude='*/trace.json' runs-gpu  # after every run: a cut-off call keeps what ran
 }
 for stage in "${stages[@]}"; do
   case $stage in
     build)
+      # .gpu/build.sh's configure, then only the runner and its plugins (no test binaries).
       start=$SECONDS
-      bash .gpu/build.sh > "$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
+      sed '/^cmake --build/d' .gpu/build.sh > /tmp/configure-gpu.sh
+      { bash /tmp/configure-gpu.sh && cmake --build build-gpu --target runner -j "$(nproc)"; } > "$out/build.log" 2>&1 ||
+        { tail -60 "$out/build.log"; exit 1; }
       echo "build: $((SECONDS - start)) s" | tee -a "$out/summary.txt" ;;
     check)
       launch ddp_correctness experiments/ddp_correctness.yaml
