@@ -90,8 +90,10 @@ def main():
     samples = {}
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
+    marks = single.Marks(cuda, 8)  # CUDA events created before the loop, reused
     for i in range(args.warmup + args.steps):
-        timer = single.PhaseTimer(cuda)
+        marks.reset()
+        timer = single.PhaseTimer(marks)
         t0 = time.perf_counter()
         timer.phase("forward", forward)
         timer.phase("backward", backward)
@@ -100,10 +102,8 @@ def main():
             torch.cuda.synchronize()
         if i < args.warmup:
             continue
-        phases = timer.milliseconds()
-        for name, ms in phases:
+        for name, ms in timer.milliseconds():  # the phases, then "step": first start to last end
             samples.setdefault(name, []).append(ms)
-        samples.setdefault("step", []).append(sum(ms for _, ms in phases))
         samples.setdefault("wall", []).append((time.perf_counter() - t0) * 1e3)
     metrics = {f"{name}_ms": {"unit": "ms", "samples": values} for name, values in samples.items()}
     if cuda:
