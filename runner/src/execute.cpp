@@ -11,6 +11,7 @@
 #include <ATen/Utils.h>
 
 #include "config.hpp"
+#include "history/run_recorder.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
@@ -169,6 +170,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
 
   const nlohmann::json env = capture_environment(device);
   ResultsWriter results(run_dir / "results.jsonl");
+  history::RunRecorder history(options.history, exp.document["history"] ? exp.document["history"].as<std::string>() : "",
+                               exp.name, run_dir, env, options.smoke);
   Progress progress(static_cast<int>(points.size()));
   int failures = 0;
   for (size_t i = 0; i < points.size(); ++i) {
@@ -189,11 +192,15 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     if (outcome.status == "error") ++failures;
     if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
     const nlohmann::json params = point_params_json(point, device);
+    std::vector<nlohmann::json> lines;
     for (const Record& r : outcome.records)
-      results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+      lines.push_back(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+    for (const auto& line : lines) results.append(line);
+    history.add_point(lines);
     progress.end_point(outcome.status);
   }
   progress.finish();
+  history.finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run_dir / "reports"};
