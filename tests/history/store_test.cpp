@@ -92,7 +92,7 @@ TEST(HistoryStore, PathComesFromFlagThenEnvironmentThenConfigThenDataDir) {
 TEST(HistoryStore, TwoProcessesWritingAtOnceLoseNothing) {
   const auto dir = fresh_dir("store-two-writers");
   const auto db = dir / "h.sqlite";
-  HistoryStore(db);  // create the schema once
+  { HistoryStore create_schema(db); }
   constexpr int kPoints = 150;
   std::vector<pid_t> children;
   for (int w = 0; w < 2; ++w) {
@@ -125,7 +125,7 @@ TEST(HistoryStore, TwoProcessesWritingAtOnceLoseNothing) {
 TEST(HistoryStore, AKilledRunLeavesOnlyWholePointsAndShowsAsKilled) {
   const auto dir = fresh_dir("store-killed");
   const auto db = dir / "h.sqlite";
-  HistoryStore(db);
+  { HistoryStore create_schema(db); }
   constexpr int kRecordsPerPoint = 25;
   const pid_t pid = fork();
   if (pid == 0) {

@@ -3,7 +3,9 @@
 #pragma once
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -39,20 +41,20 @@ inline nlohmann::json env_json(const std::string& device_name = "Test CPU", cons
 // holding `samples` and a peak_bytes single value.
 inline nlohmann::json record(int point, int size, const std::vector<double>& samples, double peak_bytes = 1e6,
                              const std::string& status = "ok", const nlohmann::json& env = env_json()) {
-  std::vector<double> sorted = samples;
-  std::sort(sorted.begin(), sorted.end());
-  double mean = 0;
-  for (double s : samples) mean += s;
-  mean /= static_cast<double>(samples.size());
-  double var = 0;
-  for (double s : samples) var += (s - mean) * (s - mean);
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   nlohmann::json j = {{"experiment", "demo"}, {"part", "main"}, {"point", point}, {"task", "echo"}, {"status", status},
                       {"params", {{"size", size}, {"device", "cpu"}, {"measure.measured_steps", samples.size()}}},
                       {"labels", nlohmann::json::object()}, {"env", env}, {"time", "2026-11-23T00:00:00Z"},
                       {"artifacts", nlohmann::json::array()}};
-  if (status == "ok") {
+  if (status == "ok" && !samples.empty()) {
+    std::vector<double> sorted = samples;
+    std::sort(sorted.begin(), sorted.end());
+    double mean = 0;
+    for (double s : samples) mean += s;
+    mean /= static_cast<double>(samples.size());
+    double var = 0;
+    for (double s : samples) var += (s - mean) * (s - mean);
+    const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                            : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
     j["metrics"]["step_ms"] = {{"unit", "ms"},           {"n", samples.size()}, {"mean", mean},
                                {"std", std::sqrt(var / std::max<size_t>(1, samples.size() - 1))},
                                {"median", median},       {"min", sorted.front()}, {"max", sorted.back()},

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include <boost/program_options.hpp>
 

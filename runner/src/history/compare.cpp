@@ -45,7 +45,8 @@ bool failed(const StoredRecord& r) { return r.status == "error" || r.status == "
 std::string direction_word(int better, double ratio, const std::string& unit) {
   const bool up = ratio > 1;
   if (better == 0) return up ? "higher" : "lower";
-  const bool bytes = unit.find('B') != std::string::npos && unit.find("/s") == std::string::npos;
+  static const std::set<std::string> sizes = {"bytes", "B", "KiB", "MiB", "GiB", "KB", "MB", "GB"};
+  const bool bytes = sizes.count(unit) > 0;
   const bool improved = (better > 0) == up;
   if (bytes) return improved ? "smaller" : "larger";
   return improved ? "faster" : "slower";
