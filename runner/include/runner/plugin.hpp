@@ -14,7 +14,7 @@
 namespace runner {
 
 // Bump when any public header changes layout or virtual interface.
-inline constexpr int kPluginApiVersion = 1;
+inline constexpr int kPluginApiVersion = 2;
 
 enum class PluginKind { Task, Model, Attention, Optimizer, Ddp, Profiler };
 const char* to_string(PluginKind kind);
