@@ -69,6 +69,12 @@ TEST(HistoryStore, KeepsRecordsWithTheirPerStepSamplesAndEnvironment) {
   EXPECT_EQ(count(dir / "h.sqlite", "SELECT count(*) FROM record_keys WHERE git_commit = 'feedbeef0001'"), 1);
 }
 
+TEST(HistoryStore, RepetitionMeansAreTheSamplesWhenARecordHasThem) {
+  nlohmann::json j = record(0, 1, {1.0, 2.0, 3.0});
+  j["metrics"]["step_ms"]["repetition_means"] = {1.5, 2.5};
+  EXPECT_EQ(parse_record(j).metrics.at("step_ms").samples, (std::vector<double>{1.5, 2.5}));
+}
+
 TEST(HistoryStore, PointKeyIgnoresDeviceAndMeasureSettings) {
   const nlohmann::json labels = nlohmann::json::object();
   EXPECT_EQ(point_key("p", {{"size", 1}, {"device", "cpu"}, {"measure.measured_steps", 5}}, labels),

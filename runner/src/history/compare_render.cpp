@@ -100,7 +100,7 @@ void render_markdown(const Comparison& c, std::ostream& out) {
   out << "### runner compare: " << (c.regression() ? "**regression**" : "no regression") << "\n\n"
       << "- A: " << c.a.description << "\n- B: " << c.b.description << "\n- " << summary(c) << "; noise threshold "
       << c.options.threshold * 100 << "%, significance level " << c.options.alpha
-      << " (two-sided Mann-Whitney U over the per-step samples)\n";
+      << " (two-sided Mann-Whitney U over the repetitions)\n";
   for (const auto& w : c.warnings) out << "- **warning:** " << w << "\n";
   out << "\n| point | metric | A | B | B/A | p | verdict |\n|---|---|---:|---:|---:|---:|---|\n";
   auto escape = [](std::string s) {

@@ -148,9 +148,14 @@ StoredRecord parse_record(const nlohmann::json& j) {
       v.min = m.value("min", v.center);
       v.max = m.value("max", v.center);
       v.n = m.value("n", static_cast<std::int64_t>(1));
-      if (m.contains("samples") && m["samples"].is_array())
-        for (const auto& s : m["samples"])
+      // The U test runs over the repetitions: one mean per repetition when the
+      // point was measured with measure.repetitions > 1, else per-step samples.
+      for (const char* field : {"repetition_means", "samples"}) {
+        if (!m.contains(field) || !m[field].is_array() || m[field].size() < 2) continue;
+        for (const auto& s : m[field])
           if (s.is_number()) v.samples.push_back(s.get<double>());
+        break;
+      }
     } else {
       continue;  // text metrics are not compared
     }

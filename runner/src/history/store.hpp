@@ -1,7 +1,7 @@
 // The run history: every run's records in one SQLite database, so runs can be
 // listed, compared and plotted over commits. Runs carry the environment (commit,
 // device, driver, CUDA, LibTorch, host, time); records carry the point (part,
-// parameters, labels), status and metrics with their per-step samples.
+// parameters, labels), status and metrics with their repetitions (per-repetition means, else per-step samples).
 // Concurrency: WAL journal plus a busy timeout, and each point's records are one
 // IMMEDIATE transaction, so two runs can write at once and a killed run leaves
 // only whole points (its run stays without `finished`).

@@ -219,7 +219,7 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         << "<p><a href=\"index.html\">all experiments</a></p><h1>" << html_escape(experiment) << "</h1><p>"
         << runs.size() << " runs from " << runs.front().started << " to " << runs.back().started
         << " on " << html_escape(runs.back().device_name)
-        << ". Line: median per run; band: interquartile range of the per-step samples (mean ± std without "
+        << ". Line: median per run; band: interquartile range of the repetitions (mean ± std without "
         << "samples); <span class=\"bad\">red</span>: slower or larger than the run before (Mann-Whitney U, "
         << "alpha " << options.alpha << ", threshold " << options.threshold * 100
         << "%); green: faster or smaller. Click a marker for that run's records.</p>\n";
