@@ -54,7 +54,10 @@ TEST(HistoryEndToEnd, CompareFlagsAnInjectedSlowdownAndNotAnUnchangedRerun) {
   EXPECT_EQ(same.code, 0) << same.output;
   EXPECT_NE(same.output.find("no regression"), std::string::npos) << same.output;
 
-  const Result slow = sh(dir, "compare base slow --threshold 0.3 --format json --metric sleep_ms");
+  // The --set changed a parameter; --ignore-param says that is the A/B knob.
+  const Result unmatched = sh(dir, "compare base slow --threshold 0.3");
+  EXPECT_NE(unmatched.output.find("only in A: main sleep_us=2000 value=1.0 item=a"), std::string::npos) << unmatched.output;
+  const Result slow = sh(dir, "compare base slow --threshold 0.3 --format json --metric sleep_ms --ignore-param sleep_us");
   EXPECT_EQ(slow.code, 1) << slow.output;
   const auto j = nlohmann::json::parse(slow.output);
   ASSERT_EQ(j["rows"].size(), 2u);
@@ -65,7 +68,7 @@ TEST(HistoryEndToEnd, CompareFlagsAnInjectedSlowdownAndNotAnUnchangedRerun) {
   }
 
   // History queries: the newest good run before `slow` is `rerun`.
-  const Result query = sh(dir, "compare last-good slow --threshold 0.3 --format markdown");
+  const Result query = sh(dir, "compare last-good slow --threshold 0.3 --format markdown --ignore-param sleep_us");
   EXPECT_EQ(query.code, 1) << query.output;
   EXPECT_NE(query.output.find("### runner compare: **regression**"), std::string::npos) << query.output;
   EXPECT_NE(query.output.find("rerun"), std::string::npos) << query.output;
@@ -128,14 +131,12 @@ TEST(HistoryEndToEnd, AScheduledSweepLogsOneVerdictLinePerRunAndKeepsTheGoodBase
   EXPECT_NE(log.find("nightly ok run 1, no baseline"), std::string::npos) << log;
   EXPECT_NE(log.find("nightly ok run 2 vs last-good = run 1"), std::string::npos) << log;
 
-  // The code gets three times slower (a --set stands in for the change).
-  ASSERT_EQ(sh(dir, "schedule --remove nightly", env).code, 0);
-  EXPECT_EQ(read_text(dir / "crontab").find("nightly"), std::string::npos);
-  ASSERT_EQ(sh(dir, "schedule sleepy.yaml --name nightly --threshold 0.3 --set params.sleep_us=6000 " + common, env).code, 0);
-  Result slow = sh(dir, "schedule --run nightly", env);
+  // The code gets three times slower (the echo plugin's extra sleep stands in).
+  const std::string slower = env + "RUNNER_ECHO_EXTRA_SLEEP_US=4000 ";
+  Result slow = sh(dir, "schedule --run nightly", slower);
   EXPECT_EQ(slow.code, 1) << slow.output;
   // The next night still compares with the last good run, so it stays flagged.
-  Result again = sh(dir, "schedule --run nightly", env);
+  Result again = sh(dir, "schedule --run nightly", slower);
   EXPECT_EQ(again.code, 1) << again.output;
   log = read_text(dir / "regressions.log");
   EXPECT_NE(log.find("nightly REGRESSION run 3 vs last-good = run 2"), std::string::npos) << log;
@@ -146,6 +147,8 @@ TEST(HistoryEndToEnd, AScheduledSweepLogsOneVerdictLinePerRunAndKeepsTheGoodBase
   EXPECT_NE(listing.output.find("last: "), std::string::npos) << listing.output;
   EXPECT_NE(listing.output.find("REGRESSION run 4"), std::string::npos) << listing.output;
   EXPECT_NE(sh(dir, "history").output.find("ok,REGR"), std::string::npos);
+  ASSERT_EQ(sh(dir, "schedule --remove nightly", env).code, 0);
+  EXPECT_EQ(read_text(dir / "crontab").find("nightly"), std::string::npos);
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ sweep:
 YAML
 "$runner" sleepy.yaml --device cpu --out run1 > run1.log 2>&1
 "$runner" sleepy.yaml --device cpu --out run2 > run2.log 2>&1
-"$runner" sleepy.yaml --device cpu --out run3 --set params.sleep_us=6000 > run3.log 2>&1
+# Three times slower code, same parameters (the echo plugin's extra sleep).
+RUNNER_ECHO_EXTRA_SLEEP_US=4000 "$runner" sleepy.yaml --device cpu --out run3 > run3.log 2>&1
 "$runner" history --html site
 page=file://$work/site/sleepy.html
 flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=3000)

@@ -167,7 +167,8 @@ int history_command(const std::vector<std::string>& args) {
 namespace {
 const char* kCompareUsage =
     "usage: runner compare A B [--format table|markdown|json] [--threshold 0.05] [--alpha 0.05]\n"
-    "                          [--metric NAME]... [--only-changed] [--cross-device] [--output FILE]\n"
+    "                          [--metric NAME]... [--ignore-param NAME]... [--only-changed] [--cross-device]\n"
+    "                          [--output FILE]\n"
     "  A (baseline) and B: a run directory, run:ID, a commit (abc1234 or commit:abc1234),\n"
     "  last or last-good (the newest (good) finished run of B's experiment on B's device).\n"
     "  Exit code 1 when a metric got slower or larger, or a point failed; 2 on bad input.\n";
@@ -181,6 +182,7 @@ int compare_command(const std::vector<std::string>& args) {
       ("threshold", po::value<double>()->default_value(0.05), "relative change below which a metric is 'same'")
       ("alpha", po::value<double>()->default_value(0.05), "significance level of the Mann-Whitney U test")
       ("metric,m", po::value<std::vector<std::string>>()->composing(), "compare only this metric (repeatable)")
+      ("ignore-param", po::value<std::vector<std::string>>()->composing(), "a parameter that differs on purpose (A/B of one knob): not part of the point identity (repeatable)")
       ("only-changed", "leave out rows whose verdict is 'same'")
       ("cross-device", "allow A and B from different devices (a warning says so)")
       ("experiment,e", po::value<std::string>(), "experiment for history queries (last, last-good, commits)")
@@ -206,6 +208,7 @@ int compare_command(const std::vector<std::string>& args) {
   }
   o.cross_device = p.vm.count("cross-device") > 0;
   o.only_changed = p.vm.count("only-changed") > 0;
+  if (p.vm.count("ignore-param")) o.ignore_params = p.vm["ignore-param"].as<std::vector<std::string>>();
   if (p.vm.count("metric")) o.metrics = p.vm["metric"].as<std::vector<std::string>>();
   try {
     const fs::path file = resolve_history_path(opt(p.vm, "history"), "");

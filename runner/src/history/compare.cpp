@@ -235,6 +235,13 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
     if (!o.cross_device) throw std::invalid_argument(msg + ": pass --cross-device to compare different devices");
     c.warnings.push_back(msg + ": ratios mix device and code changes");
   }
+  // Parameters the user changed on purpose (--ignore-param) do not tell points apart.
+  if (!o.ignore_params.empty())
+    for (Side* side : {&a, &b})
+      for (auto& r : side->records) {
+        for (const auto& k : o.ignore_params) r.params.erase(k);
+        r.key = point_key(r.part, r.params, r.labels);
+      }
   std::vector<const StoredRecord*> all;
   std::set<std::string> experiments;
   for (const auto* side : {&a, &b})

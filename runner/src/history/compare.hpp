@@ -22,6 +22,7 @@ struct CompareOptions {
   bool cross_device = false;
   bool only_changed = false;           // rendering: drop "same" rows
   std::vector<std::string> metrics;    // only these metrics (empty: all numeric)
+  std::vector<std::string> ignore_params;  // left out of the point identity (A/B of one knob)
 };
 
 // One side of a comparison: the records and the runs they came from.

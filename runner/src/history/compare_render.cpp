@@ -44,7 +44,7 @@ std::map<std::string, int> counts(const Comparison& c) {
 std::string summary(const Comparison& c) {
   std::string s;
   for (const auto& [verdict, n] : counts(c)) s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + verdict;
-  if (s.empty()) s = "no common points";
+  if (s.empty()) s = "no common points (if a parameter differs on purpose, --ignore-param NAME)";
   if (!c.only_in_a.empty()) s += "; " + std::to_string(c.only_in_a.size()) + " only in A";
   if (!c.only_in_b.empty()) s += "; " + std::to_string(c.only_in_b.size()) + " only in B";
   return s;

@@ -258,8 +258,8 @@ int run_scheduled(const std::string& name) {
     for (const auto& r : c.rows) ++verdicts[r.verdict];
     std::string counts;
     for (const auto& [v, n] : verdicts) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + v;
-    if (!c.only_in_a.empty()) counts += ", " + std::to_string(c.only_in_a.size()) + " only in baseline";
-    if (!c.only_in_b.empty()) counts += ", " + std::to_string(c.only_in_b.size()) + " new";
+    if (!c.only_in_a.empty()) counts += (counts.empty() ? "" : ", ") + std::to_string(c.only_in_a.size()) + " only in baseline";
+    if (!c.only_in_b.empty()) counts += (counts.empty() ? "" : ", ") + std::to_string(c.only_in_b.size()) + " new";
     const RunInfo& base = c.a.runs.front();
     line = std::string(regression ? "REGRESSION" : "ok") + " run " + (run ? std::to_string(run->id) : "?") +
            " vs " + s.compare_to + " = run " + std::to_string(base.id) + " (" + base.git_commit + "): " + counts +
