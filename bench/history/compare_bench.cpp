@@ -1,7 +1,8 @@
 // Benchmark: `runner compare` of two runs of 10,000 points each, in a history
 // holding 1,000,000 records (100 runs x 10,000 points, every record with a
 // 10-sample step_ms and a peak_bytes value). The store is built once and kept.
-// Times the whole command (process start included), median of 5.
+// Times the whole command (process start included) and the same work in
+// process, median of 5 each.
 //   build/bench/history/history_compare_bench [db file] [records] [points per run]
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include <iostream>
 #include <random>
 
+#include "history/compare.hpp"
 #include "history/store.hpp"
 
 using namespace runner::history;
@@ -89,11 +91,25 @@ int main(int argc, char** argv) {
   const double json_ms = median_ms(base + " --format json > /dev/null", &code);
   const int json_code = code;
   const double table_ms = median_ms(base + " --format table > /dev/null", &code);
+  // The same work in process: load both runs from the store, match, test,
+  // render JSON. The difference to the command is process start (LibTorch).
+  std::vector<double> lib_ms;
+  size_t rows = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    HistoryStore s(db);
+    Side sa = resolve_side(a, &s, nullptr, ""), sb = resolve_side(b, &s, &sa, "");
+    const Comparison c = compare(std::move(sa), std::move(sb), CompareOptions{});
+    rows = c.rows.size() + comparison_json(c).dump().size() * 0;
+    lib_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(lib_ms.begin(), lib_ms.end());
   std::printf("history: %lld records in %zu runs (%s)\n", static_cast<long long>(total), all.size(), db.c_str());
   std::printf("runner compare %s %s (%ld points x 2 metrics), median of 5, process start included:\n", a.c_str(),
               b.c_str(), points);
   std::printf("  --format json : %8.1f ms (exit %d: %s)\n", json_ms, json_code, json_code == 1 ? "regression found" : "?");
   std::printf("  --format table: %8.1f ms\n", table_ms);
   std::printf("  runner compare --help (process start alone): %.1f ms\n", startup);
+  std::printf("  in process (store -> compare -> JSON, %zu rows): %.1f ms\n", rows, lib_ms[2]);
   return json_ms < 1000 && table_ms < 1000 ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "history/compare.hpp"
@@ -184,13 +185,19 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
       records[i] = store.records(runs[i].id);
       write_run_json(store, runs[i], records[i], dir / "runs" / (std::to_string(runs[i].id) + ".json"));
     }
+    // Plot titles name only the parameters that differ between points of a part.
+    std::map<std::string, std::map<std::string, std::set<std::string>>> values;
+    for (const auto& run_records : records)
+      for (const auto& r : run_records)
+        for (const auto& [k, v] : r.params.items()) values[r.part][k].insert(v.dump());
     int latest_regressions = 0;
     for (size_t i = 0; i < runs.size(); ++i)
       for (const auto& r : records[i]) {
         if (r.status != "ok") continue;
         std::string title;
         for (const auto& [k, v] : r.params.items())
-          if (k != "device" && k.rfind("measure.", 0) != 0 && k != "seed") title += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) + " ";
+          if (k != "device" && k.rfind("measure.", 0) != 0 && values[r.part][k].size() > 1)
+            title += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) + " ";
         for (const auto& [k, v] : r.labels.items()) title += k + "=" + v.get<std::string>() + " ";
         point_titles[r.key] = title;
         for (const auto& [name, m] : r.metrics) {
@@ -199,9 +206,9 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
           if (m.samples.size() >= 2) {
             x.lo = quantile(m.samples, 0.25);
             x.hi = quantile(m.samples, 0.75);
-          } else if (m.n >= 2) {
-            x.lo = m.mean - m.std;
-            x.hi = m.mean + m.std;
+          } else if (m.n >= 2) {  // mean +- std, within what was observed
+            x.lo = std::max(m.min, m.mean - m.std);
+            x.hi = std::min(m.max, m.mean + m.std);
           }
           if (!s.empty()) {
             const CompareRow row = compare_metric(*s.back().value, m, options);
@@ -219,15 +226,16 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         << "<p><a href=\"index.html\">all experiments</a></p><h1>" << html_escape(experiment) << "</h1><p>"
         << runs.size() << " runs from " << runs.front().started << " to " << runs.back().started
         << " on " << html_escape(runs.back().device_name)
-        << ". Line: median per run; band: interquartile range of the repetitions (mean ± std without "
-        << "samples); <span class=\"bad\">red</span>: slower or larger than the run before (Mann-Whitney U, "
+        << ". Line: median per run; band: interquartile range of the repetitions (mean ± std, within min–max, without "
+        << "repetitions); <span class=\"bad\">red</span>: slower or larger than the run before (Mann-Whitney U, "
         << "alpha " << options.alpha << ", threshold " << options.threshold * 100
         << "%); green: faster or smaller. Click a marker for that run's records.</p>\n";
     for (const auto& [part, points] : series) {
       out << "<h2>" << html_escape(part) << "</h2><div class=\"plots\">\n";
       for (const auto& [key, metrics] : points)
         for (const auto& [metric, samples] : metrics)
-          write_plot(out, point_titles[key] + "· " + metric, samples.back().value->unit, samples);
+          write_plot(out, (point_titles[key].empty() ? part + " " : point_titles[key]) + "· " + metric,
+                     samples.back().value->unit, samples);
       out << "</div>\n";
     }
     out << "<h2>runs</h2><table><tr><th>run</th><th>started</th><th>commit</th><th>status</th><th>run dir</th></tr>\n";
