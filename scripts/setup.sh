@@ -28,7 +28,7 @@ fi
 
 debian_packages=(build-essential cmake ninja-build python3 python3-venv pkg-config
   libyaml-cpp-dev libboost-dev libboost-program-options-dev libboost-filesystem-dev
-  libgtest-dev libgloo-dev nlohmann-json3-dev)
+  libgtest-dev libgloo-dev nlohmann-json3-dev libsqlite3-dev)
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -58,6 +58,8 @@ if [[ -z $python_bin ]]; then
   python_bin="$venv/bin/python"
 fi
 "$python_bin" -c 'import numpy' 2>/dev/null || "$python_bin" -m pip install -q numpy || true
+# SciPy only checks runner's Mann-Whitney U test (tests/history); that test skips without it.
+"$python_bin" -c 'import scipy' 2>/dev/null || "$python_bin" -m pip install -q scipy || true
 
 torch_prefix="$("$python_bin" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
 echo "setup: LibTorch from $torch_prefix"

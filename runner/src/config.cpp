@@ -9,7 +9,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {
     "experiment", "description", "device", "seed", "precision", "measure", "profilers",
-    "task",       "params",      "sweep",  "parts", "smoke",    "report"};
+    "task",       "params",      "sweep",  "parts", "smoke",    "report", "history"};
 const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
                                             "measure", "precision", "seed",     "profilers",
                                             "description"};

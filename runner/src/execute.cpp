@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <iomanip>
 #include <iostream>
 
@@ -13,6 +14,7 @@
 
 #include "config.hpp"
 #include "gpu_state.hpp"
+#include "history/run_recorder.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
@@ -291,6 +293,7 @@ struct RunOutput {
   FileLogger log;
   ResultsWriter results;
   nlohmann::json env;
+  std::unique_ptr<history::RunRecorder> history;  // each point's records also go to the run history
 };
 
 Context point_context(const Point& point, const c10::Device& device, RunOutput& run, const PluginRegistry& registry) {
@@ -320,6 +323,7 @@ void record_outcome(const Experiment& exp, const Point& point, const c10::Device
     lines = {record_json(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
   }
   for (const auto& line : lines) run.results.append(line);
+  if (run.history) run.history->add_point(lines);
 }
 
 struct SweepResult {
@@ -370,7 +374,11 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   run.log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(plan.points.size()) +
                " points on " + plan.device.str());
   std::cerr << "run directory: " << run.dir.string() << "\n";
+  run.history = std::make_unique<history::RunRecorder>(
+      options.history, exp.document["history"] ? exp.document["history"].as<std::string>() : "", exp.name, run.dir,
+      run.env, options.smoke);
   const SweepResult sweep = run_points(exp, plan, registry, run);
+  run.history->finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};

@@ -16,6 +16,7 @@ struct RunOptions {
   std::string device;                  // "", "cpu", "cuda"
   std::filesystem::path out;           // run directory; default runs/<name>/<UTC timestamp>
   std::filesystem::path reports_dir;   // also write reports here (e.g. "reports"); always into <run>/reports
+  std::string history;                 // --history FILE or "off"; default: RUNNER_HISTORY, `history:`, XDG data dir
   bool dry_run = false;
   bool smoke = false;
 };

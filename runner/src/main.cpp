@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include "execute.hpp"
+#include "history/cli.hpp"
 #include "registry.hpp"
 #include "validate.hpp"
 
@@ -16,11 +17,28 @@ const char* kUsage =
     "                                [--reports DIR] [--dry-run] [--smoke] [--plugin-path DIR]...\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, default, meaning\n"
-    "       runner report <run-dir>        re-render tables from stored results (into --reports, default reports/)\n";
+    "       runner report <run-dir>        re-render tables from stored results (into --reports, default reports/)\n"
+    "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
+    "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
+    "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The history verbs parse their own options.
+  if (argc >= 2) {
+    const std::string verb = argv[1];
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    try {
+      if (verb == "history") return runner::history::history_command(rest);
+      if (verb == "compare") return runner::history::compare_command(rest);
+      if (verb == "schedule")
+        return runner::history::schedule_command(rest, std::filesystem::canonical("/proc/self/exe").string());
+    } catch (const std::exception& e) {
+      std::cerr << "runner " << verb << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
   po::options_description flags("options");
   flags.add_options()
       ("help,h", "show this help")
@@ -31,6 +49,7 @@ int main(int argc, char** argv) {
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
       ("plugin-path", po::value<std::vector<std::string>>()->composing(), "extra plugin directory (repeatable)")
+      ("history", po::value<std::string>(), "history database for this run, or off (default: RUNNER_HISTORY, the experiment's history:, ~/.local/share/runner/history.sqlite)")
       ("args", po::value<std::vector<std::string>>(), "command and arguments");
   po::positional_options_description positional;
   positional.add("args", -1);
@@ -91,6 +110,7 @@ int main(int argc, char** argv) {
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
+    if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;
     options.smoke = vm.count("smoke") > 0;
     return runner::run_experiment(options, registry);

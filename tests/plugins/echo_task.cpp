@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -21,8 +22,12 @@ class Echo : public runner::Task {
     if (fail == "skip") throw runner::SkipPoint("echo: this configuration is not supported");
     // What the host sees after a sticky CUDA error (simulated: CPU runs have none).
     if (fail == "device_fault") throw runner::DeviceFault("echo: pretend illegal memory access");
+    // RUNNER_ECHO_EXTRA_SLEEP_US slows every step without changing the point's
+    // parameters: a stand-in for code that got slower (history tests).
+    const char* extra = std::getenv("RUNNER_ECHO_EXTRA_SLEEP_US");
+    const std::int64_t sleep_us = p.integer("sleep_us") + (extra ? std::atoll(extra) : 0);
     const auto times = runner::measure_steps(ctx, [&](runner::StepTimer& t) {
-      t.phase("sleep", [&] { std::this_thread::sleep_for(std::chrono::microseconds(p.integer("sleep_us"))); });
+      t.phase("sleep", [&] { std::this_thread::sleep_for(std::chrono::microseconds(sleep_us)); });
     });
     for (const auto& label : p.texts("labels")) {
       runner::Record r;
