@@ -22,7 +22,7 @@ nlohmann::json summary_json(const MeasureSummary& s) {
                       {"cache", s.cache},
                       {"repetitions", s.repetitions},
                       {"n", s.n},
-                      {"rel_stderr", s.rel_stderr},
+                      {"rel_stderr", s.n >= 2 ? nlohmann::json(s.rel_stderr) : nlohmann::json(nullptr)},
                       {"target_rel_stderr", s.target_rel_stderr},
                       {"target_met", s.target_met},
                       {"stop_reason", s.stop_reason},
