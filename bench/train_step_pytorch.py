@@ -249,7 +249,7 @@ def measure(args, step, sync, cuda, device):
                     break
                 continue
             met = n >= args.min_steps and rel_stderr(rep["step"]) <= args.target_rel_stderr
-            reason = "target" if met else "max_steps" if n >= limit else "max_seconds" if elapsed >= args.max_seconds else None
+            reason = "target" if met else "max_steps" if n >= limit else "max_seconds" if elapsed >= args.max_seconds and n >= 2 else None
             if reason:
                 summary["target_met"] = summary["target_met"] and met
                 break

@@ -1,6 +1,5 @@
 #include "execute.hpp"
 
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <iomanip>
@@ -15,6 +14,7 @@
 #include "config.hpp"
 #include "gpu_state.hpp"
 #include "history/run_recorder.hpp"
+#include "observation.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
@@ -66,72 +66,8 @@ struct PointOutcome {
   std::string message;        // the error, or why the point was skipped
   bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;
-  nlohmann::json observed = nlohmann::json::object();  // "measurement", "gpu"
-  std::vector<std::string> warnings;                   // noise above target, throttling
+  Observation observed;  // how it was measured, what the GPU did
 };
-
-nlohmann::json gpu_sample_json(const GpuSample& s) {
-  if (!s.valid) return nullptr;
-  return {{"sm_clock_mhz", s.sm_clock_mhz},
-          {"memory_clock_mhz", s.memory_clock_mhz},
-          {"temperature_c", s.temperature_c},
-          {"power_w", s.power_w},
-          {"throttle_reasons", throttle_reason_names(s.throttle_reasons)}};
-}
-
-nlohmann::json summary_json(const MeasureSummary& s) {
-  nlohmann::json j = {{"mode", s.mode},
-                      {"cache", s.cache},
-                      {"repetitions", s.repetitions},
-                      {"n", s.n},
-                      {"rel_stderr", s.rel_stderr},
-                      {"target_rel_stderr", s.target_rel_stderr},
-                      {"target_met", s.target_met},
-                      {"stop_reason", s.stop_reason},
-                      {"measured_seconds", s.measured_seconds}};
-  return j;
-}
-
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g%%", 100 * fraction);
-  return buf;
-}
-
-// What the measurement loops and NVML saw: stored with the records, warned about when off.
-void observe(const Context& ctx, const GpuSample& before, const GpuSample& after, PointOutcome& outcome) {
-  nlohmann::json measurements = nlohmann::json::array();
-  std::uint64_t reasons = after.valid ? after.throttle_reasons : 0;
-  unsigned min_sm = after.valid ? after.sm_clock_mhz : 0, max_sm = min_sm;
-  int samples = 0;
-  for (const MeasureSummary& s : ctx.measurements) {
-    measurements.push_back(summary_json(s));
-    if (s.mode == "adaptive" && !s.target_met)
-      outcome.warnings.push_back("relative standard error " + percent(s.rel_stderr) + " is above the target " +
-                                 percent(s.target_rel_stderr) + " after " + std::to_string(s.n) + " steps (" +
-                                 s.stop_reason + ")");
-    if (s.gpu_samples > 0) {
-      reasons |= s.throttle_reasons;
-      min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;
-      max_sm = std::max(max_sm, s.max_sm_clock_mhz);
-      samples += s.gpu_samples;
-    }
-  }
-  if (measurements.size() == 1) outcome.observed["measurement"] = measurements[0];
-  else if (!measurements.empty()) outcome.observed["measurement"] = measurements;
-  if (!before.valid && !after.valid) return;
-  const std::uint64_t slowdown = reasons & kSlowdownReasons;
-  nlohmann::json gpu = {{"before", gpu_sample_json(before)}, {"after", gpu_sample_json(after)},
-                        {"throttled", slowdown != 0}, {"throttle_reasons", throttle_reason_names(slowdown)}};
-  if (samples > 0) gpu["during"] = {{"samples", samples}, {"min_sm_clock_mhz", min_sm}, {"max_sm_clock_mhz", max_sm}};
-  outcome.observed["gpu"] = gpu;
-  if (slowdown) {
-    std::string names;
-    for (const auto& n : throttle_reason_names(slowdown)) names += (names.empty() ? "" : ", ") + n;
-    outcome.warnings.push_back("GPU clocks were throttled during the point (" + names + "; SM clock " +
-                               std::to_string(min_sm) + "-" + std::to_string(max_sm) + " MHz)");
-  }
-}
 
 // Runs the task inside its profilers; turns exceptions into statuses.
 PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
@@ -203,7 +139,7 @@ PointOutcome run_point(const Point& point, Context& ctx) {
   std::vector<std::unique_ptr<Profiler>> profilers;
   const GpuSample before = sample_gpu(ctx.device);
   PointOutcome outcome = run_task(point, ctx, profilers);
-  if (!outcome.device_fault) observe(ctx, before, sample_gpu(ctx.device), outcome);
+  if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, before, sample_gpu(ctx.device));
   const Record summary = end_profilers(ctx, profilers);
   if (outcome.status == "error" && !outcome.device_fault) {
     if (const auto fault = device_fault(ctx.device)) {
@@ -316,7 +252,7 @@ void record_outcome(const Experiment& exp, const Point& point, const c10::Device
   std::vector<nlohmann::json> lines;
   try {
     for (const Record& r : outcome.records)
-      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed));
+      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed.fields));
   } catch (const std::invalid_argument& e) {  // duplicate metric names
     outcome.status = "error";
     outcome.message = e.what();
@@ -344,7 +280,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     if (outcome.status == "error") ++sweep.failures;
     if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
     else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
-    for (const std::string& w : outcome.warnings) run.log.warn(label + ": " + w);
+    for (const std::string& w : outcome.observed.warnings) run.log.warn(label + ": " + w);
     progress.end_point(outcome.status);
     if (outcome.device_fault) {
       sweep.device_fault = true;

@@ -348,7 +348,8 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
   if (any_percent) table.caption += " ±x% after a value: relative standard error of its mean (std / sqrt(n) / mean).";
   if (any_noisy)
     table.caption += " † noisy: relative standard error of the mean above the run's target_rel_stderr, or above " +
-                     format_number(100 * spec.noise_threshold, "%.3g") + "% where it had none.";
+                     format_number(100 * spec.noise_threshold, "%.3g") +
+                     "% where it had none (a ratio: its two sides' limits in quadrature).";
   return table;
 }
 
