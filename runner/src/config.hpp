@@ -33,6 +33,10 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
 // themselves contain dots (sweep axes) are matched greedily.
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value);
 
+// Throws ConfigError unless `text` is usable as one directory name (no '/', '..',
+// absolute paths or control characters). `what` starts the message.
+void check_path_component(const std::string& text, const std::string& what);
+
 // The parts of an experiment as nodes with top-level defaults merged in.
 struct PartNode {
   std::string name;

@@ -14,6 +14,7 @@
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
+#include "report_check.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
 #include "runner/profiler.hpp"
@@ -132,9 +133,9 @@ void write_reports(const YAML::Node& report_node, const std::string& file, const
 
 int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
-  const std::vector<Point> points = expand_points(exp, registry);
+  const std::vector<Point> points = expand_points(exp, registry, options.max_points);
   const c10::Device device = choose_device(options.device, exp.document, exp.source);
-  if (exp.document["report"]) report::parse_report_spec(exp.document["report"], exp.source.file);
+  validate_report(exp, points, registry);
 
   if (options.dry_run) {
     std::cout << exp.name << ": " << points.size() << " points on " << device.str() << "\n";
@@ -146,6 +147,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     return 0;
   }
 
+  preflight_points(points, registry);
   std::filesystem::path run_dir = options.out;
   if (run_dir.empty()) {
     const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
@@ -212,40 +214,6 @@ int render_reports(const std::filesystem::path& run_dir, const std::filesystem::
   if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
   write_reports(doc["report"], config.string(), results, {reports_dir});
   return 0;
-}
-
-void list_plugins(const PluginRegistry& registry, std::ostream& out) {
-  out << std::left << std::setw(11) << "kind" << std::setw(26) << "name" << std::setw(9) << "version"
-      << "description  [file]\n";
-  for (const auto& p : registry.plugins()) {
-    const auto* m = p.manifest;
-    out << std::setw(11) << to_string(m->kind) << std::setw(26) << m->name << std::setw(9) << m->version
-        << m->description << "  [" << p.file.string() << "]\n";
-  }
-  for (const auto& e : registry.load_errors())
-    out << "skipped " << e.file.string() << ": " << e.message << "\n";
-}
-
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out) {
-  const auto slash = what.find('/');
-  PluginKind kind;
-  if (slash == std::string::npos || !parse_plugin_kind(what.substr(0, slash), kind)) return false;
-  const PluginManifest* m = registry.find(kind, what.substr(slash + 1));
-  if (m == nullptr) return false;
-  out << what << " " << m->version << ": " << m->description << "\n";
-  if (m->options.empty()) out << "  (no options)\n";
-  for (const OptionSpec& o : m->options) {
-    std::string type = to_string(o.type);
-    if (o.type == OptionType::Enum) {
-      type = "one of ";
-      for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? "|" : "") + o.choices[i];
-    } else if (o.type == OptionType::Plugin) {
-      type = std::string(to_string(o.plugin_kind)) + " plugin";
-    }
-    const std::string def = o.default_value.empty() ? "(required)" : "default " + o.default_value.to_string();
-    out << "  " << std::left << std::setw(20) << o.name << " " << type << ", " << def << "\n      " << o.help << "\n";
-  }
-  return true;
 }
 
 }  // namespace runner

@@ -35,6 +35,8 @@ class PluginRegistry : public PluginFactory {
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const std::vector<LoadError>& load_errors() const { return errors_; }
   std::vector<std::string> names(PluginKind kind) const;
+  // Things about the search path a user should hear (world-writable directories).
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   // Throws runner::ConfigError if no plugin of that kind and name is loaded.
   std::unique_ptr<PluginBase> create(PluginKind kind, const Params& params,
@@ -50,6 +52,10 @@ class PluginRegistry : public PluginFactory {
   std::vector<std::unique_ptr<Library>> libraries_;
   std::vector<LoadedPlugin> plugins_;
   std::vector<LoadError> errors_;
+  std::vector<std::string> warnings_;
 };
+
+// "libtorch=2.11.0 cxx11_abi=1": what a plugin's runner_plugin_build_info() must say.
+std::string host_build_info();
 
 }  // namespace runner

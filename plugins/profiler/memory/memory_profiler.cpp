@@ -258,15 +258,19 @@ runner::PluginManifest make_manifest() {
   m.description = "CUDA allocator history per point: snapshot for memory_viz, active-memory SVG, largest allocations";
   m.options = {
       runner::opt_enum("stacks", {"none", "cpp"}, "none", "record C++ stacks with each allocation (slow; shows in memory_viz)"),
-      runner::opt_int("max_entries", 1000000, "allocator trace ring-buffer size"),
-      runner::opt_int("top_k", 10, "rows of largest_allocations.csv"),
+      runner::opt_int("max_entries", 1000000, "allocator trace ring-buffer size").in_range(1, 1e9),
+      runner::opt_int("top_k", 10, "rows of largest_allocations.csv").in_range(1, 1e6),
       runner::opt_bool("group_numbered_ranges", true, "group step_3/layer12 as step_*/layer* in the largest allocations"),
-      runner::opt_int("phase_depth", 3, "range depth of the chart's bands (3: warmup|measure/step_i/<phase>)"),
+      runner::opt_int("phase_depth", 3, "range depth of the chart's bands (3: warmup|measure/step_i/<phase>)").in_range(1, 64),
       runner::opt_string("plot_from", "", "chart starts at the first allocation inside this range path (e.g. measure)"),
-      runner::opt_int("max_plot_points", 4000, "the chart keeps per-bucket min/max beyond this many points"),
+      runner::opt_int("max_plot_points", 4000, "the chart keeps per-bucket min/max beyond this many points").in_range(2, 1e7),
       runner::opt_string("figure_dir", "", "also write the chart to <figure_dir>/<figure_prefix><point name>.svg"),
       runner::opt_string("figure_prefix", "active_memory-", "file name prefix for figure_dir copies"),
   };
+  m.metrics = std::vector<std::string>{
+      "memory_profiler", "peak_allocated_bytes", "peak_allocated_gib", "timeline_peak_bytes", "peak_where",
+      "trace_events", "largest_allocation_bytes", "largest_allocation_mib", "largest_allocation_count",
+      "largest_allocation_where", "active_memory_figure"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     Options o;
     o.cpp_stacks = p.text("stacks") == "cpp";
@@ -279,6 +283,15 @@ runner::PluginManifest make_manifest() {
     o.figure_dir = p.text("figure_dir");
     o.figure_prefix = p.text("figure_prefix");
     if (o.max_entries < 1) throw std::invalid_argument("memory profiler: max_entries must be >= 1");
+    // Figures land under the working directory only, named by a plain prefix.
+    const std::filesystem::path figure_dir(o.figure_dir);
+    if (figure_dir.is_absolute() ||
+        std::any_of(figure_dir.begin(), figure_dir.end(), [](const auto& part) { return part == ".."; }))
+      throw std::invalid_argument("memory profiler: figure_dir '" + o.figure_dir +
+                                  "' must be a relative path without '..'");
+    if (o.figure_prefix.find('/') != std::string::npos || o.figure_prefix.find("..") != std::string::npos)
+      throw std::invalid_argument("memory profiler: figure_prefix '" + o.figure_prefix +
+                                  "' must not contain '/' or '..'");
     return std::make_unique<MemoryProfiler>(std::move(o));
   };
   return m;

@@ -295,6 +295,10 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
     for (const auto& [key, value] : column.where) shown_keys.insert(key);
   }
   table.caption = detail::caption(spec, members, shown_keys);
+  bool any_missing = false;
+  for (const auto& row : grid)
+    for (const Cell& cell : row) any_missing = any_missing || cell.kind == Cell::Kind::missing;
+  if (any_missing) table.caption += " – = no record for this cell (not run, skipped, or the metric does not apply).";
   return table;
 }
 
