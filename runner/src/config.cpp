@@ -97,6 +97,32 @@ void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const s
 
 }  // namespace
 
+YAML::Node plain_copy(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      YAML::Node out(YAML::NodeType::Map);
+      for (const auto& kv : node) out[plain_copy(kv.first)] = plain_copy(kv.second);
+      if (node.Style() == YAML::EmitterStyle::Flow) out.SetStyle(YAML::EmitterStyle::Flow);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      YAML::Node out(YAML::NodeType::Sequence);
+      for (const auto& item : node) out.push_back(plain_copy(item));
+      if (node.Style() == YAML::EmitterStyle::Flow) out.SetStyle(YAML::EmitterStyle::Flow);
+      return out;
+    }
+    case YAML::NodeType::Scalar: return YAML::Node(node.Scalar());
+    case YAML::NodeType::Null: return YAML::Node(YAML::NodeType::Null);
+    default: return YAML::Node();
+  }
+}
+
+std::string resolved_text(const YAML::Node& document) {
+  YAML::Emitter out;
+  out << plain_copy(document);
+  return out.c_str();
+}
+
 void check_path_component(const std::string& text, const std::string& what) {
   const bool bad = text.empty() || text == "." || text == ".." || text.find('/') != std::string::npos ||
                    text.find('\\') != std::string::npos || text.find('\0') != std::string::npos ||
@@ -167,9 +193,6 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
 
 Experiment load_experiment(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                            bool smoke) {
-  Experiment exp;
-  exp.file = file;
-  exp.source.file = file.string();
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) throw ConfigError(file.string() + ": no such experiment file");
   if (std::filesystem::is_directory(file, ec))
@@ -178,7 +201,15 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
   if (!in) throw ConfigError(file.string() + ": cannot read the experiment file");
   std::stringstream text;
   text << in.rdbuf();
-  exp.document = parse_yaml(text.str(), file.string());
+  return load_experiment_text(text.str(), file, overrides, smoke);
+}
+
+Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
+                                const std::vector<std::string>& overrides, bool smoke) {
+  Experiment exp;
+  exp.file = file;
+  exp.source.file = file.string();
+  exp.document = parse_yaml(text, file.string());
   if (!exp.document.IsDefined() || exp.document.IsNull())
     throw ConfigError(file.string() + ": the file is empty; an experiment needs at least 'experiment: <name>' "
                       "and 'task: <task plugin>' (see experiments/device_ceilings.yaml)");

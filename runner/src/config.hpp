@@ -33,6 +33,12 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
 // themselves contain dots (sweep axes) are matched greedily.
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value);
 
+// A deep copy that shares no node, so emitting it writes every value where it is
+// used instead of YAML anchors and aliases (&1, *1).
+YAML::Node plain_copy(const YAML::Node& node);
+// The resolved document as it is stored in a run's config.yaml (no anchors).
+std::string resolved_text(const YAML::Node& document);
+
 // Throws ConfigError unless `text` is usable as one directory name (no '/', '..',
 // absolute paths or control characters). `what` starts the message.
 void check_path_component(const std::string& text, const std::string& what);

@@ -107,16 +107,22 @@ bool PluginRegistry::load_file(const std::filesystem::path& file) {
   if (manifest == nullptr || manifest->name.empty() || !manifest->create) {
     return fail("manifest is incomplete (needs a name and a create function)");
   }
+  if (!add_manifest(manifest, file)) return false;
+  libraries_.push_back(std::move(lib));
+  return true;
+}
+
+bool PluginRegistry::add_manifest(const PluginManifest* manifest, const std::filesystem::path& origin) {
   if (const PluginManifest* existing = find(manifest->kind, manifest->name)) {
     for (const auto& p : plugins_) {
       if (p.manifest == existing) {
-        return fail(std::string(to_string(manifest->kind)) + "/" + manifest->name +
-                    " is already loaded from " + p.file.string() + "; skipped");
+        errors_.push_back({origin, std::string(to_string(manifest->kind)) + "/" + manifest->name +
+                                       " is already loaded from " + p.file.string() + "; skipped"});
+        return false;
       }
     }
   }
-  plugins_.push_back({manifest, file});
-  libraries_.push_back(std::move(lib));
+  plugins_.push_back({manifest, origin});
   return true;
 }
 

@@ -31,6 +31,10 @@ class PluginRegistry : public PluginFactory {
   // Loads one file; returns false (and records a LoadError) if it is not a usable plugin.
   bool load_file(const std::filesystem::path& file);
 
+  // A manifest compiled into this process (tests, the config fuzzer); `origin`
+  // stands in for the file. Same duplicate rule as load_file.
+  bool add_manifest(const PluginManifest* manifest, const std::filesystem::path& origin);
+
   const PluginManifest* find(PluginKind kind, const std::string& name) const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const std::vector<LoadError>& load_errors() const { return errors_; }

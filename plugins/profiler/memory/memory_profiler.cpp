@@ -12,6 +12,7 @@
 // largest_allocations.csv, adds peak and largest-allocation metrics, and stops
 // recording. On CPU it only records a note: LibTorch keeps no CPU allocator history.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -36,7 +37,11 @@ namespace {
 
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kNsPerMs = 1e6;
+// The allocator's clock after snapshot(): TraceEntry::time_.t_ is microseconds
+// since the epoch (converted from TSC ticks; the snapshot's "time_us").
+double now_us_since_epoch() {
+  return std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -95,11 +100,16 @@ class MemoryProfiler : public runner::Profiler {
         /*enabled=*/true, o_.cpp_stacks ? &gather_cpp_stack : nullptr, static_cast<size_t>(o_.max_entries),
         o_.cpp_stacks ? RecordContext::ALL : RecordContext::NEVER, /*clearHistory=*/true, /*skip_actions=*/{});
     c10::cuda::CUDACachingAllocator::setUserMetadata(runner::current_range_path());
+    marks_.clear();
     recording_ = true;
+    mark(runner::current_range_path());
 #endif
   }
 
-  void range_push(const std::string&) override { tag(runner::current_range_path()); }
+  void range_push(const std::string&) override {
+    tag(runner::current_range_path());
+    mark(runner::current_range_path());
+  }
 
   // The host pops its own path after notifying listeners: strip the closing name.
   void range_pop(const std::string& name) override {
@@ -109,6 +119,7 @@ class MemoryProfiler : public runner::Profiler {
       path.resize(path.size() - name.size());
     if (!path.empty() && path.back() == '/') path.pop_back();
     tag(path);
+    mark(path);
   }
 
   void point_end(runner::Context& ctx, runner::Record& summary) override {
@@ -145,13 +156,11 @@ class MemoryProfiler : public runner::Profiler {
       const double t0 = trace.empty() ? 0.0 : static_cast<double>(trace.front().time_.t_);
       using Action = c10::CachingDeviceAllocator::TraceEntry::Action;
       for (const auto& entry : trace) {
-        TraceEvent e;
-        e.kind = entry.action_ == Action::ALLOC           ? TraceEvent::Kind::alloc
-                 : entry.action_ == Action::FREE_COMPLETED ? TraceEvent::Kind::free
-                                                           : TraceEvent::Kind::other;
-        e.bytes = static_cast<std::int64_t>(entry.size_);
-        e.time_ms = (static_cast<double>(entry.time_.t_) - t0) / kNsPerMs;  // t_ is ns since the epoch
-        e.where = entry.user_metadata_;
+        const auto kind = entry.action_ == Action::ALLOC           ? TraceEvent::Kind::alloc
+                          : entry.action_ == Action::FREE_COMPLETED ? TraceEvent::Kind::free
+                                                                    : TraceEvent::Kind::other;
+        TraceEvent e = make_event(kind, static_cast<std::int64_t>(entry.size_), static_cast<double>(entry.time_.t_),
+                                  t0, entry.user_metadata_, marks_);
         events.push_back(std::move(e));
       }
     }
@@ -166,6 +175,10 @@ class MemoryProfiler : public runner::Profiler {
 #else
     (void)path;
 #endif
+  }
+
+  void mark(const std::string& path) {
+    if (recording_) marks_.push_back({now_us_since_epoch(), path});
   }
 
   void stop_recording() {
@@ -246,6 +259,7 @@ class MemoryProfiler : public runner::Profiler {
   }
 
   Options o_;
+  std::vector<RangeMark> marks_;  // when the main thread entered each range path
   bool recording_ = false;
   c10::DeviceIndex device_ = 0;
 };
