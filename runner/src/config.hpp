@@ -29,6 +29,10 @@ struct Experiment {
 Experiment load_experiment(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                            bool smoke);
 
+// The same from the file's text; `file` names it in messages.
+Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
+                                const std::vector<std::string>& overrides, bool smoke);
+
 // Sets `value` at dotted `path` in `root`, creating maps as needed. Keys that
 // themselves contain dots (sweep axes) are matched greedily.
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value);

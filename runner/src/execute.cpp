@@ -15,6 +15,8 @@
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report_check.hpp"
+#include "interrupt.hpp"
+#include "run_dir.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
 #include "runner/profiler.hpp"
@@ -55,6 +57,13 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
   }
   throw ConfigError((flag.empty() ? src.where(doc["device"], "device") : std::string("--device")) +
                     ": device: '" + wanted + "' is not one of cpu, cuda, auto");
+}
+
+std::filesystem::path run_dir_of(const std::filesystem::path& results) { return results.parent_path(); }
+
+std::string lower_first(std::string text) {
+  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = static_cast<char>(text[0] - 'A' + 'a');
+  return text;
 }
 
 struct PointOutcome {
@@ -119,13 +128,15 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
 }
 
 void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
-                   const std::vector<std::filesystem::path>& reports_dirs) {
+                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
   if (!report_node) return;
   const report::ReportSpec spec = report::parse_report_spec(report_node, file);
   const auto records = report::read_results(results);
+  if (const std::string about = report::run_sentence(run, records); !about.empty())
+    std::cerr << "warning: " << run_dir_of(results).string() << ": " << lower_first(about) << "\n";
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
-    for (const auto& path : report::write_report(spec, records, dir)) std::cerr << "wrote " << path.string() << "\n";
+    for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
   }
 }
 
@@ -148,35 +159,31 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   }
 
   preflight_points(points, registry);
-  std::filesystem::path run_dir = options.out;
-  if (run_dir.empty()) {
-    const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
-    run_dir = base;
-    for (int n = 2; std::filesystem::exists(run_dir); ++n) run_dir = base.string() + "-" + std::to_string(n);
-  } else if (std::filesystem::exists(run_dir / "results.jsonl")) {
-    // Never mix two runs' records, nor overwrite a finished run.
-    throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
-  }
-  std::filesystem::create_directories(run_dir);
-  {
-    std::ofstream config(run_dir / "config.yaml");
-    config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
-    for (const auto& o : options.overrides) config << "# --set " << o << "\n";
-    config << exp.document << "\n";
-  }
+  const RunDirectory run = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
+  const std::filesystem::path& run_dir = run.path;
   FileLogger log(run_dir / "log.txt");
-  log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(points.size()) +
-           " points on " + device.str());
+  log.info(std::string(run.resumed ? "resumed" : "experiment") + " " + exp.name + " from " + exp.file.string() +
+           ", " + std::to_string(points.size()) + " points on " + device.str() +
+           (run.resumed ? ", " + std::to_string(run.finished.size()) + " already recorded" : ""));
   std::cerr << "run directory: " << run_dir.string() << "\n";
 
   const nlohmann::json env = capture_environment(device);
   ResultsWriter results(run_dir / "results.jsonl");
   Progress progress(static_cast<int>(points.size()));
   int failures = 0;
+  InterruptGuard interrupt;
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& point = points[i];
+    if (run.finished.count({point.part, point.index})) continue;
     const std::string label = point.part + " " + describe_point(point);
     progress.begin_point(static_cast<int>(i), label);
+    // A signal during this point: its record says so, and --resume runs it again.
+    interrupt.on_interrupt([&, i](const char* signal_name) {
+      const std::string note = std::string("interrupted by ") + signal_name + " during point " +
+                               std::to_string(i + 1) + "/" + std::to_string(points.size()) + " (" + label + ")";
+      results.append(record_json(exp.name, point, "interrupted", note, Record{}, point_params_json(point, device), env));
+      log.warn(note + "; continue with: runner " + exp.file.string() + " --resume " + run_dir.string());
+    });
     Context ctx;
     ctx.device = device;
     ctx.precision = point.precision;
@@ -191,8 +198,12 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     if (outcome.status == "error") ++failures;
     if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
     const nlohmann::json params = point_params_json(point, device);
-    for (const Record& r : outcome.records)
-      results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+    {
+      std::lock_guard<std::mutex> lock(interrupt.mutex());
+      for (const Record& r : outcome.records)
+        results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+    }
+    interrupt.on_interrupt(nullptr);
     progress.end_point(outcome.status);
   }
   progress.finish();
@@ -200,7 +211,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run_dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs);
+  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs,
+                report::RunSummary{options.smoke, points.size()});
   if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
   return failures ? 1 : 0;
 }
@@ -210,9 +222,14 @@ int render_reports(const std::filesystem::path& run_dir, const std::filesystem::
   const auto results = run_dir / "results.jsonl";
   if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
     throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-  const YAML::Node doc = YAML::LoadFile(config.string());
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(config.string());
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(config.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
   if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
-  write_reports(doc["report"], config.string(), results, {reports_dir});
+  write_reports(doc["report"], config.string(), results, {reports_dir}, run_summary(run_dir));
   return 0;
 }
 

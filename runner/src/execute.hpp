@@ -19,6 +19,7 @@ struct RunOptions {
   bool dry_run = false;
   bool smoke = false;
   std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
+  std::filesystem::path resume;        // --resume: a run directory to complete
 };
 
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.

@@ -17,7 +17,7 @@ namespace {
 const char* kUsage =
     "usage: runner <experiment.yaml> [--set key.path=value]... [--device cpu|cuda] [--out DIR]\n"
     "                                [--reports DIR] [--dry-run] [--smoke] [--plugin-path DIR]...\n"
-    "                                [--max-points N]\n"
+    "                                [--max-points N] [--resume RUN_DIR]\n"
     "       runner list [DIR]              experiments in DIR (default experiments/): points, description\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
       ("max-points", po::value<std::size_t>()->default_value(runner::kDefaultMaxPoints),
        "refuse a sweep with more points than this (counted before expanding)")
+      ("resume", po::value<std::string>(), "complete a crashed or killed run: run only points without a record")
       ("plugin-path", po::value<std::vector<std::string>>()->composing(), "extra plugin directory (repeatable)");
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and arguments");
@@ -177,6 +178,10 @@ int main(int argc, char** argv) {
     options.dry_run = vm.count("dry-run") > 0;
     options.smoke = vm.count("smoke") > 0;
     options.max_points = vm["max-points"].as<std::size_t>();
+    if (vm.count("resume")) {
+      if (vm.count("out")) throw runner::ConfigError("--resume and --out: give one; --resume continues the run it names");
+      options.resume = vm["resume"].as<std::string>();
+    }
     return runner::run_experiment(options, registry);
   } catch (const runner::ConfigError& e) {
     std::cerr << "runner: " << e.what() << "\n";

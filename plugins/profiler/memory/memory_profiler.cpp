@@ -87,7 +87,14 @@ class MemoryProfiler : public runner::Profiler {
   ~MemoryProfiler() override { stop_recording(); }
 
   void point_begin(runner::Context& ctx) override {
-    if (!ctx.is_cuda()) return;
+    if (!ctx.is_cuda()) {
+      // Said once per run, not once per point: the whole profile needs CUDA.
+      static bool warned = false;
+      if (!warned && ctx.log) ctx.log->warn("memory profiler: needs CUDA (the caching allocator's history); "
+                                            "on " + ctx.device.str() + " it records nothing");
+      warned = true;
+      return;
+    }
 #ifdef RUNNER_WITH_CUDA
     device_ = ctx.device.index() < 0 ? 0 : ctx.device.index();
     // The caching allocator creates its per-device state on CUDA's lazy init; before

@@ -98,6 +98,7 @@ std::string merge_markdown(const std::string& existing, const std::string& title
 std::size_t recorded_points(const std::vector<nlohmann::json>& records) {
   std::set<std::pair<std::string, long long>> points;
   for (const auto& r : records) {
+    if (r.value("status", std::string()) == "interrupted") continue;
     const auto point = r.find("point");
     if (point == r.end() || !point->is_number_integer()) continue;
     points.emplace(r.value("part", std::string()), point->get<long long>());

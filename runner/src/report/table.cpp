@@ -202,6 +202,8 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
 // A record belongs to the table when it passes part/where, has every row key (or failed),
 // and could fill some column (has the pivot key / passes a metric column's where).
 bool belongs(const json& record, const TableSpec& spec) {
+  // A point cut short by Ctrl-C has no result; --resume records it again.
+  if (record.value("status", std::string()) == "interrupted") return false;
   if (!spec.part.empty() && record.value("part", std::string()) != spec.part) return false;
   if (!matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
