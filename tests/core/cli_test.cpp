@@ -78,8 +78,8 @@ TEST(Cli, PluginsColumnsLineUpWhateverTheNameLength) {
   int rows = 0;
   while (std::getline(lines, line) && line.rfind("skipped", 0) != 0) {
     ++rows;
-    EXPECT_NE(line[description_at - 1], ' ') << "\n" << header << "\n" << line;  // text starts at the column
-    EXPECT_EQ(line[description_at - 2], ' ') << "\n" << header << "\n" << line;
+    EXPECT_NE(line[description_at], ' ') << "\n" << header << "\n" << line;  // text starts at the column
+    EXPECT_EQ(line[description_at - 1], ' ') << "\n" << header << "\n" << line;
   }
   EXPECT_GT(rows, 5);
 }

@@ -112,7 +112,7 @@ TEST(ReportDefault, ReRenderWritesIntoTheRunNotTheWorkingDirectory) {
   ASSERT_EQ(run_runner(file.string() + " --device cpu --set params.sleep_us=0 --out " + out.string()).exit_code, 0);
   std::filesystem::remove(out / "reports" / "slow.md");
   const auto cwd = fresh_dir("report-cwd");
-  const auto r = run_runner("", "cd " + cwd.string() + " && " + RUNNER_EXE + " report " + out.string() + " ;");
+  const auto r = run_runner("", "cd " + cwd.string() + " && " + RUNNER_EXE + " report " + out.string() + " ; exit $? ;");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(out / "reports" / "slow.md"));
   EXPECT_FALSE(std::filesystem::exists(cwd / "reports"));
