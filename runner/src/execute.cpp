@@ -19,6 +19,7 @@
 #include "run_dir.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
+#include "runner/outcome.hpp"
 #include "runner/profiler.hpp"
 #include "runner/task.hpp"
 #include "sweep.hpp"
@@ -67,24 +68,19 @@ std::string lower_first(std::string text) {
 }
 
 struct PointOutcome {
-  std::string status = "ok";
-  std::string error;
+  std::string status = "ok";  // ok | oom | error | skipped
+  std::string message;        // the error, or why the point was skipped
+  bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;
 };
 
-// Runs one point with its profilers; turns OOM and other failures into statuses.
-PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& registry) {
+// Runs the task inside its profilers; turns exceptions into statuses.
+PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
   PointOutcome outcome;
-  Record summary;
-  std::vector<std::unique_ptr<Profiler>> profilers;
   try {
     at::manual_seed(point.seed);
-    for (const Params& p : point.profilers) {
-      profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
-    }
-    ctx.profilers.clear();
+    for (const Params& p : point.profilers) profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
     for (auto& p : profilers) {
-      ctx.profilers.push_back(p.get());
       add_range_listener(p.get());
       p->point_begin(ctx);
     }
@@ -94,16 +90,29 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
       task->run(ctx, point.params, recorder);
     }
     outcome.records = std::move(recorder.records);
+  } catch (const SkipPoint& e) {
+    outcome.status = "skipped";
+    outcome.message = e.what();
+  } catch (const DeviceFault& e) {
+    outcome.status = "error";
+    outcome.message = e.what();
+    outcome.device_fault = true;
   } catch (const c10::OutOfMemoryError& e) {
     outcome.status = "oom";
-    outcome.error = e.what_without_backtrace();
+    outcome.message = e.what_without_backtrace();
   } catch (const c10::Error& e) {
     outcome.status = "error";
-    outcome.error = e.what_without_backtrace();
+    outcome.message = e.what_without_backtrace();
   } catch (const std::exception& e) {
     outcome.status = "error";
-    outcome.error = e.what();
+    outcome.message = e.what();
   }
+  return outcome;
+}
+
+// Ends the profilers and returns what they add to every record of the point.
+Record end_profilers(Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
+  Record summary;
   for (auto& p : profilers) {
     try {
       p->point_end(ctx, summary);
@@ -112,18 +121,49 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
     }
     remove_range_listener(p.get());
   }
-  ctx.profilers.clear();
   profilers.clear();
-  if (outcome.status != "ok") {
-    release_cached_memory(ctx.device);
+  return summary;
+}
+
+void merge_summary(PointOutcome& outcome, const Record& summary) {
+  try {
+    for (Record& r : outcome.records) {
+      for (const auto& [name, metric] : summary.metrics) r.add(name, metric);
+      r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
+    }
+  } catch (const std::invalid_argument& e) {  // a profiler metric named like a task metric
+    outcome.status = "error";
+    outcome.message = e.what();
     outcome.records.clear();
-    outcome.records.emplace_back();
+  }
+}
+
+// Runs one point with its profilers. A failed point keeps one record (with
+// the profilers' summary) so tables show the failure in its cell.
+PointOutcome run_point(const Point& point, Context& ctx) {
+  std::vector<std::unique_ptr<Profiler>> profilers;
+  PointOutcome outcome = run_task(point, ctx, profilers);
+  const Record summary = end_profilers(ctx, profilers);
+  if (outcome.status == "error" && !outcome.device_fault) {
+    if (const auto fault = device_fault(ctx.device)) {
+      outcome.device_fault = true;
+      outcome.message += " (" + *fault + ")";
+    }
+  }
+  if (outcome.status != "ok") {
+    outcome.records.clear();
+    if (!outcome.device_fault) {
+      try {
+        release_cached_memory(ctx.device);
+      } catch (const DeviceFault& e) {
+        outcome.device_fault = true;
+        outcome.message += " (" + std::string(e.what()) + ")";
+      }
+    }
   }
   if (outcome.records.empty()) outcome.records.emplace_back();
-  for (Record& r : outcome.records) {
-    for (const auto& m : summary.metrics) r.metrics.push_back(m);
-    r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
-  }
+  merge_summary(outcome, summary);
+  if (outcome.records.empty()) outcome.records.emplace_back(summary);
   return outcome;
 }
 
@@ -140,81 +180,145 @@ void write_reports(const YAML::Node& report_node, const std::string& file, const
   }
 }
 
-}  // namespace
+// What runs, checked before anything does.
+struct Plan {
+  std::vector<Point> points;
+  c10::Device device{c10::kCPU};
+};
 
-int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
-  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
-  const std::vector<Point> points = expand_points(exp, registry, options.max_points);
-  const c10::Device device = choose_device(options.device, exp.document, exp.source);
-  validate_report(exp, points, registry);
+Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
+  Plan plan;
+  plan.points = expand_points(exp, registry, options.max_points);
+  plan.device = choose_device(options.device, exp.document, exp.source);
+  validate_report(exp, plan.points, registry);
+  return plan;
+}
 
-  if (options.dry_run) {
-    std::cout << exp.name << ": " << points.size() << " points on " << device.str() << "\n";
-    for (const Point& p : points) {
-      std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
-                << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps
-                << ", steps=" << p.measure.measured_steps << ")\n";
-    }
-    return 0;
+void print_plan(const Experiment& exp, const Plan& plan) {
+  std::cout << exp.name << ": " << plan.points.size() << " points on " << plan.device.str() << "\n";
+  for (const Point& p : plan.points) {
+    std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
+              << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps
+              << ", steps=" << p.measure.measured_steps << ")\n";
   }
+}
 
-  preflight_points(points, registry);
-  const RunDirectory run = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
-  const std::filesystem::path& run_dir = run.path;
-  FileLogger log(run_dir / "log.txt");
-  log.info(std::string(run.resumed ? "resumed" : "experiment") + " " + exp.name + " from " + exp.file.string() +
-           ", " + std::to_string(points.size()) + " points on " + device.str() +
-           (run.resumed ? ", " + std::to_string(run.finished.size()) + " already recorded" : ""));
-  std::cerr << "run directory: " << run_dir.string() << "\n";
 
-  const nlohmann::json env = capture_environment(device);
-  ResultsWriter results(run_dir / "results.jsonl");
-  Progress progress(static_cast<int>(points.size()));
+// Where one run writes: its directory, log and results.
+struct RunOutput {
+  RunOutput(std::filesystem::path dir, const c10::Device& device)
+      : dir(std::move(dir)), log(this->dir / "log.txt"), results(this->dir / "results.jsonl"),
+        env(capture_environment(device)) {}
+  std::filesystem::path dir;
+  FileLogger log;
+  ResultsWriter results;
+  nlohmann::json env;
+};
+
+Context point_context(const Point& point, const c10::Device& device, RunOutput& run, const PluginRegistry& registry) {
+  Context ctx;
+  ctx.device = device;
+  ctx.precision = point.precision;
+  ctx.seed = point.seed;
+  ctx.run_dir = run.dir;
+  ctx.point_name = point.part + "-" + std::to_string(point.index);
+  ctx.artifact_dir = run.dir / "artifacts" / ctx.point_name;
+  ctx.measure = point.measure;
+  ctx.log = &run.log;
+  ctx.plugins = &registry;
+  return ctx;
+}
+
+void record_outcome(const Experiment& exp, const Point& point, const c10::Device& device, PointOutcome& outcome,
+                    RunOutput& run) {
+  const nlohmann::json params = point_params_json(point, device);
+  std::vector<nlohmann::json> lines;
+  try {
+    for (const Record& r : outcome.records)
+      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env));
+  } catch (const std::invalid_argument& e) {  // duplicate metric names
+    outcome.status = "error";
+    outcome.message = e.what();
+    lines = {record_json(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
+  }
+  for (const auto& line : lines) run.results.append(line);
+}
+
+struct SweepResult {
   int failures = 0;
+  bool device_fault = false;
+};
+
+// `finished`: points a resumed run already recorded; they are not run again.
+SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
+                       const std::set<std::pair<std::string, int>>& finished) {
+  SweepResult sweep;
+  Progress progress(static_cast<int>(plan.points.size()));
   InterruptGuard interrupt;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Point& point = points[i];
-    if (run.finished.count({point.part, point.index})) continue;
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const Point& point = plan.points[i];
+    if (finished.count({point.part, point.index})) continue;
     const std::string label = point.part + " " + describe_point(point);
     progress.begin_point(static_cast<int>(i), label);
     // A signal during this point: its record says so, and --resume runs it again.
     interrupt.on_interrupt([&, i](const char* signal_name) {
       const std::string note = std::string("interrupted by ") + signal_name + " during point " +
-                               std::to_string(i + 1) + "/" + std::to_string(points.size()) + " (" + label + ")";
-      results.append(record_json(exp.name, point, "interrupted", note, Record{}, point_params_json(point, device), env));
-      log.warn(note + "; continue with: runner " + exp.file.string() + " --resume " + run_dir.string());
+                               std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
+      run.results.append(record_json(exp.name, point, "interrupted", note, Record{},
+                                     point_params_json(point, plan.device), run.env));
+      run.log.warn(note + "; continue with: runner " + exp.file.string() + " --resume " + run.dir.string());
     });
-    Context ctx;
-    ctx.device = device;
-    ctx.precision = point.precision;
-    ctx.seed = point.seed;
-    ctx.run_dir = run_dir;
-    ctx.point_name = point.part + "-" + std::to_string(point.index);
-    ctx.artifact_dir = run_dir / "artifacts" / ctx.point_name;
-    ctx.measure = point.measure;
-    ctx.log = &log;
-    ctx.plugins = &registry;
-    PointOutcome outcome = run_point(point, ctx, registry);
-    if (outcome.status == "error") ++failures;
-    if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
-    const nlohmann::json params = point_params_json(point, device);
+    Context ctx = point_context(point, plan.device, run, registry);
+    PointOutcome outcome = run_point(point, ctx);
     {
       std::lock_guard<std::mutex> lock(interrupt.mutex());
-      for (const Record& r : outcome.records)
-        results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+      record_outcome(exp, point, plan.device, outcome, run);
     }
     interrupt.on_interrupt(nullptr);
+    if (outcome.status == "error") ++sweep.failures;
+    if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
+    else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
     progress.end_point(outcome.status);
+    if (outcome.device_fault) {
+      sweep.device_fault = true;
+      std::cerr << "error: the device is unusable after " << label << " (" << outcome.message << "); stopped after point "
+                << i + 1 << " of " << plan.points.size() << ". Records so far are in "
+                << (run.dir / "results.jsonl").string() << "\n";
+      run.log.warn("sweep stopped: device fault at point " + std::to_string(i + 1) + " of " +
+                   std::to_string(plan.points.size()));
+      break;
+    }
   }
   progress.finish();
+  return sweep;
+}
+
+}  // namespace
+
+// load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
+int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
+  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  const Plan plan = plan_run(exp, options, registry);
+  if (options.dry_run) {
+    print_plan(exp, plan);
+    return 0;
+  }
+  preflight_points(plan.points, registry);
+  const RunDirectory run_dir = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
+  RunOutput run(run_dir.path, plan.device);
+  run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
+               exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
+               (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
+  std::cerr << "run directory: " << run.dir.string() << "\n";
+  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished);
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
-  std::vector<std::filesystem::path> reports_dirs = {run_dir / "reports"};
+  std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs,
-                report::RunSummary{options.smoke, points.size()});
-  if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
-  return failures ? 1 : 0;
+  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
+                report::RunSummary{options.smoke, plan.points.size()});
+  if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
+  return sweep.failures ? 1 : 0;
 }
 
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir) {

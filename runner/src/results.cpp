@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 
 #include <torch/version.h>
 
@@ -118,7 +119,7 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
 }
 
 nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
-                           const std::string& error, const Record& record, const nlohmann::json& params,
+                           const std::string& message, const Record& record, const nlohmann::json& params,
                            const nlohmann::json& env) {
   nlohmann::json j;
   j["experiment"] = experiment;
@@ -126,7 +127,7 @@ nlohmann::json record_json(const std::string& experiment, const Point& point, co
   j["point"] = point.index;
   j["task"] = point.task;
   j["status"] = status;
-  if (!error.empty()) j["error"] = error;
+  if (!message.empty()) j[status == "skipped" ? "reason" : "error"] = message;
   j["params"] = params;
   j["labels"] = nlohmann::json::object();
   for (const auto& [k, v] : record.labels) j["labels"][k] = v;
@@ -142,6 +143,11 @@ nlohmann::json record_json(const std::string& experiment, const Point& point, co
     } else {
       mj["text"] = std::get<std::string>(m.value);
     }
+    // Records built without Record::add (metrics pushed directly) still must not
+    // collide: the JSON object would keep only the last value.
+    if (j["metrics"].contains(name))
+      throw std::invalid_argument("metric '" + name + "' appears twice in one record of " + point.part + "[" +
+                                  std::to_string(point.index) + "]");
     j["metrics"][name] = mj;
   }
   j["artifacts"] = record.artifacts;

@@ -18,8 +18,10 @@ nlohmann::json capture_environment(const c10::Device& device);
 // The point's parameters as flat dotted keys with native JSON types.
 nlohmann::json point_params_json(const Point& point, const c10::Device& device);
 
+// One results.jsonl line; `message` is the error (status error/oom) or the reason
+// (status skipped). Throws std::invalid_argument on a duplicate metric name.
 nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
-                           const std::string& error, const Record& record, const nlohmann::json& params,
+                           const std::string& message, const Record& record, const nlohmann::json& params,
                            const nlohmann::json& env);
 
 class ResultsWriter {

@@ -108,8 +108,7 @@ runner::Record to_record(const json& line) {
   const json metrics = line.value("metrics", json::object());
   for (const auto& [key, value] : labels.items()) r.label(key, as_text(value));
   for (const auto& [name, m] : metrics.items()) {
-    runner::Metric metric = to_metric(name, m);
-    r.metrics.emplace_back(name, std::move(metric));
+    r.add(name, to_metric(name, m));
   }
   return r;
 }

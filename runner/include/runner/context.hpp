@@ -1,6 +1,6 @@
 // What a plugin sees of the run: device, precision policy, seed, where to write,
-// a logger, the measurement settings, the active profilers, a way to create
-// other plugins, and (for multi-process runs) rank, world size and process group.
+// a logger, the measurement settings, a way to create other plugins, and (for
+// multi-process runs) rank, world size and process group.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -19,8 +19,6 @@
 namespace c10d { class ProcessGroup; }
 
 namespace runner {
-
-class Profiler;
 
 // fp32: plain float32 (tf32 off). tf32: float32 with TF32 matmuls.
 // bf16 / fp16: float32 weights, autocast to that dtype (PyTorch's op lists).
@@ -77,7 +75,6 @@ class Context {
   std::string point_name;              // "<part>-<index>", for artifact names
   MeasureSettings measure;
   Logger* log = nullptr;
-  std::vector<Profiler*> profilers;
   const PluginFactory* plugins = nullptr;
   Distributed dist;
 
@@ -85,6 +82,9 @@ class Context {
   // Creates a nested plugin from its resolved options; throws if it is not a T.
   template <class T>
   std::unique_ptr<T> create(PluginKind kind, const Params& params) {
+    if (plugins == nullptr)
+      throw std::runtime_error("cannot create " + std::string(to_string(kind)) + " plugin '" + params.plugin_name() +
+                               "': this Context has no plugin factory (set Context::plugins)");
     std::unique_ptr<PluginBase> base = plugins->create(kind, params, *this);
     T* typed = dynamic_cast<T*>(base.get());
     if (typed == nullptr) throw std::runtime_error("plugin '" + params.plugin_name() + "' is not a " + to_string(kind));

@@ -27,6 +27,9 @@ struct Record {
   std::vector<std::string> artifacts;  // paths relative to the run directory
 
   Record& label(const std::string& key, const std::string& value);
+  // Each add throws std::invalid_argument when the record already has a metric
+  // of that name: two values under one name would silently lose one.
+  Record& add(const std::string& name, Metric metric);
   Record& add(const std::string& name, double value, const std::string& unit);
   Record& add(const std::string& name, const Stats& stats, const std::string& unit);
   Record& add_text(const std::string& name, const std::string& text);

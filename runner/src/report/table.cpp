@@ -1,5 +1,5 @@
 // Building one table from stored records: which records belong, rows, columns,
-// cells (OOM/error/missing), ratios. Spec parsing is in spec.cpp, captions in
+// cells (OOM/error/skipped/missing), ratios. Spec parsing is in spec.cpp, captions in
 // caption.cpp, rendering in render.cpp.
 #include <algorithm>
 #include <charconv>
@@ -77,7 +77,7 @@ bool matches(const json& record, const std::map<std::string, std::string>& where
 }
 
 struct Cell {
-  enum class Kind { missing, oom, error, number, text } kind = Kind::missing;
+  enum class Kind { missing, oom, error, skipped, number, text } kind = Kind::missing;
   double value = 0, std = 0;
   bool has_std = false, integer = false;
   std::string text;
@@ -89,7 +89,8 @@ bool failed(const json& record) { return record.value("status", std::string("ok"
 Cell metric_cell(const json& record, const std::string& metric, const std::string& stat) {
   Cell cell;
   if (failed(record)) {
-    cell.kind = record.value("status", std::string()) == "oom" ? Cell::Kind::oom : Cell::Kind::error;
+    const std::string status = record.value("status", std::string());
+    cell.kind = status == "oom" ? Cell::Kind::oom : status == "skipped" ? Cell::Kind::skipped : Cell::Kind::error;
     return cell;
   }
   const json* found = find_metric(record, metric);
@@ -115,7 +116,8 @@ Cell metric_cell(const json& record, const std::string& metric, const std::strin
 
 Cell ratio_cell(const Cell& numerator, const Cell& denominator) {
   for (const Cell* side : {&numerator, &denominator})
-    if (side->kind == Cell::Kind::oom || side->kind == Cell::Kind::error) return *side;
+    if (side->kind == Cell::Kind::oom || side->kind == Cell::Kind::error || side->kind == Cell::Kind::skipped)
+      return *side;
   Cell cell;
   if (numerator.kind == Cell::Kind::number && denominator.kind == Cell::Kind::number &&
       denominator.value != 0) {
@@ -141,6 +143,7 @@ std::string display(const Cell& cell, const Column& column) {
     case Cell::Kind::missing: return "–";
     case Cell::Kind::oom: return "OOM";
     case Cell::Kind::error: return "error";
+    case Cell::Kind::skipped: return "skipped";
     case Cell::Kind::text: return cell.text;
     case Cell::Kind::number: break;
   }
