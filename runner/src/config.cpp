@@ -67,16 +67,22 @@ void check_keys(const YAML::Node& map, const std::vector<std::string>& valid, co
 // yaml-cpp keeps both entries of a repeated key and lookups see only the first,
 // so `params:` written twice would silently drop the second.
 // Also bounds the tree: aliases can make a short file expand to billions of nodes.
+// And its depth: an alias inside its own anchor (`&a [*a]`) makes a cycle that
+// every recursive reader (validation, the emitter) would follow forever.
 constexpr size_t kMaxDocumentNodes = 200000;
+constexpr size_t kMaxDocumentDepth = 64;
 
 void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const std::string& where,
-                           size_t& visited) {
+                           size_t& visited, size_t depth = 0) {
   if (++visited > kMaxDocumentNodes)
     throw ConfigError(src.file + ": the document expands to more than " + std::to_string(kMaxDocumentNodes) +
                       " YAML nodes (aliases repeating anchors?); write the experiment out plainly");
+  if (depth > kMaxDocumentDepth)
+    throw ConfigError(src.where(node, where) + ": " + where + ": nested more than " +
+                      std::to_string(kMaxDocumentDepth) + " levels deep (an alias inside its own anchor?)");
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i)
-      reject_duplicate_keys(node[i], src, where + (where.empty() ? "" : ".") + std::to_string(i), visited);
+      reject_duplicate_keys(node[i], src, where + (where.empty() ? "" : ".") + std::to_string(i), visited, depth + 1);
     return;
   }
   if (!node.IsMap()) return;
@@ -91,7 +97,7 @@ void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const s
     if (!fresh)
       throw ConfigError(src.where(kv.first, path) + ": " + path + ": duplicate key (first at line " +
                         std::to_string(it->second.line + 1) + "); merge the two entries");
-    reject_duplicate_keys(kv.second, src, path, visited);
+    reject_duplicate_keys(kv.second, src, path, visited, depth + 1);
   }
 }
 
@@ -245,6 +251,11 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
       exp.source.overridden[p] = "--set " + o;
       if (p.rfind("sweep.", 0) == 0) exp.source.overridden["params." + p.substr(6)] = "--set " + o;
     }
+  }
+  // --set values are documents of their own: check the whole again.
+  if (!overrides.empty()) {
+    visited = 0;
+    reject_duplicate_keys(exp.document, exp.source, "", visited);
   }
   check_keys(exp.document, kTopLevelKeys, exp.source, "");
   const YAML::Node name = exp.document["experiment"];
