@@ -22,6 +22,7 @@
 
 #include "memory_trace.hpp"
 #include "runner/device.hpp"
+#include "runner/outcome.hpp"
 #include "runner/profiler.hpp"
 #include "svg_chart.hpp"
 
@@ -87,14 +88,11 @@ class MemoryProfiler : public runner::Profiler {
   ~MemoryProfiler() override { stop_recording(); }
 
   void point_begin(runner::Context& ctx) override {
-    if (!ctx.is_cuda()) {
-      // Said once per run, not once per point: the whole profile needs CUDA.
-      static bool warned = false;
-      if (!warned && ctx.log) ctx.log->warn("memory profiler: needs CUDA (the caching allocator's history); "
-                                            "on " + ctx.device.str() + " it records nothing");
-      warned = true;
-      return;
-    }
+    // Without CUDA there is no allocator history: the point says so instead of a
+    // table of empty cells.
+    if (!ctx.is_cuda())
+      throw runner::SkipPoint("memory profiler: needs CUDA (it records the CUDA caching allocator's history); "
+                              "skipped on " + ctx.device.str());
 #ifdef RUNNER_WITH_CUDA
     device_ = ctx.device.index() < 0 ? 0 : ctx.device.index();
     // The caching allocator creates its per-device state on CUDA's lazy init; before
