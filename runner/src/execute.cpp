@@ -18,6 +18,9 @@
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
+#include "report_check.hpp"
+#include "interrupt.hpp"
+#include "run_dir.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
 #include "runner/outcome.hpp"
@@ -59,6 +62,13 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
   }
   throw ConfigError((flag.empty() ? src.where(doc["device"], "device") : std::string("--device")) +
                     ": device: '" + wanted + "' is not one of cpu, cuda, auto");
+}
+
+std::filesystem::path run_dir_of(const std::filesystem::path& results) { return results.parent_path(); }
+
+std::string lower_first(std::string text) {
+  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = static_cast<char>(text[0] - 'A' + 'a');
+  return text;
 }
 
 struct PointOutcome {
@@ -165,13 +175,15 @@ PointOutcome run_point(const Point& point, Context& ctx) {
 }
 
 void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
-                   const std::vector<std::filesystem::path>& reports_dirs) {
+                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
   if (!report_node) return;
   const report::ReportSpec spec = report::parse_report_spec(report_node, file);
   const auto records = report::read_results(results);
+  if (const std::string about = report::run_sentence(run, records); !about.empty())
+    std::cerr << "warning: " << run_dir_of(results).string() << ": " << lower_first(about) << "\n";
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
-    for (const auto& path : report::write_report(spec, records, dir)) std::cerr << "wrote " << path.string() << "\n";
+    for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
   }
 }
 
@@ -183,9 +195,9 @@ struct Plan {
 
 Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
   Plan plan;
-  plan.points = expand_points(exp, registry);
+  plan.points = expand_points(exp, registry, options.max_points);
   plan.device = choose_device(options.device, exp.document, exp.source);
-  if (exp.document["report"]) report::parse_report_spec(exp.document["report"], exp.source.file);
+  validate_report(exp, plan.points, registry);
   return plan;
 }
 
@@ -202,23 +214,6 @@ void print_plan(const Experiment& exp, const Plan& plan) {
   }
 }
 
-std::filesystem::path make_run_dir(const Experiment& exp, const RunOptions& options) {
-  std::filesystem::path run_dir = options.out;
-  if (run_dir.empty()) {
-    const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
-    run_dir = base;
-    for (int n = 2; std::filesystem::exists(run_dir); ++n) run_dir = base.string() + "-" + std::to_string(n);
-  } else if (std::filesystem::exists(run_dir / "results.jsonl")) {
-    // Never mix two runs' records, nor overwrite a finished run.
-    throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
-  }
-  std::filesystem::create_directories(run_dir);
-  std::ofstream config(run_dir / "config.yaml");
-  config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
-  for (const auto& o : options.overrides) config << "# --set " << o << "\n";
-  config << exp.document << "\n";
-  return run_dir;
-}
 
 // Where one run writes: its directory, log and results.
 struct RunOutput {
@@ -267,16 +262,32 @@ struct SweepResult {
   bool device_fault = false;
 };
 
-SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run) {
+// `finished`: points a resumed run already recorded; they are not run again.
+SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
+                       const std::set<std::pair<std::string, int>>& finished) {
   SweepResult sweep;
   Progress progress(static_cast<int>(plan.points.size()));
+  InterruptGuard interrupt;
   for (size_t i = 0; i < plan.points.size(); ++i) {
     const Point& point = plan.points[i];
+    if (finished.count({point.part, point.index})) continue;
     const std::string label = point.part + " " + describe_point(point);
     progress.begin_point(static_cast<int>(i), label);
+    // A signal during this point: its record says so, and --resume runs it again.
+    interrupt.on_interrupt([&, i](const char* signal_name) {
+      const std::string note = std::string("interrupted by ") + signal_name + " during point " +
+                               std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
+      run.results.append(record_json(exp.name, point, "interrupted", note, Record{},
+                                     point_params_json(point, plan.device), run.env));
+      run.log.warn(note + "; continue with: runner " + exp.file.string() + " --resume " + run.dir.string());
+    });
     Context ctx = point_context(point, plan.device, run, registry);
     PointOutcome outcome = run_point(point, ctx);
-    record_outcome(exp, point, plan.device, outcome, run);
+    {
+      std::lock_guard<std::mutex> lock(interrupt.mutex());
+      record_outcome(exp, point, plan.device, outcome, run);
+    }
+    interrupt.on_interrupt(nullptr);
     if (outcome.status == "error") ++sweep.failures;
     if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
     else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
@@ -306,20 +317,24 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     print_plan(exp, plan);
     return 0;
   }
-  RunOutput run(make_run_dir(exp, options), plan.device);
-  run.log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(plan.points.size()) +
-               " points on " + plan.device.str());
+  preflight_points(plan.points, registry);
+  const RunDirectory run_dir = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
+  RunOutput run(run_dir.path, plan.device);
+  run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
+               exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
+               (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
   std::cerr << "run directory: " << run.dir.string() << "\n";
   run.history = std::make_unique<history::RunRecorder>(
       options.history, exp.document["history"] ? exp.document["history"].as<std::string>() : "", exp.name, run.dir,
       run.env, options.smoke);
-  const SweepResult sweep = run_points(exp, plan, registry, run);
+  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished);
   run.history->finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs);
+  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
+                report::RunSummary{options.smoke, plan.points.size()});
   if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
   return sweep.failures ? 1 : 0;
 }
@@ -329,44 +344,15 @@ int render_reports(const std::filesystem::path& run_dir, const std::filesystem::
   const auto results = run_dir / "results.jsonl";
   if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
     throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-  const YAML::Node doc = YAML::LoadFile(config.string());
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(config.string());
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(config.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
   if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
-  write_reports(doc["report"], config.string(), results, {reports_dir});
+  write_reports(doc["report"], config.string(), results, {reports_dir}, run_summary(run_dir));
   return 0;
-}
-
-void list_plugins(const PluginRegistry& registry, std::ostream& out) {
-  out << std::left << std::setw(11) << "kind" << std::setw(26) << "name" << std::setw(9) << "version"
-      << "description  [file]\n";
-  for (const auto& p : registry.plugins()) {
-    const auto* m = p.manifest;
-    out << std::setw(11) << to_string(m->kind) << std::setw(26) << m->name << std::setw(9) << m->version
-        << m->description << "  [" << p.file.string() << "]\n";
-  }
-  for (const auto& e : registry.load_errors())
-    out << "skipped " << e.file.string() << ": " << e.message << "\n";
-}
-
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out) {
-  const auto slash = what.find('/');
-  PluginKind kind;
-  if (slash == std::string::npos || !parse_plugin_kind(what.substr(0, slash), kind)) return false;
-  const PluginManifest* m = registry.find(kind, what.substr(slash + 1));
-  if (m == nullptr) return false;
-  out << what << " " << m->version << ": " << m->description << "\n";
-  if (m->options.empty()) out << "  (no options)\n";
-  for (const OptionSpec& o : m->options) {
-    std::string type = to_string(o.type);
-    if (o.type == OptionType::Enum) {
-      type = "one of ";
-      for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? "|" : "") + o.choices[i];
-    } else if (o.type == OptionType::Plugin) {
-      type = std::string(to_string(o.plugin_kind)) + " plugin";
-    }
-    const std::string def = o.default_value.empty() ? "(required)" : "default " + o.default_value.to_string();
-    out << "  " << std::left << std::setw(20) << o.name << " " << type << ", " << def << "\n      " << o.help << "\n";
-  }
-  return true;
 }
 
 }  // namespace runner

@@ -19,14 +19,13 @@ struct RunOptions {
   std::string history;                 // --history FILE or "off"; default: RUNNER_HISTORY, `history:`, XDG data dir
   bool dry_run = false;
   bool smoke = false;
+  std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
+  std::filesystem::path resume;        // --resume: a run directory to complete
 };
 
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.
 int run_experiment(const RunOptions& options, const PluginRegistry& registry);
 // Re-renders the reports of a finished run from its stored config and records.
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir);
-void list_plugins(const PluginRegistry& registry, std::ostream& out);
-// `what` is "<kind>/<name>"; returns false if there is no such plugin.
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out);
 
 }  // namespace runner

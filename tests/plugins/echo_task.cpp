@@ -49,13 +49,15 @@ runner::PluginManifest make_manifest() {
   m.description = "test task: echoes options as metrics, fails on request";
   m.options = {
       runner::opt_float("value", 1.0, "recorded as metric 'value'"),
-      runner::opt_int("sleep_us", 0, "time spent per step"),
+      runner::opt_int("sleep_us", 0, "time spent per step").in_range(0, 1e7),
       runner::opt_string("word", "hello", "recorded as text metric 'word'"),
       runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric"}, "none", "how to fail"),
       runner::opt_list("labels", runner::OptionType::StringList, runner::Value::List{runner::Value("a")},
                        "one record per label"),
       runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "sgd", "a nested plugin, for validation tests"),
   };
+  m.metrics = std::vector<std::string>{"value", "sleep_ms", "word"};
+  m.labels = std::vector<std::string>{"item"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<Echo>();
   };

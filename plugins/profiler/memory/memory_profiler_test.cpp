@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "runner/outcome.hpp"
+
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -53,13 +55,18 @@ class MemoryProfilerTest : public ::testing::Test {
   runner::PluginRegistry registry;
 };
 
-TEST_F(MemoryProfilerTest, OnCpuRecordsANoteAndNoArtifacts) {
+TEST_F(MemoryProfilerTest, OnCpuSkipsThePointSayingItNeedsCuda) {
   runner::Context ctx;
   ctx.run_dir = fresh_run_dir("cpu");
   ctx.artifact_dir = ctx.run_dir / "artifacts" / "p-0";
   auto profiler = make(ctx);
   runner::Record summary;
-  profiler->point_begin(ctx);
+  try {
+    profiler->point_begin(ctx);
+    FAIL() << "expected SkipPoint";
+  } catch (const runner::SkipPoint& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("memory profiler: needs CUDA", 0), 0u) << e.what();
+  }
   {
     runner::ScopedRange r("forward");
     at::ones({16});
@@ -72,7 +79,7 @@ TEST_F(MemoryProfilerTest, OnCpuRecordsANoteAndNoArtifacts) {
 
 TEST_F(MemoryProfilerTest, RejectsAnEmptyTraceBuffer) {
   runner::Context ctx;
-  EXPECT_THROW(make(ctx, "{max_entries: 0}"), std::invalid_argument);
+  EXPECT_THROW(make(ctx, "{max_entries: 0}"), std::runtime_error);  // below the declared range
 }
 
 TEST_F(MemoryProfilerTest, CudaPointWritesSnapshotChartAndAttributesTheLargestAllocation) {
