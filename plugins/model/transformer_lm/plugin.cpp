@@ -11,7 +11,7 @@ runner::PluginManifest make_manifest() {
   runner::PluginManifest m;
   m.kind = PluginKind::Model;
   m.name = "transformer_lm";
-  m.version = "1";
+  m.version = "2";
   m.description = "decoder-only transformer LM: RMSNorm, RoPE, causal MHA, SwiGLU, untied head";
   m.options = {
       runner::opt_enum("size", {"small", "medium", "large", "xl", "2.7B", "custom"}, "small",
@@ -24,12 +24,15 @@ runner::PluginManifest make_manifest() {
       runner::opt_int("context_length", 256, "sequence length of random batches (and RoPE table length)"),
       runner::opt_float("rope_theta", 10000.0, "RoPE base"),
       runner::opt_plugin("attention", PluginKind::Attention, "naive", "attention implementation"),
+      runner::opt_bool("fused_kernels", false,
+                       "RMSNorm, RoPE (q and k together), SwiGLU activation and cross-entropy as fused CUDA "
+                       "kernels (kernels/); on CPU their tensor-op references"),
   };
   m.create = [](const runner::Params& params, runner::Context& ctx) -> std::unique_ptr<runner::PluginBase> {
     const plugins::transformer_lm::TransformerDims dims = plugins::transformer_lm::dims_from_params(params);
     auto attention = ctx.create<runner::Attention>(PluginKind::Attention, params.plugin("attention"));
     return std::make_unique<plugins::transformer_lm::TransformerLM>(dims, std::move(attention), ctx.device,
-                                                                    ctx.seed);
+                                                                    ctx.seed, params.flag("fused_kernels"));
   };
   return m;
 }
