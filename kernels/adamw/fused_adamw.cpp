@@ -5,6 +5,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include "common/dtype.hpp"
 
@@ -81,7 +82,7 @@ void adamw_reference_(const std::vector<at::Tensor>& params, const std::vector<a
                       const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
                       const std::vector<at::Tensor>& steps, const Hyperparameters& h) {
   check_lists(params, grads, exp_avgs, exp_avg_sqs, steps);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) {
     const double t = steps[i].item<double>();
     const at::Tensor g = grads[i].to(at::kFloat);

@@ -92,7 +92,8 @@ TEST_F(TrainStepTest, CudaGraphStepLosesLikeTheEagerStep) {
     EXPECT_NE(graphed.find("graph_ms"), nullptr);
     EXPECT_EQ(graphed.find("forward_ms"), nullptr);
     EXPECT_DOUBLE_EQ(scalar(graphed, "loss_first"), scalar(eager, "loss_first")) << precision;
-    EXPECT_NEAR(scalar(graphed, "loss_last"), scalar(eager, "loss_last"), 1e-4 * scalar(eager, "loss_last"))
+    const double tol = precision == "fp32" ? 1e-4 : 1e-3;  // same kernels; atomics may reorder sums
+    EXPECT_NEAR(scalar(graphed, "loss_last"), scalar(eager, "loss_last"), tol * scalar(eager, "loss_last"))
         << precision;
     EXPECT_LT(scalar(graphed, "loss_last"), scalar(graphed, "loss_first")) << precision;
   }
