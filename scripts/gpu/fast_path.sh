@@ -22,8 +22,13 @@ run_experiment() {  # name, then runner arguments
   local name="$1"; shift
   local dir="${RUN_ROOT:-$out}/run-$name"
   rm -rf "$dir"
-  "$build/runner" "experiments/$name.yaml" --out "$dir" "$@" 2>&1 | tee "$out/$name.log"
+  local status=0
+  "$build/runner" "experiments/$name.yaml" --out "$dir" "$@" > "$out/$name.log" 2>&1 || status=$?
+  tail -5 "$out/$name.log"
+  # Keep what was measured even when a point failed (exit 1).
   cp "$dir/results.jsonl" "$out/$name.results.jsonl" || true
+  cp "$dir/reports/$name.md" "$out/$name.md" || true
+  return $status
 }
 case "$stage" in
   build)
@@ -55,7 +60,7 @@ case "$stage" in
   compile) run_experiment torch_compile_model "$@" ;;
   reports)
     for name in fused_adamw train_step_vs_pytorch torch_compile_model; do
-      run_experiment "$name" --reports reports "$@"
+      run_experiment "$name" --reports reports "$@" || echo "$name: some points failed (see $out/$name.log)"
       mkdir -p "reports/data/$name"
       cp "${RUN_ROOT:-$out}/run-$name/results.jsonl" "${RUN_ROOT:-$out}/run-$name/config.yaml" "reports/data/$name/"
     done
