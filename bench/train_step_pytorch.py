@@ -10,10 +10,17 @@ and the same phases and timing as the C++ side:
   backward  = zero_grad(set_to_none=True) + loss.backward(), outside autocast
   optimizer = optimizer.step()
 
-CUDA phases are timed with CUDA events and the device is synchronized after every
-step; on CPU time.perf_counter brackets each phase. Peak memory is
-torch.cuda.max_memory_allocated() over warm-up and measured steps (reset before
-warm-up). Prints one JSON record line (the protocol of task/external_python), or
+Measurement follows the runner's model (README, "Measurement model"): a step is the
+span from the first phase's start to the last phase's end; CUDA phases are timed
+with CUDA events created before the measured loop and the device is synchronized
+after every step; on CPU time.perf_counter brackets each phase. With
+--target-rel-stderr > 0 each repetition measures at least --min-steps and stops
+when the relative standard error of the mean step time is at or below the target,
+or at --max-steps, or after --max-seconds; otherwise exactly --steps.
+--repetitions reruns warm-up + measurement. --cache cold writes a buffer twice
+the L2 size before every step. Peak memory is torch.cuda.max_memory_allocated()
+over warm-up and measured steps (reset before warm-up). Prints one JSON record
+line (the protocol of task/external_python) with a "measurement" summary, or
 {"oom": true, ...} when the device runs out of memory.
 
 Speed options (combine freely; the record's label `pytorch_variant` names them):
@@ -62,7 +69,13 @@ def parse_args():
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=10, help="measured steps when --target-rel-stderr is 0")
+    p.add_argument("--target-rel-stderr", type=float, default=0.0, help="> 0: adaptive stopping")
+    p.add_argument("--min-steps", type=int, default=10)
+    p.add_argument("--max-steps", type=int, default=1000)
+    p.add_argument("--max-seconds", type=float, default=60.0)
+    p.add_argument("--repetitions", type=int, default=1)
+    p.add_argument("--cache", default="warm", choices=["warm", "cold"])
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--mode", default="train_step", choices=["forward", "forward_backward", "train_step"])
     # The runner's model/transformer_lm options, as task/external_python passes them.
@@ -164,31 +177,140 @@ def build_model(args, device, generator):
     return model
 
 
-class PhaseTimer:
-    """Times named phases of one step: CUDA events on the GPU, perf_counter on the CPU."""
+class Marks:
+    """Time marks: CUDA events created up front and reused, or perf_counter values."""
 
-    def __init__(self, cuda):
+    def __init__(self, cuda, count):
         self.cuda = cuda
-        self.phases = []  # (name, start, end)
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(count)] if cuda else []
+        self.times = []
+        self.next = 0
+
+    def mark(self):
+        i = self.next
+        self.next += 1
+        if self.cuda:
+            if i == len(self.events):  # more phases than seen in warm-up
+                self.events.append(torch.cuda.Event(enable_timing=True))
+            self.events[i].record()
+        else:
+            self.times.append(time.perf_counter())
+        return i
+
+    def ms(self, a, b):
+        if self.cuda:
+            return self.events[a].elapsed_time(self.events[b])
+        return (self.times[b] - self.times[a]) * 1e3
+
+    def reset(self):
+        self.next = 0
+        self.times = []
+
+
+class PhaseTimer:
+    """Marks named phases of one step."""
+
+    def __init__(self, marks):
+        self.marks = marks
+        self.phases = []  # (name, start mark, end mark)
 
     def phase(self, name, fn):
-        if self.cuda:
+        if self.marks.cuda:
             torch.cuda.nvtx.range_push(name)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
+        start = self.marks.mark()
+        fn()
+        end = self.marks.mark()
+        if self.marks.cuda:
             torch.cuda.nvtx.range_pop()
-        else:
-            start = time.perf_counter()
-            fn()
-            end = time.perf_counter()
         self.phases.append((name, start, end))
 
     def milliseconds(self):  # after the step's synchronize
-        if self.cuda:
-            return [(name, s.elapsed_time(e)) for name, s, e in self.phases]
-        return [(name, (e - s) * 1e3) for name, s, e in self.phases]
+        out = [(name, self.marks.ms(s, e)) for name, s, e in self.phases]
+        out.append(("step", self.marks.ms(self.phases[0][1], self.phases[-1][2])))
+        return out
+
+
+def rel_stderr(values):
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return math.sqrt(var) / math.sqrt(n) / abs(mean) if mean else 0.0
+
+
+def measure(args, step, sync, cuda, device):
+    """Warm-up + measured steps per repetition; returns samples, repetition sizes, summary."""
+    adaptive = args.target_rel_stderr > 0
+    if args.warmup < 0 or args.steps < 1 or args.repetitions < 1:
+        raise SystemExit("need --warmup >= 0, --steps >= 1, --repetitions >= 1")
+    if adaptive and not 2 <= args.min_steps <= args.max_steps:
+        raise SystemExit("adaptive stopping needs 2 <= --min-steps <= --max-steps")
+    flush = None
+    if args.cache == "cold":
+        l2 = torch.cuda.get_device_properties(device).L2_cache_size if cuda else 32 << 20
+        flush = torch.empty(max(2 * l2, 8 << 20), dtype=torch.uint8, device=device)
+    samples, sizes = {}, []
+    summary = {"mode": "adaptive" if adaptive else "fixed", "cache": args.cache, "repetitions": args.repetitions,
+               "target_rel_stderr": args.target_rel_stderr, "target_met": True, "measured_seconds": 0.0}
+    marks = Marks(cuda, 16)
+    for _ in range(args.repetitions):
+        used = 0
+        for i in range(args.warmup):
+            if flush is not None:
+                flush.fill_(i % 255)
+            marks.reset()
+            step(PhaseTimer(marks))
+            sync()
+            used = max(used, marks.next)
+        marks = Marks(cuda, max(used, 2))  # created before the measured loop
+        limit = args.max_steps if adaptive else args.steps
+        rep = {}
+        sync()
+        t0 = time.perf_counter()
+        while True:
+            if flush is not None:
+                flush.fill_(len(rep.get("step", [])) % 255)
+            marks.reset()
+            timer = PhaseTimer(marks)
+            w0 = time.perf_counter()
+            step(timer)
+            sync()
+            wall_ms = (time.perf_counter() - w0) * 1e3
+            for name, ms in timer.milliseconds():
+                rep.setdefault(name, []).append(ms)
+            rep.setdefault("wall", []).append(wall_ms)
+            n = len(rep["step"])
+            elapsed = time.perf_counter() - t0
+            if not adaptive:
+                reason = "fixed"
+                if n >= args.steps:
+                    break
+                continue
+            met = n >= args.min_steps and rel_stderr(rep["step"]) <= args.target_rel_stderr
+            reason = "target" if met else "max_steps" if n >= limit else "max_seconds" if elapsed >= args.max_seconds else None
+            if reason:
+                summary["target_met"] = summary["target_met"] and met
+                break
+        summary["stop_reason"] = reason
+        summary["measured_seconds"] += time.perf_counter() - t0
+        sizes.append(len(rep["step"]))
+        for name, values in rep.items():
+            samples.setdefault(name, []).extend(values)
+    summary["n"] = len(samples["step"])
+    summary["rel_stderr"] = rel_stderr(samples["step"])
+    return samples, sizes, summary
+
+
+def stats_metric(unit, values, sizes):
+    metric = {"unit": unit, "samples": values}
+    if len(sizes) > 1:
+        at, means = 0, []
+        for size in sizes:
+            means.append(sum(values[at:at + size]) / size)
+            at += size
+        metric["repetition_means"] = means
+    return metric
 
 
 def main():
@@ -249,7 +371,7 @@ def main():
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(2):
-                    eager_step(PhaseTimer(False))
+                    eager_step(PhaseTimer(Marks(False, 0)))
             torch.cuda.current_stream().wait_stream(side)
             if args.mode != "forward":
                 model.zero_grad(set_to_none=True)
@@ -269,28 +391,14 @@ def main():
         if cuda:
             torch.cuda.synchronize()
 
-    samples = {}
     with torch.no_grad() if args.mode == "forward" else torch.enable_grad():
         if cuda:
             torch.cuda.reset_peak_memory_stats(device)
-        for _ in range(args.warmup):
-            step(PhaseTimer(cuda))
-            sync()
-        for _ in range(args.steps):
-            timer = PhaseTimer(cuda)
-            t0 = time.perf_counter()
-            step(timer)
-            sync()
-            wall_ms = (time.perf_counter() - t0) * 1e3
-            phases = timer.milliseconds()
-            for name, ms in phases:
-                samples.setdefault(name, []).append(ms)
-            samples.setdefault("step", []).append(sum(ms for _, ms in phases))
-            samples.setdefault("wall", []).append(wall_ms)
+        samples, sizes, summary = measure(args, step, sync, cuda, device)
 
-    metrics = {f"{name}_ms": {"unit": "ms", "samples": values} for name, values in samples.items()}
+    metrics = {f"{name}_ms": stats_metric("ms", values, sizes) for name, values in samples.items()}
     n_tokens = targets.numel()
-    metrics["tokens_per_s"] = {"unit": "tokens/s", "samples": [n_tokens / (ms * 1e-3) for ms in samples["step"]]}
+    metrics["tokens_per_s"] = stats_metric("tokens/s", [n_tokens / (ms * 1e-3) for ms in samples["step"]], sizes)
     metrics["parameters"] = {"unit": "count", "value": sum(p.numel() for p in model.parameters())}
     if cuda:
         peak = torch.cuda.max_memory_allocated(device)
@@ -299,7 +407,8 @@ def main():
     metrics["loss_first"] = {"unit": "", "value": state["first_loss"].item()}
     metrics["loss_last"] = {"unit": "", "value": state["loss"].item()}
     metrics["torch_version"] = {"text": torch.__version__}
-    print(json.dumps({"labels": {"pytorch_variant": variant_name(args)}, "metrics": metrics}), flush=True)
+    print(json.dumps({"labels": {"pytorch_variant": variant_name(args)}, "metrics": metrics, "measurement": summary}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ function(runner_add_plugin kind name)
   cmake_parse_arguments(P "" "" "SOURCES;LIBS;TESTS" ${ARGN})
   set(target ${kind}_${name})
   add_library(${target}_obj OBJECT ${P_SOURCES})
-  target_link_libraries(${target}_obj PUBLIC runner_core ${P_LIBS})
+  # Plugins see the public API only (runner_api); the host's internals stay out of reach.
+  target_link_libraries(${target}_obj PUBLIC runner_api ${P_LIBS})
   add_library(${target} MODULE $<TARGET_OBJECTS:${target}_obj>)
-  target_link_libraries(${target} PRIVATE runner_core ${P_LIBS})
+  target_link_libraries(${target} PRIVATE runner_api ${P_LIBS})
   set_target_properties(${target} PROPERTIES PREFIX "" OUTPUT_NAME ${target}
                         LIBRARY_OUTPUT_DIRECTORY ${RUNNER_PLUGIN_DIR})
   add_dependencies(runner_plugins ${target})

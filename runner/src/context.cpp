@@ -54,6 +54,18 @@ AutocastScope::~AutocastScope() {
   at::globalContext().setAllowTF32CuBLAS(prev_tf32_);
 }
 
+std::map<std::string, double> PluginFactory::facts(PluginKind kind, const Params& params) const {
+  throw std::runtime_error(std::string(to_string(kind)) + " plugin '" + params.plugin_name() +
+                           "': this plugin factory answers no facts");
+}
+
+std::map<std::string, double> Context::facts(PluginKind kind, const Params& params) const {
+  if (plugins == nullptr)
+    throw std::runtime_error("facts of " + std::string(to_string(kind)) + " plugin '" + params.plugin_name() +
+                             "': this Context has no plugin factory (set Context::plugins)");
+  return plugins->facts(kind, params);
+}
+
 std::filesystem::path Context::artifact_path(const std::string& file_name) const {
   std::filesystem::create_directories(artifact_dir);
   return artifact_dir / file_name;

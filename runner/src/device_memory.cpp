@@ -5,6 +5,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "runner/device.hpp"
+#include "runner/outcome.hpp"
 
 #ifdef RUNNER_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -49,11 +50,29 @@ void reset_peak_memory(const c10::Device& device) {
 void release_cached_memory(const c10::Device& device) {
 #ifdef RUNNER_WITH_CUDA
   if (device.is_cuda()) {
-    cudaDeviceSynchronize();
+    // Freeing blocks on a poisoned context would fail later and less clearly.
+    if (const auto fault = device_fault(device)) throw DeviceFault(*fault);
     c10::cuda::CUDACachingAllocator::emptyCache();
   }
 #endif
   (void)device;
+}
+
+std::optional<std::string> device_fault(const c10::Device& device) {
+#ifdef RUNNER_WITH_CUDA
+  if (device.is_cuda()) {
+    // A sticky error survives cudaGetLastError and returns on the next call; an
+    // ordinary one (a bad launch argument) is cleared by it.
+    const cudaError_t first = cudaDeviceSynchronize();
+    if (first == cudaSuccess) return std::nullopt;
+    (void)cudaGetLastError();
+    const cudaError_t again = cudaDeviceSynchronize();
+    if (again == cudaSuccess) return std::nullopt;
+    return std::string("CUDA context unusable: ") + cudaGetErrorName(again) + ": " + cudaGetErrorString(again);
+  }
+#endif
+  (void)device;
+  return std::nullopt;
 }
 
 at::Generator seeded_generator(const c10::Device& device, std::uint64_t seed) {

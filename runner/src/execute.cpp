@@ -1,5 +1,6 @@
 #include "execute.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -11,11 +12,13 @@
 #include <ATen/Utils.h>
 
 #include "config.hpp"
+#include "gpu_state.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
+#include "runner/outcome.hpp"
 #include "runner/profiler.hpp"
 #include "runner/task.hpp"
 #include "sweep.hpp"
@@ -57,24 +60,84 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
 }
 
 struct PointOutcome {
-  std::string status = "ok";
-  std::string error;
+  std::string status = "ok";  // ok | oom | error | skipped
+  std::string message;        // the error, or why the point was skipped
+  bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;
+  nlohmann::json observed = nlohmann::json::object();  // "measurement", "gpu"
+  std::vector<std::string> warnings;                   // noise above target, throttling
 };
 
-// Runs one point with its profilers; turns OOM and other failures into statuses.
-PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& registry) {
+nlohmann::json gpu_sample_json(const GpuSample& s) {
+  if (!s.valid) return nullptr;
+  return {{"sm_clock_mhz", s.sm_clock_mhz},
+          {"memory_clock_mhz", s.memory_clock_mhz},
+          {"temperature_c", s.temperature_c},
+          {"power_w", s.power_w},
+          {"throttle_reasons", throttle_reason_names(s.throttle_reasons)}};
+}
+
+nlohmann::json summary_json(const MeasureSummary& s) {
+  nlohmann::json j = {{"mode", s.mode},
+                      {"cache", s.cache},
+                      {"repetitions", s.repetitions},
+                      {"n", s.n},
+                      {"rel_stderr", s.rel_stderr},
+                      {"target_rel_stderr", s.target_rel_stderr},
+                      {"target_met", s.target_met},
+                      {"stop_reason", s.stop_reason},
+                      {"measured_seconds", s.measured_seconds}};
+  return j;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g%%", 100 * fraction);
+  return buf;
+}
+
+// What the measurement loops and NVML saw: stored with the records, warned about when off.
+void observe(const Context& ctx, const GpuSample& before, const GpuSample& after, PointOutcome& outcome) {
+  nlohmann::json measurements = nlohmann::json::array();
+  std::uint64_t reasons = after.valid ? after.throttle_reasons : 0;
+  unsigned min_sm = after.valid ? after.sm_clock_mhz : 0, max_sm = min_sm;
+  int samples = 0;
+  for (const MeasureSummary& s : ctx.measurements) {
+    measurements.push_back(summary_json(s));
+    if (s.mode == "adaptive" && !s.target_met)
+      outcome.warnings.push_back("relative standard error " + percent(s.rel_stderr) + " is above the target " +
+                                 percent(s.target_rel_stderr) + " after " + std::to_string(s.n) + " steps (" +
+                                 s.stop_reason + ")");
+    if (s.gpu_samples > 0) {
+      reasons |= s.throttle_reasons;
+      min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;
+      max_sm = std::max(max_sm, s.max_sm_clock_mhz);
+      samples += s.gpu_samples;
+    }
+  }
+  if (measurements.size() == 1) outcome.observed["measurement"] = measurements[0];
+  else if (!measurements.empty()) outcome.observed["measurement"] = measurements;
+  if (!before.valid && !after.valid) return;
+  const std::uint64_t slowdown = reasons & kSlowdownReasons;
+  nlohmann::json gpu = {{"before", gpu_sample_json(before)}, {"after", gpu_sample_json(after)},
+                        {"throttled", slowdown != 0}, {"throttle_reasons", throttle_reason_names(slowdown)}};
+  if (samples > 0) gpu["during"] = {{"samples", samples}, {"min_sm_clock_mhz", min_sm}, {"max_sm_clock_mhz", max_sm}};
+  outcome.observed["gpu"] = gpu;
+  if (slowdown) {
+    std::string names;
+    for (const auto& n : throttle_reason_names(slowdown)) names += (names.empty() ? "" : ", ") + n;
+    outcome.warnings.push_back("GPU clocks were throttled during the point (" + names + "; SM clock " +
+                               std::to_string(min_sm) + "-" + std::to_string(max_sm) + " MHz)");
+  }
+}
+
+// Runs the task inside its profilers; turns exceptions into statuses.
+PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
   PointOutcome outcome;
-  Record summary;
-  std::vector<std::unique_ptr<Profiler>> profilers;
   try {
     at::manual_seed(point.seed);
-    for (const Params& p : point.profilers) {
-      profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
-    }
-    ctx.profilers.clear();
+    for (const Params& p : point.profilers) profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
     for (auto& p : profilers) {
-      ctx.profilers.push_back(p.get());
       add_range_listener(p.get());
       p->point_begin(ctx);
     }
@@ -84,16 +147,29 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
       task->run(ctx, point.params, recorder);
     }
     outcome.records = std::move(recorder.records);
+  } catch (const SkipPoint& e) {
+    outcome.status = "skipped";
+    outcome.message = e.what();
+  } catch (const DeviceFault& e) {
+    outcome.status = "error";
+    outcome.message = e.what();
+    outcome.device_fault = true;
   } catch (const c10::OutOfMemoryError& e) {
     outcome.status = "oom";
-    outcome.error = e.what_without_backtrace();
+    outcome.message = e.what_without_backtrace();
   } catch (const c10::Error& e) {
     outcome.status = "error";
-    outcome.error = e.what_without_backtrace();
+    outcome.message = e.what_without_backtrace();
   } catch (const std::exception& e) {
     outcome.status = "error";
-    outcome.error = e.what();
+    outcome.message = e.what();
   }
+  return outcome;
+}
+
+// Ends the profilers and returns what they add to every record of the point.
+Record end_profilers(Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
+  Record summary;
   for (auto& p : profilers) {
     try {
       p->point_end(ctx, summary);
@@ -102,18 +178,51 @@ PointOutcome run_point(const Point& point, Context& ctx, const PluginRegistry& r
     }
     remove_range_listener(p.get());
   }
-  ctx.profilers.clear();
   profilers.clear();
-  if (outcome.status != "ok") {
-    release_cached_memory(ctx.device);
+  return summary;
+}
+
+void merge_summary(PointOutcome& outcome, const Record& summary) {
+  try {
+    for (Record& r : outcome.records) {
+      for (const auto& [name, metric] : summary.metrics) r.add(name, metric);
+      r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
+    }
+  } catch (const std::invalid_argument& e) {  // a profiler metric named like a task metric
+    outcome.status = "error";
+    outcome.message = e.what();
     outcome.records.clear();
-    outcome.records.emplace_back();
+  }
+}
+
+// Runs one point with its profilers. A failed point keeps one record (with
+// the profilers' summary) so tables show the failure in its cell.
+PointOutcome run_point(const Point& point, Context& ctx) {
+  std::vector<std::unique_ptr<Profiler>> profilers;
+  const GpuSample before = sample_gpu(ctx.device);
+  PointOutcome outcome = run_task(point, ctx, profilers);
+  if (!outcome.device_fault) observe(ctx, before, sample_gpu(ctx.device), outcome);
+  const Record summary = end_profilers(ctx, profilers);
+  if (outcome.status == "error" && !outcome.device_fault) {
+    if (const auto fault = device_fault(ctx.device)) {
+      outcome.device_fault = true;
+      outcome.message += " (" + *fault + ")";
+    }
+  }
+  if (outcome.status != "ok") {
+    outcome.records.clear();
+    if (!outcome.device_fault) {
+      try {
+        release_cached_memory(ctx.device);
+      } catch (const DeviceFault& e) {
+        outcome.device_fault = true;
+        outcome.message += " (" + std::string(e.what()) + ")";
+      }
+    }
   }
   if (outcome.records.empty()) outcome.records.emplace_back();
-  for (Record& r : outcome.records) {
-    for (const auto& m : summary.metrics) r.metrics.push_back(m);
-    r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
-  }
+  merge_summary(outcome, summary);
+  if (outcome.records.empty()) outcome.records.emplace_back(summary);
   return outcome;
 }
 
@@ -128,24 +237,34 @@ void write_reports(const YAML::Node& report_node, const std::string& file, const
   }
 }
 
-}  // namespace
+// What runs, checked before anything does.
+struct Plan {
+  std::vector<Point> points;
+  c10::Device device{c10::kCPU};
+};
 
-int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
-  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
-  const std::vector<Point> points = expand_points(exp, registry);
-  const c10::Device device = choose_device(options.device, exp.document, exp.source);
+Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
+  Plan plan;
+  plan.points = expand_points(exp, registry);
+  plan.device = choose_device(options.device, exp.document, exp.source);
   if (exp.document["report"]) report::parse_report_spec(exp.document["report"], exp.source.file);
+  return plan;
+}
 
-  if (options.dry_run) {
-    std::cout << exp.name << ": " << points.size() << " points on " << device.str() << "\n";
-    for (const Point& p : points) {
-      std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
-                << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps
-                << ", steps=" << p.measure.measured_steps << ")\n";
-    }
-    return 0;
+void print_plan(const Experiment& exp, const Plan& plan) {
+  std::cout << exp.name << ": " << plan.points.size() << " points on " << plan.device.str() << "\n";
+  for (const Point& p : plan.points) {
+    std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
+              << "  (precision=" << p.precision.name << ", warmup=" << p.measure.warmup_steps << ", steps="
+              << (p.measure.adaptive() ? std::to_string(p.measure.min_steps) + ".." + std::to_string(p.measure.max_steps) +
+                                             " until rel_stderr <= " + percent(p.measure.target_rel_stderr)
+                                       : std::to_string(p.measure.measured_steps))
+              << (p.measure.repetitions > 1 ? " x" + std::to_string(p.measure.repetitions) : "")
+              << (p.measure.cache == "cold" ? ", cold cache" : "") << ")\n";
   }
+}
 
+std::filesystem::path make_run_dir(const Experiment& exp, const RunOptions& options) {
   std::filesystem::path run_dir = options.out;
   if (run_dir.empty()) {
     const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
@@ -156,51 +275,109 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
   }
   std::filesystem::create_directories(run_dir);
-  {
-    std::ofstream config(run_dir / "config.yaml");
-    config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
-    for (const auto& o : options.overrides) config << "# --set " << o << "\n";
-    config << exp.document << "\n";
-  }
-  FileLogger log(run_dir / "log.txt");
-  log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(points.size()) +
-           " points on " + device.str());
-  std::cerr << "run directory: " << run_dir.string() << "\n";
+  std::ofstream config(run_dir / "config.yaml");
+  config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
+  for (const auto& o : options.overrides) config << "# --set " << o << "\n";
+  config << exp.document << "\n";
+  return run_dir;
+}
 
-  const nlohmann::json env = capture_environment(device);
-  ResultsWriter results(run_dir / "results.jsonl");
-  Progress progress(static_cast<int>(points.size()));
+// Where one run writes: its directory, log and results.
+struct RunOutput {
+  RunOutput(std::filesystem::path dir, const c10::Device& device)
+      : dir(std::move(dir)), log(this->dir / "log.txt"), results(this->dir / "results.jsonl"),
+        env(capture_environment(device)) {}
+  std::filesystem::path dir;
+  FileLogger log;
+  ResultsWriter results;
+  nlohmann::json env;
+};
+
+Context point_context(const Point& point, const c10::Device& device, RunOutput& run, const PluginRegistry& registry) {
+  Context ctx;
+  ctx.device = device;
+  ctx.precision = point.precision;
+  ctx.seed = point.seed;
+  ctx.run_dir = run.dir;
+  ctx.point_name = point.part + "-" + std::to_string(point.index);
+  ctx.artifact_dir = run.dir / "artifacts" / ctx.point_name;
+  ctx.measure = point.measure;
+  ctx.log = &run.log;
+  ctx.plugins = &registry;
+  return ctx;
+}
+
+void record_outcome(const Experiment& exp, const Point& point, const c10::Device& device, PointOutcome& outcome,
+                    RunOutput& run) {
+  const nlohmann::json params = point_params_json(point, device);
+  std::vector<nlohmann::json> lines;
+  try {
+    for (const Record& r : outcome.records)
+      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed));
+  } catch (const std::invalid_argument& e) {  // duplicate metric names
+    outcome.status = "error";
+    outcome.message = e.what();
+    lines = {record_json(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
+  }
+  for (const auto& line : lines) run.results.append(line);
+}
+
+struct SweepResult {
   int failures = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Point& point = points[i];
+  bool device_fault = false;
+};
+
+SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run) {
+  SweepResult sweep;
+  Progress progress(static_cast<int>(plan.points.size()));
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const Point& point = plan.points[i];
     const std::string label = point.part + " " + describe_point(point);
     progress.begin_point(static_cast<int>(i), label);
-    Context ctx;
-    ctx.device = device;
-    ctx.precision = point.precision;
-    ctx.seed = point.seed;
-    ctx.run_dir = run_dir;
-    ctx.point_name = point.part + "-" + std::to_string(point.index);
-    ctx.artifact_dir = run_dir / "artifacts" / ctx.point_name;
-    ctx.measure = point.measure;
-    ctx.log = &log;
-    ctx.plugins = &registry;
-    PointOutcome outcome = run_point(point, ctx, registry);
-    if (outcome.status == "error") ++failures;
-    if (outcome.status != "ok") log.warn(label + ": " + outcome.status + ": " + outcome.error);
-    const nlohmann::json params = point_params_json(point, device);
-    for (const Record& r : outcome.records)
-      results.append(record_json(exp.name, point, outcome.status, outcome.error, r, params, env));
+    Context ctx = point_context(point, plan.device, run, registry);
+    PointOutcome outcome = run_point(point, ctx);
+    record_outcome(exp, point, plan.device, outcome, run);
+    if (outcome.status == "error") ++sweep.failures;
+    if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
+    else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
+    for (const std::string& w : outcome.warnings) run.log.warn(label + ": " + w);
     progress.end_point(outcome.status);
+    if (outcome.device_fault) {
+      sweep.device_fault = true;
+      std::cerr << "error: the device is unusable after " << label << " (" << outcome.message << "); stopped after point "
+                << i + 1 << " of " << plan.points.size() << ". Records so far are in "
+                << (run.dir / "results.jsonl").string() << "\n";
+      run.log.warn("sweep stopped: device fault at point " + std::to_string(i + 1) + " of " +
+                   std::to_string(plan.points.size()));
+      break;
+    }
   }
   progress.finish();
+  return sweep;
+}
+
+}  // namespace
+
+// load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
+int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
+  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  const Plan plan = plan_run(exp, options, registry);
+  if (options.dry_run) {
+    print_plan(exp, plan);
+    return 0;
+  }
+  RunOutput run(make_run_dir(exp, options), plan.device);
+  run.log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(plan.points.size()) +
+               " points on " + plan.device.str());
+  std::cerr << "run directory: " << run.dir.string() << "\n";
+  const SweepResult sweep = run_points(exp, plan, registry, run);
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
-  std::vector<std::filesystem::path> reports_dirs = {run_dir / "reports"};
+  std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run_dir / "results.jsonl", reports_dirs);
-  if (failures) std::cerr << failures << " point(s) failed; see " << (run_dir / "log.txt").string() << "\n";
-  return failures ? 1 : 0;
+  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs);
+  if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
+  return sweep.failures ? 1 : 0;
 }
 
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir) {

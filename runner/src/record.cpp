@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace runner {
 
@@ -25,25 +26,32 @@ Stats Stats::of(const std::vector<double>& samples) {
   return s;
 }
 
+double Stats::rel_stderr() const {
+  if (n < 2 || mean == 0) return 0;
+  return std / std::sqrt(static_cast<double>(n)) / std::fabs(mean);
+}
+
 Record& Record::label(const std::string& key, const std::string& value) {
   labels[key] = value;
   return *this;
 }
 
-Record& Record::add(const std::string& name, double value, const std::string& unit) {
-  metrics.emplace_back(name, Metric{unit, value});
+Record& Record::add(const std::string& name, Metric metric) {
+  if (find(name) != nullptr)
+    throw std::invalid_argument("metric '" + name + "' added twice to one record; give each metric its own name");
+  metrics.emplace_back(name, std::move(metric));
   return *this;
+}
+
+Record& Record::add(const std::string& name, double value, const std::string& unit) {
+  return add(name, Metric{unit, value});
 }
 
 Record& Record::add(const std::string& name, const Stats& stats, const std::string& unit) {
-  metrics.emplace_back(name, Metric{unit, stats});
-  return *this;
+  return add(name, Metric{unit, stats});
 }
 
-Record& Record::add_text(const std::string& name, const std::string& text) {
-  metrics.emplace_back(name, Metric{"", text});
-  return *this;
-}
+Record& Record::add_text(const std::string& name, const std::string& text) { return add(name, Metric{"", text}); }
 
 const Metric* Record::find(const std::string& name) const {
   for (const auto& [n, m] : metrics)

@@ -103,6 +103,18 @@ std::unique_ptr<PluginBase> PluginRegistry::create(PluginKind kind, const Params
   return m->create(params, ctx);
 }
 
+std::map<std::string, double> PluginRegistry::facts(PluginKind kind, const Params& params) const {
+  const PluginManifest* m = find(kind, params.plugin_name());
+  if (m == nullptr) {
+    throw ConfigError(std::string("no ") + to_string(kind) + " plugin named '" + params.plugin_name() +
+                      "'" + suggestion(params.plugin_name(), names(kind)));
+  }
+  if (!m->facts)
+    throw std::runtime_error(std::string(to_string(kind)) + " plugin '" + params.plugin_name() +
+                             "' declares no facts (PluginManifest::facts)");
+  return m->facts(params);
+}
+
 std::vector<std::filesystem::path> PluginRegistry::search_path(
     const std::vector<std::filesystem::path>& extra) {
   std::vector<std::filesystem::path> dirs;

@@ -39,6 +39,8 @@ class PluginRegistry : public PluginFactory {
   // Throws runner::ConfigError if no plugin of that kind and name is loaded.
   std::unique_ptr<PluginBase> create(PluginKind kind, const Params& params,
                                      Context& ctx) const override;
+  // Throws runner::ConfigError if there is no such plugin, std::runtime_error if it declares no facts.
+  std::map<std::string, double> facts(PluginKind kind, const Params& params) const override;
 
   // The build's plugin dir (next to the runner binary), then RUNNER_PLUGIN_PATH
   // (colon-separated), then `extra` (--plugin-path).

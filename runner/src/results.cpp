@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 
 #include <torch/version.h>
 
@@ -114,19 +115,27 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
   out["measure.warmup_steps"] = point.measure.warmup_steps;
   out["measure.measured_steps"] = point.measure.measured_steps;
   out["measure.sync_each_step"] = point.measure.sync_each_step;
+  out["measure.target_rel_stderr"] = point.measure.target_rel_stderr;
+  if (point.measure.adaptive()) {
+    out["measure.min_steps"] = point.measure.min_steps;
+    out["measure.max_steps"] = point.measure.max_steps;
+    out["measure.max_seconds"] = point.measure.max_seconds;
+  }
+  out["measure.repetitions"] = point.measure.repetitions;
+  out["measure.cache"] = point.measure.cache;
   return out;
 }
 
 nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
-                           const std::string& error, const Record& record, const nlohmann::json& params,
-                           const nlohmann::json& env) {
+                           const std::string& message, const Record& record, const nlohmann::json& params,
+                           const nlohmann::json& env, const nlohmann::json& observed) {
   nlohmann::json j;
   j["experiment"] = experiment;
   j["part"] = point.part;
   j["point"] = point.index;
   j["task"] = point.task;
   j["status"] = status;
-  if (!error.empty()) j["error"] = error;
+  if (!message.empty()) j[status == "skipped" ? "reason" : "error"] = message;
   j["params"] = params;
   j["labels"] = nlohmann::json::object();
   for (const auto& [k, v] : record.labels) j["labels"][k] = v;
@@ -138,13 +147,21 @@ nlohmann::json record_json(const std::string& experiment, const Point& point, co
       mj["value"] = *d;
     } else if (const auto* s = std::get_if<Stats>(&m.value)) {
       mj = {{"unit", m.unit}, {"n", s->n},     {"mean", s->mean}, {"std", s->std},
-            {"median", s->median}, {"min", s->min}, {"max", s->max}};
+            {"median", s->median}, {"min", s->min}, {"max", s->max}, {"rel_stderr", s->rel_stderr()}};
+      if (!s->repetition_means.empty()) mj["repetition_means"] = s->repetition_means;
     } else {
       mj["text"] = std::get<std::string>(m.value);
     }
+    // Records built without Record::add (metrics pushed directly) still must not
+    // collide: the JSON object would keep only the last value.
+    if (j["metrics"].contains(name))
+      throw std::invalid_argument("metric '" + name + "' appears twice in one record of " + point.part + "[" +
+                                  std::to_string(point.index) + "]");
     j["metrics"][name] = mj;
   }
   j["artifacts"] = record.artifacts;
+  if (observed.is_object())
+    for (const auto& [key, value] : observed.items()) j[key] = value;
   j["env"] = env;
   j["time"] = utc_timestamp(false);
   return j;

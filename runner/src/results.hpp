@@ -18,9 +18,13 @@ nlohmann::json capture_environment(const c10::Device& device);
 // The point's parameters as flat dotted keys with native JSON types.
 nlohmann::json point_params_json(const Point& point, const c10::Device& device);
 
+// One results.jsonl line; `message` is the error (status error/oom) or the reason
+// (status skipped). `observed` (an object) adds what the host saw of the point:
+// "measurement" (how it was measured and when it stopped) and "gpu" (clocks,
+// temperature, power, throttling). Throws std::invalid_argument on a duplicate metric name.
 nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
-                           const std::string& error, const Record& record, const nlohmann::json& params,
-                           const nlohmann::json& env);
+                           const std::string& message, const Record& record, const nlohmann::json& params,
+                           const nlohmann::json& env, const nlohmann::json& observed = nullptr);
 
 class ResultsWriter {
  public:

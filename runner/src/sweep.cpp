@@ -13,8 +13,15 @@ using Factor = std::vector<Alternative>;
 const std::vector<OptionSpec>& measure_options() {
   static const std::vector<OptionSpec> options = {
       opt_int("warmup_steps", 5, "untimed steps before measuring"),
-      opt_int("measured_steps", 10, "timed steps"),
+      opt_int("measured_steps", 10, "timed steps per repetition (when target_rel_stderr is 0)"),
+      opt_float("target_rel_stderr", 0.0,
+                "> 0: measure until the relative standard error of the mean step time is at most this"),
+      opt_int("min_steps", 10, "adaptive: at least this many timed steps"),
+      opt_int("max_steps", 1000, "adaptive: at most this many timed steps"),
+      opt_float("max_seconds", 60.0, "adaptive: stop once the timed steps took this long"),
+      opt_int("repetitions", 1, "rerun warm-up + measurement this many times; one mean each"),
       opt_bool("sync_each_step", true, "synchronize the device after every timed step"),
+      opt_enum("cache", {"warm", "cold"}, "warm", "cold: write a buffer larger than L2 before every step"),
   };
   return options;
 }
@@ -79,6 +86,18 @@ std::vector<Factor> factors_of(const YAML::Node& sweep, const SourceMap& src) {
   return out;
 }
 
+void check_measure(const MeasureSettings& m, const YAML::Node& node, const SourceMap& src) {
+  const std::string at = src.where(node, "measure") + ": measure: ";
+  if (m.warmup_steps < 0 || m.measured_steps < 1)
+    throw ConfigError(at + "need warmup_steps >= 0 and measured_steps >= 1");
+  if (m.repetitions < 1) throw ConfigError(at + "repetitions must be >= 1");
+  if (m.target_rel_stderr < 0 || m.target_rel_stderr >= 1)
+    throw ConfigError(at + "target_rel_stderr is a fraction (0.01 = 1%); 0 turns adaptive stopping off");
+  if (m.adaptive() && (m.min_steps < 2 || m.max_steps < m.min_steps || m.max_seconds <= 0))
+    throw ConfigError(at + "adaptive stopping needs 2 <= min_steps <= max_steps and max_seconds > 0 (got min_steps " +
+                      std::to_string(m.min_steps) + ", max_steps " + std::to_string(m.max_steps) + ")");
+}
+
 std::string scalar_or_flow(const YAML::Node& n) {
   if (n.IsScalar()) return n.Scalar();
   YAML::Emitter e;
@@ -139,8 +158,13 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
       p.measure.warmup_steps = static_cast<int>(m.integer("warmup_steps"));
       p.measure.measured_steps = static_cast<int>(m.integer("measured_steps"));
       p.measure.sync_each_step = m.flag("sync_each_step");
-      if (p.measure.warmup_steps < 0 || p.measure.measured_steps < 1)
-        throw ConfigError(src.where(node["measure"], "measure") + ": measure: need warmup_steps >= 0 and measured_steps >= 1");
+      p.measure.target_rel_stderr = m.number("target_rel_stderr");
+      p.measure.min_steps = static_cast<int>(m.integer("min_steps"));
+      p.measure.max_steps = static_cast<int>(m.integer("max_steps"));
+      p.measure.max_seconds = m.number("max_seconds");
+      p.measure.repetitions = static_cast<int>(m.integer("repetitions"));
+      p.measure.cache = m.text("cache");
+      check_measure(p.measure, node["measure"], src);
       YAML::Node top(YAML::NodeType::Map);
       for (const char* key : {"precision", "seed"})
         if (node[key]) top[key] = node[key];

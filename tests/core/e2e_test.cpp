@@ -140,7 +140,7 @@ TEST(EndToEnd, PluginsListsPluginsFromRunnerPluginPathAndDescribeShowsOptions) {
   const Result describe = run("describe task/echo");
   EXPECT_EQ(describe.exit_code, 0);
   EXPECT_NE(describe.output.find("fail"), std::string::npos);
-  EXPECT_NE(describe.output.find("one of none|oom|error|crash, default none"), std::string::npos) << describe.output;
+  EXPECT_NE(describe.output.find("one of none|oom|error|crash|skip|device_fault|duplicate_metric, default none"), std::string::npos) << describe.output;
   EXPECT_EQ(run("describe task/nope").exit_code, 2);
 }
 
@@ -152,6 +152,52 @@ TEST(EndToEnd, CrashMidSweepKeepsFinishedRecords) {
   EXPECT_NE(r.exit_code, 0);
   const auto records = report::read_results(out / "results.jsonl");
   EXPECT_EQ(records.size(), 4u);  // both points of fail=none, two labels each
+}
+
+TEST(EndToEnd, SkippedPointIsItsOwnStatusWithAReasonAndNotAFailure) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  const Result r = run(file.string() + " --device cpu --set sweep.fail=[none,skip] --set sweep.value=[1.5] --out " +
+                       out.string() + " --reports " + (dir / "reports").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // skipped is not an error
+  const auto records = report::read_results(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[2]["status"], "skipped");
+  EXPECT_EQ(records[2]["reason"], "echo: this configuration is not supported");
+  EXPECT_FALSE(records[2].contains("error"));
+  const std::string md = read(dir / "reports" / "echo_demo.md");
+  EXPECT_NE(md.find("| skip |  | skipped |"), std::string::npos) << md;
+}
+
+TEST(EndToEnd, DeviceFaultEndsTheSweepWithOneMessageAndKeepsEarlierRecords) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  const Result r = run(file.string() + " --device cpu --set sweep.fail=[none,device_fault,none] --set sweep.value=[1.5] "
+                       "--out " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("the device is unusable"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped after point 2 of 3"), std::string::npos) << r.output;
+  const auto records = report::read_results(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 3u);  // point 1: two labels; point 2: its error; point 3 never ran
+  EXPECT_EQ(records[0]["status"], "ok");
+  EXPECT_EQ(records[2]["status"], "error");
+  EXPECT_EQ(records[2]["error"], "echo: pretend illegal memory access");
+  EXPECT_TRUE(std::filesystem::exists(out / "reports" / "echo_demo.md"));  // tables from what was recorded
+}
+
+TEST(EndToEnd, DuplicateMetricNameMakesThePointAnError) {
+  const auto dir = fresh_dir("e2e");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  const auto out = dir / "run";
+  const Result r = run(file.string() + " --device cpu --set sweep.fail=[duplicate_metric] --set sweep.value=[1.5] "
+                       "--out " + out.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto records = report::read_results(out / "results.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["status"], "error");
+  EXPECT_NE(records[0]["error"].get<std::string>().find("metric 'value' added twice"), std::string::npos);
 }
 
 }  // namespace

@@ -213,7 +213,7 @@ TEST(ReportTable, LabelsAreLookedUpBeforeParams) {
 }
 
 TEST(ReportTable, StatPicksTheStatisticAndNIsAnInteger) {
-  const std::vector<json> records = {record({{"size", 1}}, time_ms(5, 1))};
+  const std::vector<json> records = {record({{"size", 1}}, time_ms(5, 0.1))};
   const BuiltTable built = build_table(table("{name: t, rows: [size], columns: ["
                                              "{metric: time_ms, stat: median, format: '%.2f'},"
                                              "{metric: time_ms, stat: n, format: '%.2f'},"
@@ -480,6 +480,94 @@ TEST(ReportResults, MalformedLineNamesItsLineNumber) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("results.jsonl:3: malformed JSON"), std::string::npos) << e.what();
   }
+}
+
+
+// ---- noise ------------------------------------------------------------------
+
+json step_ms(double mean, double std, int n, double rel_stderr = -1) {
+  json m = {{"unit", "ms"}, {"n", n}, {"mean", mean}, {"std", std}, {"median", mean}, {"min", mean}, {"max", mean}};
+  if (rel_stderr >= 0) m["rel_stderr"] = rel_stderr;
+  return {{"step_ms", m}};
+}
+
+TEST(ReportNoise, MarkerFlagsCellsNoisierThanTheDefaultThresholdAndExplainsIt) {
+  // 1/sqrt(10)/5 = 6.3% > 5%; 0.1/sqrt(10)/5 = 0.6%.
+  const std::vector<json> records = {record({{"size", 1}, {"dtype", "a"}}, step_ms(5, 1, 10)),
+                                     record({{"size", 1}, {"dtype", "b"}}, step_ms(5, 0.1, 10))};
+  const BuiltTable built = build_table(table("{name: t, rows: [size], pivot: dtype, metric: step_ms}"), records);
+  EXPECT_EQ(built.cells, (Rows{{"1", "5 †", "5"}}));
+  EXPECT_NE(built.caption.find("† noisy: relative standard error of the mean above"), std::string::npos)
+      << built.caption;
+  EXPECT_NE(built.caption.find("5%"), std::string::npos) << built.caption;
+  EXPECT_EQ(built.csv_rows, (Rows{{"1", "5", "5"}}));  // CSV keeps plain numbers
+}
+
+TEST(ReportNoise, TheRecordsOwnTargetWinsOverTheTableThreshold) {
+  json adaptive = record({{"size", 1}}, step_ms(5, 0.1, 10, 0.02));
+  adaptive["measurement"] = {{"mode", "adaptive"}, {"target_rel_stderr", 0.01}};
+  const BuiltTable built = build_table(table("{name: t, rows: [size], columns: [{metric: step_ms}]}"), {adaptive});
+  EXPECT_EQ(built.cells, (Rows{{"1", "5 †"}}));  // stored rel_stderr 2% > its 1% target
+}
+
+TEST(ReportNoise, PercentShowsEveryCellsNoiseAndAddsACsvColumn) {
+  const std::vector<json> records = {record({{"size", 1}}, step_ms(10, 0.5, 25))};  // 0.5/5/10 = 1%
+  const BuiltTable built = build_table(
+      table("{name: t, rows: [size], columns: [{header: T, metric: step_ms, format: '%.1f', noise: percent}]}"),
+      records);
+  EXPECT_EQ(built.cells, (Rows{{"1", "10.0 ±1%"}}));
+  EXPECT_EQ(built.csv_header, (std::vector<std::string>{"size", "T", "T rel_stderr"}));
+  EXPECT_EQ(built.csv_rows, (Rows{{"1", "10", "0.01"}}));
+  EXPECT_NE(built.caption.find("±x% after a value"), std::string::npos) << built.caption;
+}
+
+TEST(ReportNoise, RatioNoiseAddsBothSidesInQuadrature) {
+  const std::vector<json> records = {record({{"size", 1}, {"side", "a"}}, step_ms(20, 0, 10, 0.03)),
+                                     record({{"size", 1}, {"side", "b"}}, step_ms(10, 0, 10, 0.04))};
+  const BuiltTable built = build_table(table("{name: t, rows: [size], noise: percent, columns: ["
+                                             "{id: a, metric: step_ms, where: {side: a}, noise: off},"
+                                             "{id: b, metric: step_ms, where: {side: b}, noise: off},"
+                                             "{header: r, ratio: [a, b], format: '%.2f'}]}"),
+                                       records);
+  // hypot(3%, 4%) = 5%, under the combined threshold hypot(5%, 5%) = 7.1%: no marker.
+  EXPECT_EQ(built.cells, (Rows{{"1", "20", "10", "2.00 ±5%"}}));
+}
+
+TEST(ReportNoise, OffShowsNothingAndScalarsHaveNoNoise) {
+  const std::vector<json> records = {record({{"size", 1}, {"dtype", "a"}}, step_ms(5, 1, 10)),
+                                     record({{"size", 1}, {"dtype", "b"}}, tflops(3))};
+  EXPECT_EQ(build_table(table("{name: t, rows: [size], pivot: dtype, metric: step_ms, noise: off}"), records).cells,
+            (Rows{{"1", "5", "–"}}));
+  EXPECT_EQ(build_table(table("{name: t, rows: [size], pivot: dtype, metric: tflops, noise: percent}"), records).cells,
+            (Rows{{"1", "–", "3"}}));
+}
+
+TEST(ReportSpec, UnknownNoiseModeAndBadThresholdAreRejected) {
+  EXPECT_NE(spec_error("report: {id: x, tables: [{name: t, rows: [a], pivot: p, metric: m, noise: loud}]}")
+                .find("unknown noise mode 'loud'"),
+            std::string::npos);
+  EXPECT_NE(spec_error("report: {id: x, tables: [{name: t, rows: [a], pivot: p, metric: m, noise_threshold: -1}]}")
+                .find("noise_threshold: expected a positive number"),
+            std::string::npos);
+}
+
+TEST(ReportTable, SkippedPointsShowSkipped) {
+  json skipped = record({{"size", 1}, {"dtype", "a"}}, json::object(), "skipped");
+  const BuiltTable built = build_table(table("{name: t, rows: [size], pivot: dtype, metric: tflops}"), {skipped});
+  EXPECT_EQ(built.cells, (Rows{{"1", "skipped"}}));
+}
+
+TEST(ReportCaption, AdaptiveRunsSayTheTargetAndTheRangeOfN) {
+  std::vector<json> records;
+  for (int n : {12, 40}) {
+    json r = record({{"size", n}, {"measure.target_rel_stderr", 0.01}, {"measure.cache", "cold"}}, step_ms(5, 0.01, n));
+    r["measurement"] = {{"mode", "adaptive"}, {"n", n}, {"target_rel_stderr", 0.01}};
+    records.push_back(r);
+  }
+  const std::string caption = build_table(table("{name: t, rows: [size], columns: [{metric: step_ms}]}"), records).caption;
+  EXPECT_NE(caption.find("measured until the relative standard error of the mean is at most 1% (n = 12–40 steps)"),
+            std::string::npos) << caption;
+  EXPECT_NE(caption.find("cache flushed before every step"), std::string::npos) << caption;
 }
 
 }  // namespace

@@ -96,6 +96,30 @@ TEST(Validate, MeasureSettingsAreValidated) {
             "FILE:3:11: measure.warmup: unknown option; did you mean 'warmup_steps'?");
 }
 
+TEST(Validate, AdaptiveStoppingSettingsAreChecked) {
+  EXPECT_EQ(error_of("experiment: e\ntask: echo\nmeasure: {target_rel_stderr: 0.01, min_steps: 20, max_steps: 5}\n"),
+            "FILE:3:10: measure: adaptive stopping needs 2 <= min_steps <= max_steps and max_seconds > 0 "
+            "(got min_steps 20, max_steps 5)");
+  EXPECT_EQ(error_of("experiment: e\ntask: echo\nmeasure: {target_rel_stderr: 5}\n"),
+            "FILE:3:10: measure: target_rel_stderr is a fraction (0.01 = 1%); 0 turns adaptive stopping off");
+  EXPECT_EQ(error_of("experiment: e\ntask: echo\nmeasure: {cache: hot}\n"),
+            "FILE:3:18: measure.cache: 'hot' is not one of the choices; valid: warm, cold");
+}
+
+TEST(Sweep, AdaptiveRepetitionsAndCacheReachThePoint) {
+  const auto l = expand("experiment: e\ntask: echo\nmeasure: {target_rel_stderr: 0.02, min_steps: 4, max_steps: 9, "
+                        "max_seconds: 3, repetitions: 2, cache: cold}\n");
+  ASSERT_EQ(l.points.size(), 1u);
+  const MeasureSettings& m = l.points[0].measure;
+  EXPECT_TRUE(m.adaptive());
+  EXPECT_DOUBLE_EQ(m.target_rel_stderr, 0.02);
+  EXPECT_EQ(m.min_steps, 4);
+  EXPECT_EQ(m.max_steps, 9);
+  EXPECT_DOUBLE_EQ(m.max_seconds, 3);
+  EXPECT_EQ(m.repetitions, 2);
+  EXPECT_EQ(m.cache, "cold");
+}
+
 TEST(Validate, UnknownPrecisionIsRejected) {
   EXPECT_EQ(error_of("experiment: e\ntask: echo\nprecision: fp8\n"),
             "FILE:3:12: precision: 'fp8' is not one of the choices; did you mean 'fp32'?");

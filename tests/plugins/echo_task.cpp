@@ -18,6 +18,9 @@ class Echo : public runner::Task {
     if (fail == "oom") TORCH_CHECK_WITH(OutOfMemoryError, false, "echo: pretend CUDA out of memory");
     if (fail == "error") throw std::runtime_error("echo: asked to fail");
     if (fail == "crash") std::abort();
+    if (fail == "skip") throw runner::SkipPoint("echo: this configuration is not supported");
+    // What the host sees after a sticky CUDA error (simulated: CPU runs have none).
+    if (fail == "device_fault") throw runner::DeviceFault("echo: pretend illegal memory access");
     const auto times = runner::measure_steps(ctx, [&](runner::StepTimer& t) {
       t.phase("sleep", [&] { std::this_thread::sleep_for(std::chrono::microseconds(p.integer("sleep_us"))); });
     });
@@ -27,6 +30,7 @@ class Echo : public runner::Task {
       r.add("value", p.number("value"), "units");
       r.add("sleep_ms", runner::Stats::of(times.ms.at("sleep")), "ms");
       r.add_text("word", p.text("word"));
+      if (fail == "duplicate_metric") r.add("value", 0.0, "units");
       out.emit(std::move(r));
     }
   }
@@ -42,7 +46,7 @@ runner::PluginManifest make_manifest() {
       runner::opt_float("value", 1.0, "recorded as metric 'value'"),
       runner::opt_int("sleep_us", 0, "time spent per step"),
       runner::opt_string("word", "hello", "recorded as text metric 'word'"),
-      runner::opt_enum("fail", {"none", "oom", "error", "crash"}, "none", "how to fail"),
+      runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric"}, "none", "how to fail"),
       runner::opt_list("labels", runner::OptionType::StringList, runner::Value::List{runner::Value("a")},
                        "one record per label"),
       runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "sgd", "a nested plugin, for validation tests"),

@@ -69,4 +69,12 @@ torch::Tensor ToyModel::loss(const torch::Tensor& logits, const torch::Tensor& t
   return at::cross_entropy_loss(logits, targets);
 }
 
+std::vector<runner::NamedTensor> ToyModel::forward_traced(const torch::Tensor& inputs) {
+  const ToyForwardTrace t = net_->forward_traced(inputs);
+  return {{"fc1_output", t.fc1_output},
+          {"relu_output", t.relu_output},
+          {"layer_norm_output", t.layer_norm_output},
+          {"logits", t.logits}};
+}
+
 }  // namespace plugins::toy

@@ -10,10 +10,16 @@
 #include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
 
-#include "traced_model.hpp"
 #include "runner/model.hpp"
 
 namespace plugins::toy {
+
+struct ToyForwardTrace {
+  torch::Tensor fc1_output;
+  torch::Tensor relu_output;
+  torch::Tensor layer_norm_output;
+  torch::Tensor logits;
+};
 
 class ToyNet : public torch::nn::Module {
  public:
@@ -26,7 +32,7 @@ class ToyNet : public torch::nn::Module {
   torch::Tensor fc2_weight;  // "fc2.weight" [out_features, 10]
 };
 
-class ToyModel : public runner::Model, public TracedModel {
+class ToyModel : public runner::Model {
  public:
   static constexpr std::int64_t kHiddenFeatures = 10;
 
@@ -37,7 +43,9 @@ class ToyModel : public runner::Model, public TracedModel {
   runner::Batch random_batch(std::int64_t batch_size, torch::Generator& generator) override;
   torch::Tensor forward(const torch::Tensor& inputs) override { return net_->forward_traced(inputs).logits; }
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets) override;
-  ToyForwardTrace forward_traced(const torch::Tensor& inputs) override { return net_->forward_traced(inputs); }
+  // fc1_output, relu_output, layer_norm_output, logits (the public runner::Model view).
+  std::vector<runner::NamedTensor> forward_traced(const torch::Tensor& inputs) override;
+  ToyForwardTrace trace(const torch::Tensor& inputs) { return net_->forward_traced(inputs); }
 
  private:
   std::int64_t in_features_, out_features_;

@@ -1,4 +1,6 @@
+#include <map>
 #include <memory>
+#include <string>
 
 #include "runner/context.hpp"
 #include "transformer_lm.hpp"
@@ -27,6 +29,17 @@ runner::PluginManifest make_manifest() {
       runner::opt_bool("fused_kernels", false,
                        "RMSNorm, RoPE (q and k together), SwiGLU activation and cross-entropy as fused CUDA "
                        "kernels (kernels/); on CPU their tensor-op references"),
+  };
+  // Analytic tasks (activation_memory) read these instead of including this plugin's headers.
+  m.facts = [](const runner::Params& params) -> std::map<std::string, double> {
+    const plugins::transformer_lm::TransformerDims d = plugins::transformer_lm::dims_from_params(params);
+    return {{"vocab_size", static_cast<double>(d.vocab_size)},
+            {"context_length", static_cast<double>(d.context_length)},
+            {"d_model", static_cast<double>(d.d_model)},
+            {"d_ff", static_cast<double>(d.d_ff)},
+            {"num_layers", static_cast<double>(d.num_layers)},
+            {"num_heads", static_cast<double>(d.num_heads)},
+            {"parameters", static_cast<double>(plugins::transformer_lm::parameter_count(d))}};
   };
   m.create = [](const runner::Params& params, runner::Context& ctx) -> std::unique_ptr<runner::PluginBase> {
     const plugins::transformer_lm::TransformerDims dims = plugins::transformer_lm::dims_from_params(params);

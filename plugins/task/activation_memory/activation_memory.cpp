@@ -1,16 +1,17 @@
-// Analytic memory of the transformer LM, from the same `model` options a
-// train_step point uses (nothing is allocated):
+// Analytic memory of a model, from the same `model` options a train_step point
+// uses: the model plugin's declared facts (runner::Context::facts: context_length,
+// d_model, parameters), so nothing is allocated and no model header is included:
 //   residual-stream activation  = batch_size x context_length x d_model x dtype_bytes
 //   parameters / gradients      = P x 4 B each (fp32)
 //   AdamW state (m and v)       = P x 8 B
 // so weights + gradients + optimizer state is 16 B per parameter.
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-#include "plugins/model/transformer_lm/transformer_lm_dims.hpp"
 #include "runner/task.hpp"
 
 namespace {
@@ -35,22 +36,32 @@ std::string mib_text(double mib) {
 
 class ActivationMemory : public runner::Task {
  public:
-  void run(runner::Context&, const runner::Params& p, runner::Recorder& out) override {
+  void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
     const runner::Params& model = p.plugin("model");
-    if (model.plugin_name() != "transformer_lm")
-      throw std::invalid_argument("activation_memory: model must be transformer_lm, got '" + model.plugin_name() + "'");
-    const auto dims = plugins::transformer_lm::dims_from_params(model);
+    std::map<std::string, double> facts;
+    try {
+      facts = ctx.facts(runner::PluginKind::Model, model);
+    } catch (const std::runtime_error& e) {
+      throw runner::SkipPoint("activation_memory: " + std::string(e.what()));
+    }
+    auto fact = [&](const char* key) -> std::int64_t {
+      const auto it = facts.find(key);
+      if (it == facts.end())
+        throw runner::SkipPoint("activation_memory: model '" + model.plugin_name() + "' declares no " + key);
+      return static_cast<std::int64_t>(it->second);
+    };
+    const std::int64_t context_length = fact("context_length"), d_model = fact("d_model");
     const std::int64_t batch = p.integer("batch_size");
     const std::int64_t dtype_bytes = p.integer("dtype_bytes");
     if (batch < 1 || dtype_bytes < 1) throw std::invalid_argument("activation_memory: batch_size and dtype_bytes must be >= 1");
 
-    const std::int64_t activation_bytes = batch * dims.context_length * dims.d_model * dtype_bytes;
+    const std::int64_t activation_bytes = batch * context_length * d_model * dtype_bytes;
     const double activation_mib = static_cast<double>(activation_bytes) / kBytesPerMiB;
-    const std::string derivation = std::to_string(batch) + " × " + std::to_string(dims.context_length) + " × " +
-                                   std::to_string(dims.d_model) + " × " + std::to_string(dtype_bytes) + " B = " +
+    const std::string derivation = std::to_string(batch) + " × " + std::to_string(context_length) + " × " +
+                                   std::to_string(d_model) + " × " + std::to_string(dtype_bytes) + " B = " +
                                    with_thousands(activation_bytes) + " B = " + mib_text(activation_mib) + " MiB";
 
-    const std::int64_t params = plugins::transformer_lm::parameter_count(dims);
+    const std::int64_t params = fact("parameters");
     const std::int64_t parameter_bytes = params * kFp32Bytes;
     const std::int64_t optimizer_state_bytes = params * kAdamWStateBytesPerParam;
     const std::int64_t training_state_bytes = 2 * parameter_bytes + optimizer_state_bytes;

@@ -43,4 +43,8 @@ TEST_F(ActivationMemoryTest, SmallActivationsKeepFourDecimals) {
   EXPECT_EQ(std::get<std::string>(r.find("derivation")->value), "4 × 16 × 64 × 4 B = 16,384 B = 0.0156 MiB");
 }
 
+TEST_F(ActivationMemoryTest, AModelThatDeclaresNoFactsIsSkippedNotAnError) {
+  EXPECT_THROW(run("{model: {name: toy}}"), runner::SkipPoint);
+}
+
 }  // namespace

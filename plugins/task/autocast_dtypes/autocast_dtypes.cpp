@@ -3,16 +3,18 @@
 //
 // Forward and loss run inside AutocastScope(ctx.precision); backward outside it,
 // as PyTorch code does. One record per tensor, labelled tensor=<name>, in this order:
-// parameters (by name), the model's intermediates when it exposes them
-// (plugins::toy::TracedModel: fc1_output, relu_output, layer_norm_output), logits,
-// loss, then each parameter's gradient (<name>.grad).
+// parameters (by name), the intermediates the model exposes through
+// runner::Model::forward_traced (toy: fc1_output, relu_output, layer_norm_output),
+// logits (the traced output, whatever the model calls it), loss, then each
+// parameter's gradient (<name>.grad).
 #include <ATen/ATen.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runner/device.hpp"
-#include "plugins/model/toy/traced_model.hpp"
 #include "runner/model.hpp"
 #include "runner/task.hpp"
 
@@ -51,15 +53,10 @@ class AutocastDtypes : public runner::Task {
     torch::Tensor logits, loss;
     {
       runner::AutocastScope autocast(ctx.device, ctx.precision);
-      if (auto* traced = dynamic_cast<plugins::toy::TracedModel*>(model.get())) {
-        const plugins::toy::ToyForwardTrace t = traced->forward_traced(batch.inputs);
-        emit("fc1_output", "activation", t.fc1_output);
-        emit("relu_output", "activation", t.relu_output);
-        emit("layer_norm_output", "activation", t.layer_norm_output);
-        logits = t.logits;
-      } else {
-        logits = model->forward(batch.inputs);
-      }
+      const std::vector<runner::NamedTensor> trace = model->forward_traced(batch.inputs);
+      if (trace.empty()) throw std::runtime_error("autocast_dtypes: the model's forward_traced returned nothing");
+      for (size_t i = 0; i + 1 < trace.size(); ++i) emit(trace[i].name, "activation", trace[i].tensor);
+      logits = trace.back().tensor;
       loss = model->loss(logits, batch.targets);
     }
     emit("logits", "activation", logits);

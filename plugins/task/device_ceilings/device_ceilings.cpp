@@ -43,12 +43,6 @@ std::vector<double> per_iteration(const std::vector<double>& step_ms, int iterat
   return out;
 }
 
-std::vector<double> rates(const std::vector<double>& ms, double work_per_iteration, double unit) {
-  std::vector<double> out;
-  for (double t : ms) out.push_back(work_per_iteration / (t * 1e-3) / unit);
-  return out;
-}
-
 class DeviceCeilings : public runner::Task {
  public:
   void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
@@ -76,10 +70,11 @@ class DeviceCeilings : public runner::Task {
           for (int i = 0; i < iterations; ++i, ++k) at::mm_out(c, a[k % buffers], b[k % buffers]);
         });
       });
-      const auto ms = per_iteration(times.ms.at("matmul"), iterations);
       const double flop = 2.0 * static_cast<double>(n) * n * n;
-      record.add("time_ms", runner::Stats::of(ms), "ms");
-      record.add("tflops", runner::Stats::of(rates(ms, flop, 1e12)), "TFLOP/s");
+      record.add("time_ms", times.stats_of(per_iteration(times.ms.at("matmul"), iterations)), "ms");
+      runner::StepWork work;
+      work.flop = flop * iterations;
+      times.record_rates(record, work, "matmul");
       record.add("flop", flop, "FLOP");
     } else {
       const double mib = static_cast<double>(p.integer("size"));
@@ -93,10 +88,11 @@ class DeviceCeilings : public runner::Task {
           for (int i = 0; i < iterations; ++i, ++k) dst.copy_(src[k % buffers]);
         });
       });
-      const auto ms = per_iteration(times.ms.at("copy"), iterations);
       const double bytes_moved = 2.0 * static_cast<double>(elements) * at::elementSize(dtype);
-      record.add("time_ms", runner::Stats::of(ms), "ms");
-      record.add("gbps", runner::Stats::of(rates(ms, bytes_moved, 1e9)), "GB/s");
+      record.add("time_ms", times.stats_of(per_iteration(times.ms.at("copy"), iterations)), "ms");
+      runner::StepWork work;
+      work.bytes = bytes_moved * iterations;
+      times.record_rates(record, work, "copy");
       record.add("bytes_moved", bytes_moved, "bytes");
     }
     out.emit(std::move(record));

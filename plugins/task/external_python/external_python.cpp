@@ -3,15 +3,20 @@
 // and the same report tables.
 //
 // Command line:  <python> <script> --device cpu|cuda --precision <name> --seed <n>
-//                --warmup <w> --steps <n> --model <name> --model.<option> <value> ... <args...>
+//                --warmup <w> --steps <n> --repetitions <r> --cache warm|cold
+//                [--target-rel-stderr <t> --min-steps <a> --max-steps <b> --max-seconds <s>]
+//                --model <name> --model.<option> <value> ... <args...>
+// (the bracketed flags only when the point measures adaptively).
 // The model flags are the resolved `model` options (so one `sweep: {model.size: [...]}`
 // drives the C++ and the Python parts alike, and validates the sizes).
 //
 // Protocol: every stdout line that starts with '{' is one record:
-//   {"labels": {"k": "v"}, "metrics": {"name": {"unit": "ms", "samples": [..]}
+//   {"labels": {"k": "v"}, "metrics": {"name": {"unit": "ms", "samples": [..], "repetition_means": [..]}
 //                                             | {"unit": "bytes", "value": 1.0}
 //                                             | {"text": "..."}}}
-// {"oom": true, ...} makes the point `oom`. A non-zero exit, or no record line,
+// An optional "measurement": {"mode", "n", "rel_stderr", "target_rel_stderr",
+// "target_met", "stop_reason", ...} says how the script's loop stopped; the host
+// stores it like its own. {"oom": true, ...} makes the point `oom`. A non-zero exit, or no record line,
 // makes it `error` with the tail of the script's stderr.
 #include <c10/util/Exception.h>
 
@@ -53,7 +58,9 @@ runner::Metric to_metric(const std::string& name, const json& m) {
   if (m.contains("text")) {
     metric.value = as_text(m["text"]);
   } else if (m.contains("samples")) {
-    metric.value = runner::Stats::of(m["samples"].get<std::vector<double>>());
+    runner::Stats stats = runner::Stats::of(m["samples"].get<std::vector<double>>());
+    if (m.contains("repetition_means")) stats.repetition_means = m["repetition_means"].get<std::vector<double>>();
+    metric.value = stats;
   } else if (m.contains("value")) {
     metric.value = m["value"].get<double>();
   } else {
@@ -62,14 +69,36 @@ runner::Metric to_metric(const std::string& name, const json& m) {
   return metric;
 }
 
+std::string number_text(double value) {
+  std::ostringstream out;
+  out.precision(15);
+  out << value;
+  return out.str();
+}
+
+// The script's "measurement" object: how its own loop measured and stopped.
+runner::MeasureSummary to_summary(const json& m) {
+  if (!m.is_object()) throw std::runtime_error("external_python: \"measurement\" is not an object");
+  runner::MeasureSummary s;
+  s.mode = m.value("mode", std::string("fixed"));
+  s.cache = m.value("cache", std::string("warm"));
+  s.repetitions = m.value("repetitions", 1);
+  s.n = m.value("n", std::int64_t{0});
+  s.rel_stderr = m.value("rel_stderr", 0.0);
+  s.target_rel_stderr = m.value("target_rel_stderr", 0.0);
+  s.target_met = m.value("target_met", true);
+  s.stop_reason = m.value("stop_reason", std::string());
+  s.measured_seconds = m.value("measured_seconds", 0.0);
+  return s;
+}
+
 runner::Record to_record(const json& line) {
   runner::Record r;
   const json labels = line.value("labels", json::object());  // named: items() must not outlive it
   const json metrics = line.value("metrics", json::object());
   for (const auto& [key, value] : labels.items()) r.label(key, as_text(value));
   for (const auto& [name, m] : metrics.items()) {
-    runner::Metric metric = to_metric(name, m);
-    r.metrics.emplace_back(name, std::move(metric));
+    r.add(name, to_metric(name, m));
   }
   return r;
 }
@@ -86,7 +115,15 @@ class ExternalPython : public runner::Task {
                                      "--precision", ctx.precision.name,
                                      "--seed", std::to_string(ctx.seed),
                                      "--warmup", std::to_string(ctx.measure.warmup_steps),
-                                     "--steps", std::to_string(ctx.measure.measured_steps)};
+                                     "--steps", std::to_string(ctx.measure.measured_steps),
+                                     "--repetitions", std::to_string(ctx.measure.repetitions),
+                                     "--cache", ctx.measure.cache};
+    if (ctx.measure.adaptive()) {
+      argv.insert(argv.end(), {"--target-rel-stderr", number_text(ctx.measure.target_rel_stderr),
+                               "--min-steps", std::to_string(ctx.measure.min_steps),
+                               "--max-steps", std::to_string(ctx.measure.max_steps),
+                               "--max-seconds", number_text(ctx.measure.max_seconds)});
+    }
     for (const auto& [key, value] : p.flatten())
       if (key == "model" || key.rfind("model.", 0) == 0) argv.insert(argv.end(), {"--" + key, value});
     for (const std::string& a : p.texts("args")) argv.push_back(a);
@@ -115,6 +152,7 @@ class ExternalPython : public runner::Task {
                          as_text(parsed.value("error", json("(no message)"))));
       }
       records.push_back(to_record(parsed));
+      if (parsed.contains("measurement")) ctx.measurements.push_back(to_summary(parsed["measurement"]));
     }
     if (result.exit_code != 0)
       throw std::runtime_error("external_python: `" + command + "` exited with " + std::to_string(result.exit_code) +

@@ -42,6 +42,34 @@ TEST_F(ExternalPythonTest, PassesDeviceSeedMeasureSettingsPrecisionAndModelOptio
   EXPECT_EQ(r.labels.at("size"), "xl");
 }
 
+TEST_F(ExternalPythonTest, AdaptiveSettingsArePassedAndTheScriptsMeasurementIsKept) {
+  runner::Context ctx;
+  ctx.plugins = &registry;
+  ctx.measure.target_rel_stderr = 0.02;
+  ctx.measure.min_steps = 3;
+  ctx.measure.max_steps = 7;
+  ctx.measure.max_seconds = 5;
+  ctx.measure.repetitions = 2;
+  const runner::Params params = runner::resolve_plugin_options(
+      registry, runner::PluginKind::Task, "external_python",
+      std::string("{script: ") + RUNNER_SOURCE_DIR + "/plugins/task/external_python/testdata/fake_bench.py, python: " +
+          RUNNER_PYTHON + "}");
+  runner::RecordList out;
+  ctx.create<runner::Task>(runner::PluginKind::Task, params)->run(ctx, params, out);
+  ASSERT_EQ(out.records.size(), 1u);
+  const std::string flags = std::get<std::string>(out.records[0].find("flags")->value);
+  for (const char* expected : {"target_rel_stderr=0.02", "min_steps=3", "max_steps=7", "max_seconds=5", "repetitions=2",
+                               "cache=warm"})
+    EXPECT_NE(flags.find(expected), std::string::npos) << expected << " not in: " << flags;
+  EXPECT_EQ(std::get<runner::Stats>(out.records[0].find("step_ms")->value).repetition_means,
+            (std::vector<double>{1.5, 2.5}));
+  ASSERT_EQ(ctx.measurements.size(), 1u);
+  EXPECT_EQ(ctx.measurements[0].mode, "adaptive");
+  EXPECT_EQ(ctx.measurements[0].stop_reason, "target");
+  EXPECT_TRUE(ctx.measurements[0].target_met);
+  EXPECT_EQ(ctx.measurements[0].repetitions, 2);
+}
+
 TEST_F(ExternalPythonTest, NonZeroExitThrowsWithStderrTail) {
   try {
     run("fail");

@@ -113,12 +113,10 @@ class TrainStep : public runner::Task {
     const std::optional<runner::DeviceMemory> memory = runner::device_memory(ctx.device);
 
     runner::Record r;
-    for (const std::string& phase : times.order)
-      r.add(phase + "_ms", runner::Stats::of(times.ms.at(phase)), "ms");
-    const double tokens = static_cast<double>(batch.targets.numel());
-    std::vector<double> tokens_per_s;
-    for (double ms : times.ms.at("step")) tokens_per_s.push_back(tokens / (ms * 1e-3));
-    r.add("tokens_per_s", runner::Stats::of(tokens_per_s), "tokens/s");
+    runner::StepWork work;  // the host derives tokens_per_s from it, per step
+    work.items = static_cast<double>(batch.targets.numel());
+    work.item_name = "tokens";
+    times.record(r, work);
     r.add("parameters", static_cast<double>(parameter_count(module)), "count");
     if (memory) {
       r.add("peak_memory_bytes", static_cast<double>(memory->peak_allocated_bytes), "bytes");

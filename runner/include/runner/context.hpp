@@ -1,9 +1,10 @@
 // What a plugin sees of the run: device, precision policy, seed, where to write,
-// a logger, the measurement settings, the active profilers, a way to create
-// other plugins, and (for multi-process runs) rank, world size and process group.
+// a logger, the measurement settings, a way to create other plugins, and (for
+// multi-process runs) rank, world size and process group.
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -19,8 +20,6 @@
 namespace c10d { class ProcessGroup; }
 
 namespace runner {
-
-class Profiler;
 
 // fp32: plain float32 (tf32 off). tf32: float32 with TF32 matmuls.
 // bf16 / fp16: float32 weights, autocast to that dtype (PyTorch's op lists).
@@ -59,6 +58,8 @@ class PluginFactory {
   virtual ~PluginFactory();
   virtual std::unique_ptr<PluginBase> create(PluginKind kind, const Params& params,
                                              Context& ctx) const = 0;
+  // The plugin's declared facts (PluginManifest::facts); throws when it declares none.
+  virtual std::map<std::string, double> facts(PluginKind kind, const Params& params) const;
 };
 
 struct Distributed {
@@ -76,8 +77,10 @@ class Context {
   std::filesystem::path artifact_dir;  // run_dir/artifacts/<part>-<point>, created on demand
   std::string point_name;              // "<part>-<index>", for artifact names
   MeasureSettings measure;
+  // One summary per measure_steps call of this point (a task that measures in
+  // another process adds its own); the host stores them with the records.
+  std::vector<MeasureSummary> measurements;
   Logger* log = nullptr;
-  std::vector<Profiler*> profilers;
   const PluginFactory* plugins = nullptr;
   Distributed dist;
 
@@ -85,12 +88,18 @@ class Context {
   // Creates a nested plugin from its resolved options; throws if it is not a T.
   template <class T>
   std::unique_ptr<T> create(PluginKind kind, const Params& params) {
+    if (plugins == nullptr)
+      throw std::runtime_error("cannot create " + std::string(to_string(kind)) + " plugin '" + params.plugin_name() +
+                               "': this Context has no plugin factory (set Context::plugins)");
     std::unique_ptr<PluginBase> base = plugins->create(kind, params, *this);
     T* typed = dynamic_cast<T*>(base.get());
     if (typed == nullptr) throw std::runtime_error("plugin '" + params.plugin_name() + "' is not a " + to_string(kind));
     base.release();
     return std::unique_ptr<T>(typed);
   }
+  // What a plugin declares about itself from `params` alone (PluginManifest::facts),
+  // e.g. a model's dimensions, so a task needs no other plugin's headers.
+  std::map<std::string, double> facts(PluginKind kind, const Params& params) const;
   // Creates artifact_dir if needed and returns artifact_dir / file_name.
   std::filesystem::path artifact_path(const std::string& file_name) const;
   void synchronize() const;  // waits for the device (no-op on CPU)

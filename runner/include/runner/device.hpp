@@ -19,8 +19,12 @@ struct DeviceMemory {
 // nullopt on CPU: LibTorch keeps no allocator statistics there.
 std::optional<DeviceMemory> device_memory(const c10::Device& device);
 void reset_peak_memory(const c10::Device& device);
-// Returns cached blocks to the driver (after an OOM, between points).
+// Returns cached blocks to the driver (after an OOM, between points). Throws
+// runner::DeviceFault when the device has a sticky error.
 void release_cached_memory(const c10::Device& device);
+// The message of a sticky device error (illegal address, launch failure, ...)
+// that leaves the CUDA context unusable; nullopt when the device is healthy or a CPU.
+std::optional<std::string> device_fault(const c10::Device& device);
 bool cuda_available();
 // A fresh generator on `device` (CPU or CUDA) seeded with `seed`, independent of
 // the global one, so weights and batches do not depend on what ran before.

@@ -1,20 +1,72 @@
 // The measurement loop every task shares: warm-up steps, then timed steps, each
-// step split into named phases. On CUDA, phases are timed with CUDA events; on
-// CPU, with a steady clock. NVTX ranges mark warmup/measure steps and phases.
+// step split into named phases, repeated `repetitions` times.
+//
+// A step's time ("step") is the span from the start of its first phase to the
+// end of its last phase: everything the step put on the device (or, on CPU, did)
+// between those marks, gaps between phases included. Phases are timed alone, so
+// the phases' sum is at most the step. On CUDA the marks are CUDA events created
+// once before the measured loop; on CPU a steady clock. "wall" is the host's time
+// for the step including the synchronize (only with sync_each_step).
+//
+// Stopping: with target_rel_stderr = 0 every repetition measures exactly
+// measured_steps. With a target, it measures at least min_steps, then stops as
+// soon as the relative standard error of the mean step time (std / sqrt(n) /
+// mean) is at or below the target, or at max_steps, or once the measured steps
+// have taken max_seconds, whichever comes first.
+//
+// NVTX ranges mark warmup/measure, each step and each phase.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "runner/record.hpp"
+
 namespace runner {
 
 struct MeasureSettings {
   int warmup_steps = 5;
-  int measured_steps = 10;
-  // Synchronize the device after every step (the spec's "synchronize after each
-  // step"); when false, events are read once after the last step.
+  int measured_steps = 10;        // the fixed count, when target_rel_stderr is 0
+  double target_rel_stderr = 0;   // > 0: adaptive stopping
+  int min_steps = 10;             // adaptive: never fewer
+  int max_steps = 1000;           // adaptive: never more
+  double max_seconds = 60;        // adaptive: stop once measured steps took this long
+  int repetitions = 1;            // warm-up + measurement, this many times
+  // Synchronize the device after every step; when false, events are read in
+  // batches (all steps in fixed mode, min_steps at a time in adaptive mode).
   bool sync_each_step = true;
+  std::string cache = "warm";     // warm | cold: write a buffer larger than L2 before every step
+  bool adaptive() const { return target_rel_stderr > 0; }
+};
+
+// What the GPU reported (through NVML) at one moment; `valid` false on CPU or
+// without a driver.
+struct GpuSample {
+  bool valid = false;
+  unsigned sm_clock_mhz = 0, memory_clock_mhz = 0, temperature_c = 0;
+  double power_w = 0;
+  std::uint64_t throttle_reasons = 0;  // NVML clocks-event reason bits
+};
+
+// How one measure_steps call went; the host adds it to the point's records.
+struct MeasureSummary {
+  std::string mode;           // fixed | adaptive
+  std::string cache;          // warm | cold
+  int repetitions = 1;
+  std::int64_t n = 0;         // measured steps, all repetitions
+  double rel_stderr = 0;      // of the mean step time over all measured steps
+  double target_rel_stderr = 0;
+  bool target_met = true;     // every repetition reached the target (fixed: true)
+  std::string stop_reason;    // fixed | target | max_steps | max_seconds (the last repetition's)
+  double measured_seconds = 0;
+  // GPU state sampled while measuring (at synchronize points, at most every 50 ms).
+  int gpu_samples = 0;
+  unsigned min_sm_clock_mhz = 0, max_sm_clock_mhz = 0;
+  unsigned max_temperature_c = 0;
+  double max_power_w = 0;
+  std::uint64_t throttle_reasons = 0;  // OR of all samples
 };
 
 class Context;
@@ -26,13 +78,36 @@ class StepTimer {
   virtual void phase(const std::string& name, const std::function<void()>& fn) = 0;
 };
 
-struct PhaseTimes {
-  std::vector<std::string> order;                     // phases in first-seen order, then "step"
-  std::map<std::string, std::vector<double>> ms;      // per measured step
+// Work one step does; rates are derived per step from the step's time.
+struct StepWork {
+  double items = 0;                 // e.g. tokens per step -> "<item_name>_per_s"
+  std::string item_name = "items";  // e.g. "tokens" (unit "tokens/s")
+  double flop = 0;                  // -> "tflops" (TFLOP/s)
+  double bytes = 0;                 // bytes read + written -> "gbps" (GB/s)
 };
 
-// Runs warmup + measured steps of `step` and returns the measured steps' times.
-// "step" holds the whole step (first phase start to last phase end).
+struct PhaseTimes {
+  std::vector<std::string> order;                 // phases in first-seen order, then "step" (and "wall")
+  std::map<std::string, std::vector<double>> ms;  // per measured step, repetitions one after another
+  std::vector<std::int64_t> repetition_steps;     // steps measured in each repetition
+  MeasureSummary summary;
+
+  // Stats of per-step values (one per measured step, like ms[...]) with one
+  // mean per repetition when there were several.
+  Stats stats_of(const std::vector<double>& per_step) const;
+  Stats stats(const std::string& phase) const { return stats_of(ms.at(phase)); }
+  // Adds "<phase>_ms" for every phase in `order`, and the rates of `work` per
+  // `rate_phase` (default: the whole step).
+  void record(Record& r, const StepWork& work = {}, const std::string& rate_phase = "step") const;
+  // Adds only the rates of `work` over `phase`'s times.
+  void record_rates(Record& r, const StepWork& work, const std::string& phase = "step") const;
+};
+
+// Runs warm-up + measured steps of `step` (repeated) and returns the measured
+// steps' times. Appends its summary to ctx.measurements.
 PhaseTimes measure_steps(Context& ctx, const std::function<void(StepTimer&)>& step);
+
+// Relative standard error of the mean: std / sqrt(n) / |mean| (0 for n < 2).
+double rel_stderr(const std::vector<double>& samples);
 
 }  // namespace runner

@@ -5,6 +5,7 @@
 // version matches, so a plugin built against another API is skipped, not crashed on.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@
 namespace runner {
 
 // Bump when any public header changes layout or virtual interface.
-inline constexpr int kPluginApiVersion = 1;
+inline constexpr int kPluginApiVersion = 3;
 
 enum class PluginKind { Task, Model, Attention, Optimizer, Ddp, Profiler };
 const char* to_string(PluginKind kind);
@@ -62,6 +63,10 @@ struct PluginManifest {
   std::string description;  // one line
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<PluginBase>(const Params&, Context&)> create;
+  // Optional: numbers that follow from the options alone, without building the
+  // plugin (a model's d_model, context_length, parameters), for analytic tasks
+  // that must not allocate. Reached through Context::facts.
+  std::function<std::map<std::string, double>(const Params&)> facts;
 };
 
 }  // namespace runner

@@ -13,7 +13,8 @@ class RangeListener {
   virtual void range_pop(const std::string& name) = 0;
 };
 
-// Listeners are per thread; the host installs the point's profilers.
+// Listeners are process-wide (a backward's ranges open on autograd's device thread);
+// the host installs the point's profilers. Open ranges are per thread.
 void add_range_listener(RangeListener* listener);
 void remove_range_listener(RangeListener* listener);
 // Innermost ranges joined with '/', e.g. "measure/forward/layer3/attention".

@@ -12,7 +12,11 @@ namespace runner {
 struct Stats {
   std::int64_t n = 0;
   double mean = 0, std = 0, median = 0, min = 0, max = 0;  // std: sample (n-1)
+  // One mean per repetition (measure.repetitions > 1), for tests across runs.
+  std::vector<double> repetition_means;
   static Stats of(const std::vector<double>& samples);
+  // std / sqrt(n) / |mean|: how far the mean may be off; 0 when n < 2 or mean is 0.
+  double rel_stderr() const;
 };
 
 struct Metric {
@@ -27,6 +31,9 @@ struct Record {
   std::vector<std::string> artifacts;  // paths relative to the run directory
 
   Record& label(const std::string& key, const std::string& value);
+  // Each add throws std::invalid_argument when the record already has a metric
+  // of that name: two values under one name would silently lose one.
+  Record& add(const std::string& name, Metric metric);
   Record& add(const std::string& name, double value, const std::string& unit);
   Record& add(const std::string& name, const Stats& stats, const std::string& unit);
   Record& add_text(const std::string& name, const std::string& text);

@@ -3,6 +3,7 @@
 // host's business; a task never loops over parameter values itself.
 #pragma once
 #include "runner/context.hpp"
+#include "runner/outcome.hpp"
 #include "runner/params.hpp"
 #include "runner/plugin.hpp"
 #include "runner/record.hpp"
@@ -12,7 +13,8 @@ namespace runner {
 class Task : public PluginBase {
  public:
   ~Task() override;
-  // Throwing c10::OutOfMemoryError makes the point `oom`; any other exception `error`.
+  // Throwing c10::OutOfMemoryError makes the point `oom`, runner::SkipPoint `skipped`
+  // (with its reason), runner::DeviceFault ends the sweep; any other exception `error`.
   virtual void run(Context& ctx, const Params& params, Recorder& out) = 0;
 };
 

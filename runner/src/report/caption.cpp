@@ -72,15 +72,50 @@ std::string machine_clause(const std::vector<const json*>& records) {
   return join(parts, ", ");
 }
 
+// "n = 12–300" over the records' measurement summaries; empty when none has one.
+std::string n_range(const std::vector<const json*>& records) {
+  long long lo = -1, hi = -1;
+  for (const json* r : records) {
+    const auto m = r->find("measurement");
+    if (m == r->end()) continue;
+    for (const json& s : m->is_array() ? *m : json::array({*m})) {
+      if (!s.is_object() || !s.contains("n") || !s["n"].is_number()) continue;
+      const long long n = s["n"].get<long long>();
+      lo = lo < 0 ? n : std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+  }
+  if (lo < 0) return "";
+  return "n = " + std::to_string(lo) + (hi != lo ? "–" + std::to_string(hi) : "");
+}
+
 std::string steps_clause(const std::vector<const json*>& records) {
   const auto warmup = distinct(records, [](const json& r) { return param_text(r, "measure.warmup_steps"); });
   const auto measured =
       distinct(records, [](const json& r) { return param_text(r, "measure.measured_steps"); });
+  const auto target = distinct(records, [](const json& r) {
+    const std::string t = param_text(r, "measure.target_rel_stderr");
+    return t == "0" || t == "0.0" ? std::string() : t;
+  });
+  const auto repetitions = distinct(records, [](const json& r) {
+    const std::string n = param_text(r, "measure.repetitions");
+    return n == "1" ? std::string() : n;
+  });
+  const auto cache = distinct(records, [](const json& r) { return param_text(r, "measure.cache"); });
   std::vector<std::string> parts;
   if (warmup.size() == 1) parts.push_back("warm-up " + warmup[0]);
   if (warmup.size() > 1) parts.push_back("warm-up varies by row/column");
-  if (measured.size() == 1) parts.push_back("measured " + measured[0] + " steps");
-  if (measured.size() > 1) parts.push_back("measured steps vary by row/column");
+  if (!target.empty()) {
+    std::string text = "measured until the relative standard error of the mean is at most " +
+                       (target.size() == 1 ? format_number(100 * std::stod(target[0]), "%.3g") + "%" : "the target");
+    if (const std::string n = n_range(records); !n.empty()) text += " (" + n + " steps)";
+    parts.push_back(text);
+  } else {
+    if (measured.size() == 1) parts.push_back("measured " + measured[0] + " steps");
+    if (measured.size() > 1) parts.push_back("measured steps vary by row/column");
+  }
+  if (repetitions.size() == 1) parts.push_back(repetitions[0] + " repetitions");
+  if (std::find(cache.begin(), cache.end(), "cold") != cache.end()) parts.push_back("cache flushed before every step");
   return join(parts, ", ");
 }
 

@@ -108,7 +108,7 @@ std::string shortest_number(double value) {
 std::string latex_escape(const std::string& text) {
   // UTF-8 sequences first (they are several bytes), then single ASCII characters.
   static const std::pair<std::string, std::string> kUtf8[] = {
-      {"±", "$\\pm$"}, {"×", "$\\times$"}, {"–", "--"}, {"—", "---"}};
+      {"±", "$\\pm$"}, {"×", "$\\times$"}, {"†", "\\textsuperscript{\\dag}"}, {"–", "--"}, {"—", "---"}};
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
     bool replaced = false;

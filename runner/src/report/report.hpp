@@ -25,6 +25,7 @@ struct ColumnSpec {
   std::string stat;    // n|mean|std|median|min|max; empty = table's stat, else mean
   std::string format;  // printf-style; empty = table's format, else "%.3g"
   int show_std = -1;   // -1 = as the table says; 0/1 as set on the column
+  std::string noise;   // marker|percent|off; empty = as the table says
   std::map<std::string, std::string> where;  // extra record filter for this column
   std::vector<std::string> ratio;             // {numerator id, denominator id}
   std::string key;                            // a params/labels value shown as is
@@ -40,6 +41,13 @@ struct TableSpec {
   std::string metric;
   std::string stat, format;  // defaults for pivot cells and for columns
   bool show_std = false;
+  // How cells show their noise, the relative standard error of the mean
+  // (std / sqrt(n) / mean, from the record's stats): marker = " †" after cells
+  // above the threshold; percent = " ±x%" after every measured cell (and the
+  // marker); off = nothing. The threshold is the record's target_rel_stderr when
+  // it was measured adaptively, else noise_threshold.
+  std::string noise = "marker";
+  double noise_threshold = 0.05;
 };
 
 struct ReportSpec {

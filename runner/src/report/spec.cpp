@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,9 +18,10 @@ namespace {
 const std::vector<std::string> kReportKeys = {"id", "title", "tables"};
 const std::vector<std::string> kTableKeys = {
     "name", "title", "question", "part", "where", "rows", "columns",
-    "pivot", "metric", "stat", "format", "show_std", "caption"};
-const std::vector<std::string> kColumnKeys = {"id",     "header",   "metric", "stat", "format",
-                                              "show_std", "where", "ratio",  "key"};
+    "pivot", "metric", "stat", "format", "show_std", "noise", "noise_threshold", "caption"};
+const std::vector<std::string> kColumnKeys = {"id",       "header", "metric", "stat", "format",
+                                              "show_std", "noise",  "where",  "ratio", "key"};
+const std::set<std::string> kNoiseModes = {"marker", "percent", "off"};
 const std::set<std::string> kStats = {"n", "mean", "std", "median", "min", "max"};
 
 bool is_name(const std::string& text, bool allow_upper_and_dash) {
@@ -99,6 +101,13 @@ struct SpecParser {
     return value;
   }
 
+  std::string noise(const YAML::Node& parent, const std::string& path) const {
+    const std::string value = optional_scalar(parent, "noise", path);
+    if (!value.empty() && !kNoiseModes.count(value))
+      fail(parent["noise"], path + ".noise", "unknown noise mode '" + value + "'; expected marker, percent or off");
+    return value;
+  }
+
   std::string format(const YAML::Node& parent, const std::string& path) const {
     const std::string value = optional_scalar(parent, "format", path);
     if (value.empty()) return value;
@@ -119,6 +128,7 @@ struct SpecParser {
     column.key = optional_scalar(node, "key", path);
     column.stat = stat(node, path);
     column.format = format(node, path);
+    column.noise = noise(node, path);
     if (node["show_std"]) column.show_std = boolean(node["show_std"], path + ".show_std") ? 1 : 0;
     if (node["where"]) column.where = where(node["where"], path + ".where");
     if (node["ratio"]) {
@@ -168,6 +178,14 @@ struct SpecParser {
     table.stat = stat(node, path);
     table.format = format(node, path);
     if (node["show_std"]) table.show_std = boolean(node["show_std"], path + ".show_std");
+    if (const std::string mode = noise(node, path); !mode.empty()) table.noise = mode;
+    if (node["noise_threshold"]) {
+      const std::string text = scalar(node["noise_threshold"], path + ".noise_threshold");
+      char* end = nullptr;
+      table.noise_threshold = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !(table.noise_threshold > 0))
+        fail(node["noise_threshold"], path + ".noise_threshold", "expected a positive number, e.g. 0.02 for 2%");
+    }
     table.pivot = optional_scalar(node, "pivot", path);
     table.metric = optional_scalar(node, "metric", path);
 

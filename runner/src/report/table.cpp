@@ -1,5 +1,5 @@
 // Building one table from stored records: which records belong, rows, columns,
-// cells (OOM/error/missing), ratios. Spec parsing is in spec.cpp, captions in
+// cells (OOM/error/skipped/missing), ratios. Spec parsing is in spec.cpp, captions in
 // caption.cpp, rendering in render.cpp.
 #include <algorithm>
 #include <charconv>
@@ -77,19 +77,40 @@ bool matches(const json& record, const std::map<std::string, std::string>& where
 }
 
 struct Cell {
-  enum class Kind { missing, oom, error, number, text } kind = Kind::missing;
+  enum class Kind { missing, oom, error, skipped, number, text } kind = Kind::missing;
   double value = 0, std = 0;
   bool has_std = false, integer = false;
+  double rse = -1;        // relative standard error of the mean; < 0: unknown (a scalar)
+  double threshold = 0;   // what counts as too noisy for this cell
   std::string text;
 };
+
+// The record's own target when it was measured adaptively, else the table's.
+double noise_threshold(const json& record, double table_default) {
+  const auto m = record.find("measurement");
+  if (m == record.end()) return table_default;
+  const json& first = m->is_array() && !m->empty() ? (*m)[0] : *m;
+  if (!first.is_object()) return table_default;
+  const double target = first.value("target_rel_stderr", 0.0);
+  return target > 0 ? target : table_default;
+}
+
+double stats_rse(const json& stats) {
+  if (stats.contains("rel_stderr") && stats["rel_stderr"].is_number()) return stats["rel_stderr"].get<double>();
+  // Records written before rel_stderr was stored: derive it from n, std, mean.
+  const double n = stats.value("n", 0.0), sd = stats.value("std", 0.0), mean = stats.value("mean", 0.0);
+  if (n < 2 || mean == 0) return -1;
+  return sd / std::sqrt(n) / std::fabs(mean);
+}
 
 bool failed(const json& record) { return record.value("status", std::string("ok")) != "ok"; }
 
 
-Cell metric_cell(const json& record, const std::string& metric, const std::string& stat) {
+Cell metric_cell(const json& record, const std::string& metric, const std::string& stat, double default_threshold) {
   Cell cell;
   if (failed(record)) {
-    cell.kind = record.value("status", std::string()) == "oom" ? Cell::Kind::oom : Cell::Kind::error;
+    const std::string status = record.value("status", std::string());
+    cell.kind = status == "oom" ? Cell::Kind::oom : status == "skipped" ? Cell::Kind::skipped : Cell::Kind::error;
     return cell;
   }
   const json* found = find_metric(record, metric);
@@ -109,18 +130,28 @@ Cell metric_cell(const json& record, const std::string& metric, const std::strin
       cell.has_std = true;
       cell.std = (*found)["std"].get<double>();
     }
+    if (!cell.integer) {
+      cell.rse = stats_rse(*found);
+      cell.threshold = noise_threshold(record, default_threshold);
+    }
   }
   return cell;
 }
 
 Cell ratio_cell(const Cell& numerator, const Cell& denominator) {
   for (const Cell* side : {&numerator, &denominator})
-    if (side->kind == Cell::Kind::oom || side->kind == Cell::Kind::error) return *side;
+    if (side->kind == Cell::Kind::oom || side->kind == Cell::Kind::error || side->kind == Cell::Kind::skipped)
+      return *side;
   Cell cell;
   if (numerator.kind == Cell::Kind::number && denominator.kind == Cell::Kind::number &&
       denominator.value != 0) {
     cell.kind = Cell::Kind::number;
     cell.value = numerator.value / denominator.value;
+    // Independent means: relative errors add in quadrature, and so do the targets.
+    if (numerator.rse >= 0 && denominator.rse >= 0) {
+      cell.rse = std::hypot(numerator.rse, denominator.rse);
+      cell.threshold = std::hypot(numerator.threshold, denominator.threshold);
+    }
   }
   return cell;
 }
@@ -130,24 +161,36 @@ struct Column {
   enum class Kind { metric, ratio, key } kind = Kind::metric;
   std::string header, metric, stat, format, key;
   bool show_std = false;
+  std::string noise = "marker";
   std::map<std::string, std::string> where;
   std::size_t numerator = 0, denominator = 0;
 };
 
 std::string integer_text(double value) { return std::to_string(std::llround(value)); }
 
+bool noisy(const Cell& cell, const Column& column) {
+  return column.noise != "off" && cell.kind == Cell::Kind::number && cell.rse > cell.threshold;
+}
+
 std::string display(const Cell& cell, const Column& column) {
   switch (cell.kind) {
     case Cell::Kind::missing: return "–";
     case Cell::Kind::oom: return "OOM";
     case Cell::Kind::error: return "error";
+    case Cell::Kind::skipped: return "skipped";
     case Cell::Kind::text: return cell.text;
     case Cell::Kind::number: break;
   }
   if (cell.integer) return integer_text(cell.value);
   std::string text = format_number(cell.value, column.format);
   if (column.show_std && cell.has_std) text += " ± " + format_number(cell.std, column.format);
+  if (column.noise == "percent" && cell.rse >= 0) text += " ±" + format_number(100 * cell.rse, "%.2g") + "%";
+  if (noisy(cell, column)) text += " †";
   return text;
+}
+
+std::string csv_rse(const Cell& cell) {
+  return cell.kind == Cell::Kind::number && cell.rse >= 0 ? shortest_number(cell.rse) : "–";
 }
 
 std::string csv_value(const Cell& cell, bool std_part) {
@@ -171,6 +214,7 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
       column.stat = default_stat;
       column.format = default_format;
       column.show_std = spec.show_std;
+      column.noise = spec.noise;
       column.where = {{spec.pivot, value}};
       columns.push_back(column);
     }
@@ -189,6 +233,7 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
     column.stat = column_spec.stat.empty() ? default_stat : column_spec.stat;
     column.format = column_spec.format.empty() ? default_format : column_spec.format;
     column.show_std = column_spec.show_std < 0 ? spec.show_std : column_spec.show_std == 1;
+    column.noise = column_spec.noise.empty() ? spec.noise : column_spec.noise;
     column.where = column_spec.where;
     if (column.kind == Column::Kind::ratio) {
       column.numerator = index_of_id.at(column_spec.ratio[0]);
@@ -256,7 +301,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
           }
         } else if (failed(record) || find_metric(record, column.metric)) {
           // Records of one point may carry different metrics; skip those without ours.
-          grid[row][c] = metric_cell(record, column.metric, column.stat);
+          grid[row][c] = metric_cell(record, column.metric, column.stat, spec.noise_threshold);
           break;
         }
       }
@@ -276,13 +321,18 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
     table.header.push_back(column.header);
     table.csv_header.push_back(column.header);
     if (column.show_std) table.csv_header.push_back(column.header + " std");
+    if (column.noise == "percent") table.csv_header.push_back(column.header + " rel_stderr");
   }
+  bool any_noisy = false, any_percent = false;
   for (std::size_t row = 0; row < row_keys.size(); ++row) {
     std::vector<std::string> cells = row_keys[row], csv = row_keys[row];
     for (std::size_t c = 0; c < columns.size(); ++c) {
       cells.push_back(display(grid[row][c], columns[c]));
       csv.push_back(csv_value(grid[row][c], false));
       if (columns[c].show_std) csv.push_back(csv_value(grid[row][c], true));
+      if (columns[c].noise == "percent") csv.push_back(csv_rse(grid[row][c]));
+      if (noisy(grid[row][c], columns[c])) any_noisy = true;
+      if (columns[c].noise == "percent" && grid[row][c].rse >= 0) any_percent = true;
     }
     table.cells.push_back(std::move(cells));
     table.csv_rows.push_back(std::move(csv));
@@ -295,6 +345,10 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
     for (const auto& [key, value] : column.where) shown_keys.insert(key);
   }
   table.caption = detail::caption(spec, members, shown_keys);
+  if (any_percent) table.caption += " ±x% after a value: relative standard error of its mean (std / sqrt(n) / mean).";
+  if (any_noisy)
+    table.caption += " † noisy: relative standard error of the mean above the run's target_rel_stderr, or above " +
+                     format_number(100 * spec.noise_threshold, "%.3g") + "% where it had none.";
   return table;
 }
 

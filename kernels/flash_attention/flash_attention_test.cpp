@@ -1,0 +1,220 @@
+// The kernels and the tiled reference against the textbook formula, on fresh random
+// inputs (the seed is printed): outputs and dQ/dK/dV, causal and not, odd lengths, every
+// head dim. CPU tests cover the reference and the input checks; GPU tests skip without one.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <tuple>
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "flash_attention.hpp"
+#include "flash_reference.hpp"
+
+namespace {
+
+namespace flash = kernels::flash;
+
+std::uint64_t fresh_seed() {
+  const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto ad = a.to(torch::kDouble).cpu(), bd = b.to(torch::kDouble).cpu();
+  return (ad - bd).norm().item<double>() / bd.norm().item<double>();
+}
+
+struct Case {
+  std::int64_t batch, heads, lq, lk, d;
+  bool causal;
+};
+
+std::string name(const Case& c) {
+  return "b" + std::to_string(c.batch) + " h" + std::to_string(c.heads) + " lq" + std::to_string(c.lq) + " lk" +
+         std::to_string(c.lk) + " d" + std::to_string(c.d) + (c.causal ? " causal" : "");
+}
+
+struct Result {
+  torch::Tensor out, dq, dk, dv;
+};
+
+// softmax(q k^T / sqrt(d) + top-left causal mask) v, through autograd, in fp64.
+Result textbook(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& dout,
+                bool causal) {
+  auto qd = q.detach().to(torch::kDouble).requires_grad_(true);
+  auto kd = k.detach().to(torch::kDouble).requires_grad_(true);
+  auto vd = v.detach().to(torch::kDouble).requires_grad_(true);
+  auto s = torch::matmul(qd, kd.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal) {
+    auto mask = torch::ones({q.size(-2), k.size(-2)}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
+                    .triu(1);
+    s = s.masked_fill(mask, -std::numeric_limits<double>::infinity());
+  }
+  auto out = torch::matmul(torch::softmax(s, -1), vd);
+  auto g = torch::autograd::grad({out}, {qd, kd, vd}, {dout.to(torch::kDouble)});
+  return {out.detach(), g[0], g[1], g[2]};
+}
+
+struct Inputs {
+  torch::Tensor q, k, v, dout;
+};
+
+Inputs random_inputs(const Case& c, std::uint64_t seed, torch::Dtype dtype, torch::Device device) {
+  torch::manual_seed(seed);
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  return {torch::randn({c.batch, c.heads, c.lq, c.d}, opts), torch::randn({c.batch, c.heads, c.lk, c.d}, opts),
+          torch::randn({c.batch, c.heads, c.lk, c.d}, opts), torch::randn({c.batch, c.heads, c.lq, c.d}, opts)};
+}
+
+void expect_close(const Result& got, const Result& want, double tol, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_LT(rel_err(got.out, want.out), tol) << "out";
+  EXPECT_LT(rel_err(got.dq, want.dq), tol) << "dq";
+  EXPECT_LT(rel_err(got.dk, want.dk), tol) << "dk";
+  EXPECT_LT(rel_err(got.dv, want.dv), tol) << "dv";
+  EXPECT_FALSE(torch::isnan(got.out).any().item<bool>() || torch::isnan(got.dq).any().item<bool>());
+}
+
+const Case kCases[] = {
+    {2, 3, 37, 37, 16, false}, {2, 3, 37, 37, 16, true},  {1, 2, 100, 100, 32, true},  {1, 2, 65, 65, 32, false},
+    {2, 2, 129, 129, 64, true}, {1, 3, 77, 77, 64, false}, {1, 2, 190, 190, 128, true}, {1, 1, 64, 64, 128, false},
+    {1, 2, 50, 83, 64, true},  {1, 2, 83, 50, 32, true},
+};
+
+TEST(FlashReference, MatchesTheTextbookFormulaInFp32) {
+  const auto seed = fresh_seed();
+  for (const Case& c : kCases) {
+    for (flash::reference::Tiles tiles : {flash::reference::Tiles{16, 16}, flash::reference::Tiles{32, 64}}) {
+      Inputs in = random_inputs(c, seed, torch::kFloat, torch::kCPU);
+      auto fwd = flash::reference::forward(in.q, in.k, in.v, c.causal, tiles);
+      auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, c.causal, tiles);
+      expect_close({fwd.out, g.dq, g.dk, g.dv}, textbook(in.q, in.k, in.v, in.dout, c.causal), 1e-5,
+                   name(c) + " tiles " + std::to_string(tiles.query) + "x" + std::to_string(tiles.key) +
+                       " seed " + std::to_string(seed));
+    }
+  }
+}
+
+TEST(FlashReference, SavesTheRowLogSumExp) {
+  Inputs in = random_inputs({1, 2, 33, 33, 16, true}, 3, torch::kDouble, torch::kCPU);
+  auto fwd = flash::reference::forward(in.q, in.k, in.v, true, {16, 16});
+  auto s = torch::matmul(in.q, in.k.transpose(-2, -1)) / 4.0;
+  s = s.masked_fill(torch::ones({33, 33}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
+  EXPECT_LT(rel_err(fwd.lse, torch::logsumexp(s, -1)), 1e-6);
+}
+
+TEST(FlashReference, RejectsTilesSmallerThan16) {
+  Inputs in = random_inputs({1, 1, 8, 8, 16, false}, 1, torch::kFloat, torch::kCPU);
+  EXPECT_THROW(flash::reference::forward(in.q, in.k, in.v, false, {8, 16}), c10::Error);
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  }
+  return "";
+}
+
+TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
+  auto t = [](std::vector<std::int64_t> shape, torch::Dtype dt = torch::kFloat) {
+    return torch::zeros(shape, torch::TensorOptions().dtype(dt));
+  };
+  auto q = t({1, 2, 8, 64});
+  EXPECT_NE(error_of([&] { flash::check_inputs(t({1, 2, 8, 96}), t({1, 2, 8, 96}), t({1, 2, 8, 96})); })
+                .find("head dim 96 is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { flash::check_inputs(q, t({1, 2, 8, 32}), t({1, 2, 8, 32})); }).find("shapes must be"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { flash::check_inputs(q, t({1, 3, 8, 64}), t({1, 3, 8, 64})); }).find("shapes must be"),
+            std::string::npos);
+  auto i = t({1, 2, 8, 64}, torch::kInt);
+  EXPECT_NE(error_of([&] { flash::check_inputs(i, i, i); }).find("dtype Int is not supported"), std::string::npos);
+  EXPECT_NE(error_of([&] { flash::check_inputs(q, q, q); }).find("must be CUDA tensors"), std::string::npos);
+  EXPECT_NE(error_of([&] { flash::forward(q, q, q, false); }).find("must be CUDA tensors"), std::string::npos);
+  if (!torch::cuda::is_available()) return;
+  auto c = q.cuda();
+  auto nc = t({1, 2, 64, 8}).cuda().transpose(-2, -1);
+  EXPECT_NE(error_of([&] { flash::forward(nc, c, c, false); }).find("must be contiguous"), std::string::npos);
+  auto h = c.to(torch::kHalf);
+  EXPECT_NE(error_of([&] { flash::forward(h, c, c, false); }).find("dtypes differ"), std::string::npos);
+}
+
+class FlashKernel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+};
+
+Result run_kernels(const Inputs& in, bool causal) {
+  auto fwd = flash::forward(in.q, in.k, in.v, causal);
+  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal);
+  return {fwd.out, g.dq, g.dk, g.dv};
+}
+
+TEST_F(FlashKernel, Fp32MatchesTheTextbookFormula) {
+  const auto seed = fresh_seed();
+  for (const Case& c : kCases) {
+    Inputs in = random_inputs(c, seed, torch::kFloat, torch::kCUDA);
+    expect_close(run_kernels(in, c.causal), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-3,
+                 name(c) + " fp32 seed " + std::to_string(seed));
+  }
+}
+
+TEST_F(FlashKernel, Bf16AndFp16MatchTheTextbookFormula) {
+  const auto seed = fresh_seed();
+  for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    for (const Case& c : kCases) {
+      Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
+      // The reference sees the same rounded inputs, so only the kernel's arithmetic differs.
+      expect_close(run_kernels(in, c.causal), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-2,
+                   name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " seed " + std::to_string(seed));
+    }
+  }
+}
+
+TEST_F(FlashKernel, LongSequencesMatchTheTiledReference) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false}}) {
+    Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+    auto fwd = flash::reference::forward(in.q, in.k, in.v, c.causal, {64, 64});
+    auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, c.causal, {64, 64});
+    expect_close(run_kernels(in, c.causal), {fwd.out, g.dq, g.dk, g.dv}, 2e-2, name(c) + " seed " + std::to_string(seed));
+  }
+}
+
+TEST_F(FlashKernel, SavesTheRowLogSumExp) {
+  Inputs in = random_inputs({1, 2, 70, 70, 64, true}, 5, torch::kFloat, torch::kCUDA);
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    auto fwd = flash::forward(in.q.to(dtype), in.k.to(dtype), in.v.to(dtype), true);
+    auto ref = flash::reference::forward(in.q.to(dtype), in.k.to(dtype), in.v.to(dtype), true, {16, 16});
+    EXPECT_LT(rel_err(fwd.lse, ref.lse), 1e-3);
+  }
+}
+
+TEST_F(FlashKernel, BackwardRepeatsBitForBit) {
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    Inputs in = random_inputs({2, 4, 300, 300, 64, true}, 11, dtype, torch::kCUDA);
+    Result a = run_kernels(in, true), b = run_kernels(in, true);
+    EXPECT_TRUE(torch::equal(a.dq, b.dq) && torch::equal(a.dk, b.dk) && torch::equal(a.dv, b.dv));
+  }
+}
+
+TEST_F(FlashKernel, InputsWithoutBatchDimensions) {
+  Inputs in = random_inputs({1, 1, 45, 45, 32, true}, 9, torch::kFloat, torch::kCUDA);
+  auto q = in.q[0][0].contiguous(), k = in.k[0][0].contiguous(), v = in.v[0][0].contiguous();
+  auto fwd = flash::forward(q, k, v, true);
+  EXPECT_EQ(fwd.out.sizes(), q.sizes());
+  EXPECT_LT(rel_err(fwd.out, textbook(q, k, v, in.dout[0][0], true).out), 2e-3);
+}
+
+}  // namespace

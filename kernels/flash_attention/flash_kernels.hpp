@@ -1,0 +1,39 @@
+// Launchers of the flash-attention kernels (internal: flash_attention.cpp checks the
+// inputs and calls these). Tensors are [bh, seq, d], contiguous, on the current device.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace kernels::flash::detail {
+
+enum class Dtype { fp32, fp16, bf16 };
+
+struct ForwardArgs {
+  const void *q, *k, *v;
+  void* out;
+  float* lse;  // [bh, lq], natural log of the row's softmax normaliser
+  int bh, lq, lk, d;
+  bool causal;
+  Dtype dtype;
+  float scale;
+};
+
+struct BackwardArgs {
+  const void *q, *k, *v, *dout;
+  const float* lse;    // from forward
+  const float* delta;  // [bh, lq] rowsum(out * dout) in fp32
+  void *dq, *dk, *dv;
+  int bh, lq, lk, d;
+  bool causal;
+  Dtype dtype;
+  float scale;
+};
+
+void launch_forward(const ForwardArgs& a, cudaStream_t stream);
+void launch_backward(const BackwardArgs& a, cudaStream_t stream);
+// fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
+void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
+void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);
+
+}  // namespace kernels::flash::detail

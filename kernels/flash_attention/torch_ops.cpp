@@ -1,0 +1,56 @@
+// The flash-attention kernels and their tiled reference as PyTorch custom operators:
+//   torch.ops.load_library("<build>/kernels/flash_attention/libflash_attention_ops.so")
+//   out, lse = torch.ops.runner_flash.forward(q, k, v, causal)            # CUDA kernels
+//   dq, dk, dv = torch.ops.runner_flash.backward(q, k, v, out, dout, lse, causal)
+//   torch.ops.runner_flash.tiled_forward / tiled_backward (tensor ops, any device)
+// python/runner_flash_attention.py wraps each pair in a torch.autograd.Function.
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "flash_attention.hpp"
+#include "flash_reference.hpp"
+
+namespace {
+
+namespace flash = kernels::flash;
+
+std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+  auto r = flash::forward(q, k, v, causal);
+  return {r.out, r.lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                        const at::Tensor& out, const at::Tensor& dout,
+                                                        const at::Tensor& lse, bool causal) {
+  auto g = flash::backward(q, k, v, out, dout, lse, causal);
+  return {g.dq, g.dk, g.dv};
+}
+
+std::tuple<at::Tensor, at::Tensor> tiled_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                 bool causal, std::int64_t tile_q, std::int64_t tile_k) {
+  auto r = flash::reference::forward(q, k, v, causal, {tile_q, tile_k});
+  return {r.out, r.lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tiled_backward(const at::Tensor& q, const at::Tensor& k,
+                                                              const at::Tensor& v, const at::Tensor& out,
+                                                              const at::Tensor& dout, const at::Tensor& lse,
+                                                              bool causal, std::int64_t tile_q, std::int64_t tile_k) {
+  auto g = flash::reference::backward(q, k, v, out, dout, lse, causal, {tile_q, tile_k});
+  return {g.dq, g.dk, g.dv};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(runner_flash, m) {
+  m.def("forward(Tensor q, Tensor k, Tensor v, bool causal) -> (Tensor, Tensor)", &forward);
+  m.def("backward(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, Tensor lse, bool causal)"
+        " -> (Tensor, Tensor, Tensor)",
+        &backward);
+  m.def("tiled_forward(Tensor q, Tensor k, Tensor v, bool causal, int tile_q=64, int tile_k=64) -> (Tensor, Tensor)",
+        &tiled_forward);
+  m.def("tiled_backward(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, Tensor lse, bool causal,"
+        " int tile_q=64, int tile_k=64) -> (Tensor, Tensor, Tensor)",
+        &tiled_backward);
+}

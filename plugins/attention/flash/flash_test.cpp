@@ -1,0 +1,77 @@
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include "attention_check.hpp"
+#include "runner/outcome.hpp"
+
+namespace {
+
+using attention_check::Case;
+
+const Case kCases[] = {{2, 3, 37, 16, false}, {2, 3, 37, 16, true},   {1, 2, 100, 32, true}, {2, 0, 65, 64, false},
+                       {1, 2, 129, 64, true}, {1, 2, 190, 128, true}, {1, 2, 17, 128, false}};
+
+class FlashAttentionPlugin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    flash_ = attention_check::load(registry_, "flash");
+  }
+  runner::PluginRegistry registry_;
+  std::unique_ptr<runner::Attention> flash_;
+};
+
+TEST_F(FlashAttentionPlugin, MatchesNaiveInFp32) {
+  const auto seed = attention_check::fresh_seed();
+  for (const Case& c : kCases) {
+    const auto e = attention_check::compare_with_naive(*flash_, c, torch::kFloat, torch::kCUDA, seed);
+    EXPECT_LT(e.max(), 2e-3) << c.name() << " seed " << seed << ": out " << e.out << " dq " << e.dq << " dk " << e.dk
+                             << " dv " << e.dv;
+  }
+}
+
+TEST_F(FlashAttentionPlugin, MatchesNaiveInBf16AndFp16) {
+  const auto seed = attention_check::fresh_seed();
+  for (auto dtype : {torch::kBFloat16, torch::kHalf})
+    for (const Case& c : kCases) {
+      const auto e = attention_check::compare_with_naive(*flash_, c, dtype, torch::kCUDA, seed);
+      EXPECT_LT(e.max(), 2e-2) << c.name() << " seed " << seed << ": out " << e.out << " dq " << e.dq << " dk "
+                               << e.dk << " dv " << e.dv;
+    }
+}
+
+TEST_F(FlashAttentionPlugin, AcceptsHeadSplitViews) {
+  auto x = torch::randn({2, 40, 4 * 32}, torch::TensorOptions().device(torch::kCUDA));
+  auto heads = x.view({2, 40, 4, 32}).transpose(1, 2);  // not contiguous, as a model hands it over
+  auto out = flash_->forward(heads, heads, heads, true);
+  plugins::naive_attention::NaiveAttention naive;
+  EXPECT_LT(attention_check::rel_err(out, naive.forward(heads, heads, heads, true)), 2e-3);
+}
+
+TEST_F(FlashAttentionPlugin, BadInputIsOneClearError) {
+  auto q = torch::randn({1, 2, 16, 64}, torch::TensorOptions().device(torch::kCUDA));
+  auto k = torch::randn({1, 2, 16, 32}, torch::TensorOptions().device(torch::kCUDA));
+  try {
+    flash_->forward(q, k, k, false);
+    FAIL() << "mismatched head dims were accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find("shapes must be"), std::string::npos);
+  }
+}
+
+// Outside the fixture: the check runs before anything touches the device, so it holds on CPU too.
+TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
+  runner::PluginRegistry registry;
+  auto flash = attention_check::load(registry, "flash");
+  auto q = torch::randn({1, 2, 16, 96});
+  try {
+    flash->forward(q, q, q, false);
+    FAIL() << "head dim 96 was accepted";
+  } catch (const runner::SkipPoint& e) {
+    EXPECT_NE(std::string(e.what()).find("head dim 96 is not supported"), std::string::npos) << e.what();
+  }
+  auto i = torch::zeros({1, 2, 16, 64}, torch::kInt);
+  EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
+}
+
+}  // namespace

@@ -1,0 +1,200 @@
+// The measurement model on CPU: what a step is, fixed and adaptive stopping,
+// repetitions, cold mode and rate counters. Bounds, not speeds: steps sleep, so
+// a loaded machine only makes them noisier, and every assertion allows for that.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "runner/context.hpp"
+#include "runner/measure.hpp"
+
+namespace runner {
+namespace {
+
+void sleep_ms(double ms) { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); }
+
+Context cpu_context(MeasureSettings m) {
+  Context ctx;
+  ctx.measure = m;
+  return ctx;
+}
+
+MeasureSettings fixed(int steps) {
+  MeasureSettings m;
+  m.warmup_steps = 1;
+  m.measured_steps = steps;
+  return m;
+}
+
+MeasureSettings adaptive(double target, int min_steps, int max_steps, double max_seconds) {
+  MeasureSettings m;
+  m.warmup_steps = 1;
+  m.target_rel_stderr = target;
+  m.min_steps = min_steps;
+  m.max_steps = max_steps;
+  m.max_seconds = max_seconds;
+  return m;
+}
+
+TEST(Measure, StepSpansFirstPhaseStartToLastPhaseEndIncludingGaps) {
+  Context ctx = cpu_context(fixed(3));
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) {
+    timer.phase("a", [] { sleep_ms(2); });
+    sleep_ms(3);  // between phases: part of the step, of no phase
+    timer.phase("b", [] { sleep_ms(2); });
+  });
+  ASSERT_EQ(t.order, (std::vector<std::string>{"a", "b", "step", "wall"}));
+  for (size_t i = 0; i < 3; ++i) {
+    const double a = t.ms.at("a")[i], b = t.ms.at("b")[i], step = t.ms.at("step")[i];
+    EXPECT_GE(step, a + b + 2.5) << "the gap between phases belongs to the step";
+    EXPECT_GE(step, 6.5);
+    EXPECT_GE(t.ms.at("wall")[i], step);
+  }
+}
+
+TEST(Measure, FixedModeMeasuresExactlyMeasuredSteps) {
+  Context ctx = cpu_context(fixed(7));
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] {}); });
+  EXPECT_EQ(t.ms.at("step").size(), 7u);
+  EXPECT_EQ(t.summary.mode, "fixed");
+  EXPECT_EQ(t.summary.stop_reason, "fixed");
+  EXPECT_EQ(t.summary.n, 7);
+  ASSERT_EQ(ctx.measurements.size(), 1u);
+  EXPECT_EQ(ctx.measurements[0].n, 7);
+}
+
+TEST(Measure, WithoutSyncEachStepFixedModeStillTimesEveryStep) {
+  MeasureSettings m = fixed(5);
+  m.sync_each_step = false;
+  Context ctx = cpu_context(m);
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] { sleep_ms(1); }); });
+  EXPECT_EQ(t.ms.at("x").size(), 5u);
+  EXPECT_EQ(t.ms.count("wall"), 0u);
+  EXPECT_EQ(t.order, (std::vector<std::string>{"x", "step"}));
+}
+
+// A synthetic task with known noise: 2 ms +- 20% (uniform), seeded.
+TEST(Measure, AdaptiveStopsWithinBoundsAndMeetsTheTargetWhenItSaysSo) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  Context ctx = cpu_context(adaptive(0.02, 5, 400, 30));
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) { timer.phase("x", [&] { sleep_ms(2 * jitter(rng)); }); });
+  const MeasureSummary& s = t.summary;
+  EXPECT_EQ(s.mode, "adaptive");
+  EXPECT_GE(s.n, 5);
+  EXPECT_LE(s.n, 400);
+  EXPECT_EQ(static_cast<size_t>(s.n), t.ms.at("step").size());
+  EXPECT_NEAR(s.rel_stderr, rel_stderr(t.ms.at("step")), 1e-12);
+  if (s.target_met) {
+    EXPECT_EQ(s.stop_reason, "target");
+    EXPECT_LE(s.rel_stderr, 0.02);
+  } else {
+    EXPECT_TRUE(s.stop_reason == "max_steps" || s.stop_reason == "max_seconds") << s.stop_reason;
+  }
+}
+
+TEST(Measure, AdaptiveStopsAtMinStepsWhenTheTargetIsLoose) {
+  Context ctx = cpu_context(adaptive(0.9, 4, 100, 30));
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] { sleep_ms(1); }); });
+  EXPECT_EQ(t.summary.n, 4);
+  EXPECT_TRUE(t.summary.target_met);
+  EXPECT_EQ(t.summary.stop_reason, "target");
+}
+
+TEST(Measure, AdaptiveStopsAtMaxStepsWhenTheTargetIsOutOfReach) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  Context ctx = cpu_context(adaptive(1e-9, 3, 12, 30));
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) { timer.phase("x", [&] { sleep_ms(jitter(rng)); }); });
+  EXPECT_EQ(t.summary.n, 12);
+  EXPECT_FALSE(t.summary.target_met);
+  EXPECT_EQ(t.summary.stop_reason, "max_steps");
+}
+
+TEST(Measure, AdaptiveStopsAtMaxSeconds) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  Context ctx = cpu_context(adaptive(1e-9, 2, 100000, 0.1));
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) { timer.phase("x", [&] { sleep_ms(10 * jitter(rng)); }); });
+  EXPECT_EQ(t.summary.stop_reason, "max_seconds");
+  EXPECT_LE(t.summary.n, 11);  // 10 ms steps cannot fill 0.1 s more than ~10 times
+  EXPECT_GE(t.summary.measured_seconds, 0.1);
+}
+
+TEST(Measure, AdaptiveWithoutSyncEachStepChecksInBatchesOfMinSteps) {
+  MeasureSettings m = adaptive(0.9, 6, 100, 30);
+  m.sync_each_step = false;
+  Context ctx = cpu_context(m);
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] { sleep_ms(1); }); });
+  EXPECT_EQ(t.summary.n, 6);
+}
+
+TEST(Measure, RepetitionsRunFreshWarmUpsAndRecordOneMeanEach) {
+  MeasureSettings m = fixed(4);
+  m.warmup_steps = 2;
+  m.repetitions = 3;
+  Context ctx = cpu_context(m);
+  int calls = 0;
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) {
+    ++calls;
+    timer.phase("x", [] { sleep_ms(1); });
+  });
+  EXPECT_EQ(calls, 3 * (2 + 4));
+  EXPECT_EQ(t.ms.at("step").size(), 12u);
+  EXPECT_EQ(t.repetition_steps, (std::vector<std::int64_t>{4, 4, 4}));
+  const Stats s = t.stats("step");
+  ASSERT_EQ(s.repetition_means.size(), 3u);
+  const std::vector<double>& step = t.ms.at("step");
+  EXPECT_DOUBLE_EQ(s.repetition_means[1], (step[4] + step[5] + step[6] + step[7]) / 4);
+  EXPECT_EQ(t.summary.repetitions, 3);
+}
+
+TEST(Measure, ColdModeFlushesOutsideTheTimedStep) {
+  MeasureSettings m = fixed(3);
+  m.cache = "cold";
+  Context ctx = cpu_context(m);
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] {}); });
+  EXPECT_EQ(t.summary.cache, "cold");
+  for (double ms : t.ms.at("step")) EXPECT_LT(ms, 5.0);  // the flush is not in the step
+}
+
+TEST(Measure, RatesComeFromDeclaredWorkPerStep) {
+  Context ctx = cpu_context(fixed(3));
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] { sleep_ms(2); }); });
+  Record r;
+  StepWork work;
+  work.items = 1000;
+  work.item_name = "tokens";
+  work.flop = 4e9;
+  work.bytes = 2e6;
+  t.record(r, work);
+  for (const char* name : {"x_ms", "step_ms", "wall_ms", "tokens_per_s", "tflops", "gbps"})
+    ASSERT_NE(r.find(name), nullptr) << name;
+  EXPECT_EQ(r.find("tokens_per_s")->unit, "tokens/s");
+  EXPECT_EQ(r.find("tflops")->unit, "TFLOP/s");
+  const Stats& tokens = std::get<Stats>(r.find("tokens_per_s")->value);
+  const std::vector<double>& step = t.ms.at("step");
+  EXPECT_DOUBLE_EQ(tokens.max, 1000 / (*std::min_element(step.begin(), step.end()) * 1e-3));
+  const Stats& tflops = std::get<Stats>(r.find("tflops")->value);
+  EXPECT_DOUBLE_EQ(tflops.min, 4e9 / (*std::max_element(step.begin(), step.end()) * 1e-3) / 1e12);
+}
+
+TEST(Measure, InvalidSettingsThrowBeforeRunningAnything) {
+  MeasureSettings m = adaptive(0.01, 1, 10, 1);
+  Context ctx = cpu_context(m);
+  int calls = 0;
+  EXPECT_THROW(measure_steps(ctx, [&](StepTimer&) { ++calls; }), std::runtime_error);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(Stats, RelStderrIsStdOverRootNOverMean) {
+  const Stats s = Stats::of({1.0, 2.0, 3.0, 4.0});
+  EXPECT_NEAR(s.rel_stderr(), s.std / 2.0 / 2.5, 1e-12);
+  EXPECT_EQ(Stats::of({5.0}).rel_stderr(), 0.0);
+}
+
+}  // namespace
+}  // namespace runner

@@ -1,0 +1,82 @@
+// Compares an attention plugin with attention/naive (fp32, TF32 off) on fresh random
+// inputs: the output and dQ, dK, dV as relative errors ||x - ref|| / ||ref||.
+// The seed is printed so a failure can be replayed.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/Context.h>
+#include <torch/torch.h>
+
+#include "naive_attention.hpp"
+#include "registry.hpp"
+#include "runner/attention.hpp"
+#include "runner/context.hpp"
+#include "validate.hpp"
+
+namespace attention_check {
+
+struct Case {
+  std::int64_t batch = 1, heads = 2, seq = 37, d = 16;
+  bool causal = false;
+  std::string name() const {
+    return "b" + std::to_string(batch) + " h" + std::to_string(heads) + " seq" + std::to_string(seq) + " d" +
+           std::to_string(d) + (causal ? " causal" : "");
+  }
+};
+
+struct Errors {
+  double out = 0, dq = 0, dk = 0, dv = 0;
+  double max() const { return std::max(std::max(out, dq), std::max(dk, dv)); }
+};
+
+inline std::uint64_t fresh_seed() {
+  const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+inline double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto ad = a.to(torch::kDouble).cpu(), bd = b.to(torch::kDouble).cpu();
+  return (ad - bd).norm().item<double>() / bd.norm().item<double>();
+}
+
+// Runs `attention` on q, k, v of `dtype` and naive on their fp32 copies.
+inline Errors compare_with_naive(runner::Attention& attention, const Case& c, torch::Dtype dtype,
+                                 torch::Device device, std::uint64_t seed) {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  torch::manual_seed(seed);
+  std::vector<std::int64_t> shape{c.batch};
+  if (c.heads > 0) shape.push_back(c.heads);
+  shape.push_back(c.seq);
+  shape.push_back(c.d);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  const torch::Tensor q32 = torch::randn(shape, opts), k32 = torch::randn(shape, opts),
+                      v32 = torch::randn(shape, opts), dout32 = torch::randn(shape, opts);
+  auto leaf = [&](const torch::Tensor& t) { return t.to(dtype).detach().requires_grad_(true); };
+  torch::Tensor q = leaf(q32), k = leaf(k32), v = leaf(v32);
+  torch::Tensor out = attention.forward(q, k, v, c.causal);
+  out.backward(dout32.to(dtype));
+
+  auto leaf32 = [&](const torch::Tensor& t) { return t.detach().to(torch::kFloat).requires_grad_(true); };
+  torch::Tensor qr = leaf32(q), kr = leaf32(k), vr = leaf32(v);
+  plugins::naive_attention::NaiveAttention naive;
+  torch::Tensor ref = naive.forward(qr, kr, vr, c.causal);
+  ref.backward(dout32.to(dtype).to(torch::kFloat));
+  return {rel_err(out, ref), rel_err(q.grad(), qr.grad()), rel_err(k.grad(), kr.grad()),
+          rel_err(v.grad(), vr.grad())};
+}
+
+// The plugin as the runner loads it: from the plugin directory, with its default options.
+inline std::unique_ptr<runner::Attention> load(runner::PluginRegistry& registry, const std::string& name) {
+  registry.scan({RUNNER_TEST_PLUGIN_DIR});
+  runner::Params params = runner::resolve_plugin_options(registry, runner::PluginKind::Attention, name);
+  runner::Context ctx;
+  ctx.plugins = &registry;
+  return ctx.create<runner::Attention>(runner::PluginKind::Attention, params);
+}
+
+}  // namespace attention_check
