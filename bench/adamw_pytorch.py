@@ -93,7 +93,7 @@ def main():
     moved = args.bytes_per_param * count
     metrics = {
         "optimizer_ms": {"unit": "ms", "samples": samples},
-        "bandwidth_gbs": {"unit": "GB/s", "samples": [moved / (ms * 1e-3) / 1e9 for ms in samples]},
+        "gbps": {"unit": "GB/s", "samples": [moved / (ms * 1e-3) / 1e9 for ms in samples]},
         "parameters": {"unit": "count", "value": count},
         "bytes_moved": {"unit": "bytes", "value": moved},
         "torch_version": {"text": torch.__version__},

@@ -10,6 +10,12 @@
 #   scripts/gpu/fast_path.sh compile OUT [--set ...] torch_compile_model, all rows
 #   scripts/gpu/fast_path.sh reports OUT  the three experiments with --reports reports,
 #                                         records copied to reports/data/<experiment>/
+#   scripts/gpu/fast_path.sh slice OUT EXPERIMENT SIZE PRECISION [runner args]
+#                                         one size and precision of every part (a run fits
+#                                         one device call; run dir run-EXPERIMENT-SIZE-PRECISION)
+#   scripts/gpu/fast_path.sh merge OUT EXPERIMENT
+#                                         all slices' records into run-EXPERIMENT, reports
+#                                         rendered into reports/, records into reports/data/
 # Extra arguments go to the runner (e.g. --set parts.cpp.sweep.model.size=[small]).
 # Run directories go under $RUN_ROOT (default OUT); OUT gets logs and results.jsonl copies.
 set -euo pipefail
@@ -65,5 +71,34 @@ case "$stage" in
       cp "${RUN_ROOT:-$out}/run-$name/results.jsonl" "${RUN_ROOT:-$out}/run-$name/config.yaml" "reports/data/$name/"
     done
     ;;
-  *) echo "usage: $0 tests|adamw|step|compile|reports OUT [runner args]" >&2; exit 2 ;;
+  slice)
+    name="$1"; size="$2"; precision="$3"; shift 3
+    case "$name" in
+      train_step_vs_pytorch) parts="cpp cpp_fast python python_compiled" ;;
+      torch_compile_model) parts="cpp_eager cpp_graph cpp_fused_graph py_eager_fwd py_eager_step py_graph_fwd py_graph_step py_compile_fwd py_compile_step" ;;
+      *) echo "slice: unknown experiment $name" >&2; exit 2 ;;
+    esac
+    sets=()
+    for part in $parts; do
+      sets+=(--set "parts.$part.sweep.model.size=[$size]" --set "parts.$part.sweep.precision=[$precision]")
+    done
+    dir="${RUN_ROOT:-$out}/run-$name-$size-$precision"
+    rm -rf "$dir"
+    status=0
+    "$build/runner" "experiments/$name.yaml" --out "$dir" "${sets[@]}" "$@" > "$out/$name-$size-$precision.log" 2>&1 || status=$?
+    tail -5 "$out/$name-$size-$precision.log"
+    cp "$dir/results.jsonl" "$out/$name-$size-$precision.results.jsonl" || true
+    exit $status
+    ;;
+  merge)
+    name="$1"
+    dir="${RUN_ROOT:-$out}/run-$name"
+    rm -rf "$dir" && mkdir -p "$dir" "reports/data/$name"
+    first=$(ls -d "${RUN_ROOT:-$out}/run-$name"-*/ | head -1)
+    cp "$first/config.yaml" "$dir/config.yaml"
+    cat "${RUN_ROOT:-$out}/run-$name"-*/results.jsonl > "$dir/results.jsonl"
+    cp "$dir/config.yaml" "$dir/results.jsonl" "reports/data/$name/"
+    "$build/runner" report "reports/data/$name" --reports reports
+    ;;
+  *) echo "usage: $0 build|tests|adamw|step|compile|reports|slice|merge OUT ..." >&2; exit 2 ;;
 esac

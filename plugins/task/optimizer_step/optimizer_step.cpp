@@ -45,11 +45,10 @@ class OptimizerStep : public runner::Task {
         runner::measure_steps(ctx, [&](runner::StepTimer& t) { t.phase("optimizer", [&] { optimizer->step(); }); });
 
     runner::Record r;
-    r.add("optimizer_ms", runner::Stats::of(times.ms.at("optimizer")), "ms");
     const double bytes = bytes_per_param * count;
-    std::vector<double> gbs;
-    for (double ms : times.ms.at("optimizer")) gbs.push_back(bytes / (ms * 1e-3) / 1e9);
-    r.add("bandwidth_gbs", runner::Stats::of(gbs), "GB/s");
+    runner::StepWork work;  // the host derives "gbps" (bytes / optimizer time) per step
+    work.bytes = bytes;
+    times.record(r, work, "optimizer");
     r.add("parameters", count, "count");
     r.add("bytes_moved", bytes, "bytes");
     r.add("floor_ms", bytes / (floor_gbs * 1e9) * 1e3, "ms");
