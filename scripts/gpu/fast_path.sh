@@ -14,8 +14,9 @@
 #                                         one size and precision of every part (a run fits
 #                                         one device call; run dir run-EXPERIMENT-SIZE-PRECISION)
 #   scripts/gpu/fast_path.sh merge OUT EXPERIMENT
-#                                         all slices' records into run-EXPERIMENT, reports
-#                                         rendered into reports/, records into reports/data/
+#                                         OUT/EXPERIMENT-*.results.jsonl (the slices) into
+#                                         reports/data/EXPERIMENT/, tables into reports/
+#                                         (runs anywhere, RUNNER_BUILD_DIR=build on a CPU)
 # Extra arguments go to the runner (e.g. --set parts.cpp.sweep.model.size=[small]).
 # Run directories go under $RUN_ROOT (default OUT); OUT gets logs and results.jsonl copies.
 set -euo pipefail
@@ -88,16 +89,15 @@ case "$stage" in
     "$build/runner" "experiments/$name.yaml" --out "$dir" "${sets[@]}" "$@" > "$out/$name-$size-$precision.log" 2>&1 || status=$?
     tail -5 "$out/$name-$size-$precision.log"
     cp "$dir/results.jsonl" "$out/$name-$size-$precision.results.jsonl" || true
+    cp "$dir/config.yaml" "$out/$name.config.yaml" || true
     exit $status
     ;;
   merge)
+    # Works where the slices' files were copied to (OUT), e.g. here after device calls.
     name="$1"
-    dir="${RUN_ROOT:-$out}/run-$name"
-    rm -rf "$dir" && mkdir -p "$dir" "reports/data/$name"
-    first=$(ls -d "${RUN_ROOT:-$out}/run-$name"-*/ | head -1)
-    cp "$first/config.yaml" "$dir/config.yaml"
-    cat "${RUN_ROOT:-$out}/run-$name"-*/results.jsonl > "$dir/results.jsonl"
-    cp "$dir/config.yaml" "$dir/results.jsonl" "reports/data/$name/"
+    mkdir -p "reports/data/$name"
+    cp "$out/$name.config.yaml" "reports/data/$name/config.yaml"
+    cat "$out/$name"-*.results.jsonl > "reports/data/$name/results.jsonl"
     "$build/runner" report "reports/data/$name" --reports reports
     ;;
   *) echo "usage: $0 build|tests|adamw|step|compile|reports|slice|merge OUT ..." >&2; exit 2 ;;
