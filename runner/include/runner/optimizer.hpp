@@ -16,6 +16,10 @@ class OptimizerFactory : public PluginBase {
   ~OptimizerFactory() override;
   virtual std::unique_ptr<torch::optim::Optimizer> make(
       std::vector<torch::optim::OptimizerParamGroup> groups) = 0;
+  // True when the optimizers it makes can have step() captured in a CUDA graph
+  // and replayed (no host-side values that change between steps), which
+  // task/train_step's cuda_graph option needs.
+  virtual bool supports_graph_capture() const { return false; }
 };
 
 }  // namespace runner
