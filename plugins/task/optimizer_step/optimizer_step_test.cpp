@@ -20,7 +20,7 @@ class OptimizerStepTest : public runner::testing::TaskTest {
 
 TEST_F(OptimizerStepTest, ReportsTimeBandwidthAndTheFloorFromTheParameterCount) {
   for (const std::string impl : {"foreach", "fused"}) {
-    const auto r = run("optimizer: {name: adamw, impl: " + impl + "}, floor_gbps: 1000");
+    const auto r = run("optimizer: {name: adamw, impl: " + impl + "}, floor_bandwidth_gbs: 1000");
     const double params = runner::testing::metric_number(r, "parameters");
     EXPECT_DOUBLE_EQ(params, 2 * 256 * 32 + 2 * (4 * 32 * 32 + 3 * 32 * 64 + 2 * 32) + 32);
     EXPECT_DOUBLE_EQ(runner::testing::metric_number(r, "bytes_moved"), 28 * params);
