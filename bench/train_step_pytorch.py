@@ -1,4 +1,5 @@
-"""PyTorch-eager twin of the runner's task/train_step, for train_step_vs_pytorch.
+"""PyTorch twin of the runner's task/train_step, for train_step_vs_pytorch and
+torch_compile_model: eager by default, or what a PyTorch user runs for speed.
 
 The same transformer LM (tests/reference/transformer_lm_reference.py), the same
 random-token batch reused every step, torch.optim.AdamW (lr 1e-3, betas 0.9/0.999,
@@ -22,7 +23,21 @@ over warm-up and measured steps (reset before warm-up). Prints one JSON record
 line (the protocol of task/external_python) with a "measurement" summary, or
 {"oom": true, ...} when the device runs out of memory.
 
-Standalone: python bench/train_step_pytorch.py --device cuda --model.size small --precision bf16
+Speed options (combine freely; the record's label `pytorch_variant` names them):
+  --compile [MODE]  torch.compile of forward + loss (backward through AOTAutograd),
+                    MODE default or max-autotune-no-cudagraphs (... or any torch mode);
+                    compilation happens in the first warm-up step
+  --sdpa            attention by F.scaled_dot_product_attention(is_causal=True)
+                    (also chosen by --model.attention sdpa|flash, as the runner passes it)
+  --fused-adamw     torch.optim.AdamW(fused=True)
+  --cuda-graph      whole step (forward, loss, backward, optimizer) captured in one
+                    torch.cuda.CUDAGraph after 2 eager steps on a side stream and
+                    replayed; needs --fused-adamw (capturable); one phase "graph"
+--model.fused_kernels is accepted (the runner passes every model option) and has no
+effect here: PyTorch's fusion is --compile.
+
+Standalone: python bench/train_step_pytorch.py --device cuda --model.size small --precision bf16 \
+            --compile --sdpa --fused-adamw
 """
 import argparse
 import json
@@ -71,9 +86,19 @@ def parse_args():
     p.add_argument("--model.vocab_size", dest="vocab_size", type=int, default=10000)
     p.add_argument("--model.context_length", dest="context_length", type=int, default=256)
     p.add_argument("--model.rope_theta", dest="rope_theta", type=float, default=10000.0)
-    p.add_argument("--model.attention", dest="attention", default="naive", choices=["naive"],
-                   help="the reference has only the textbook attention")
+    p.add_argument("--model.attention", dest="attention", default="naive", choices=["naive", "sdpa", "flash"],
+                   help="naive: the reference's textbook attention; sdpa/flash: F.scaled_dot_product_attention")
+    p.add_argument("--model.fused_kernels", dest="fused_kernels", default="false", choices=["true", "false"],
+                   help="accepted for the runner's model options; no effect (use --compile)")
+    p.add_argument("--compile", nargs="?", const="default", default=None, metavar="MODE",
+                   help="torch.compile forward + loss (mode: default, max-autotune-no-cudagraphs, ...)")
+    p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True)")
+    p.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
+    p.add_argument("--cuda-graph", action="store_true", help="capture the whole step in one CUDA graph")
     args = p.parse_args()
+    args.sdpa = args.sdpa or args.attention in ("sdpa", "flash")
+    if args.cuda_graph and (args.device != "cuda" or args.mode == "train_step" and not args.fused_adamw):
+        p.error("--cuda-graph needs --device cuda and, for --mode train_step, --fused-adamw")
     dims = list(SIZES.get(args.size, (0, 0, 0, 0)))
     for i, name in enumerate(("d_model", "d_ff", "num_layers", "num_heads")):
         if getattr(args, name):
@@ -116,8 +141,22 @@ def cached_causal_attention(q, k, v):
     return torch.softmax(scores.masked_fill(_masks[key], float("-inf")), dim=-1) @ v
 
 
+def sdpa_causal_attention(q, k, v):
+    return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
 reference.rope = cached_rope
 reference.causal_attention = cached_causal_attention
+
+
+def variant_name(args):
+    parts = [f"compile({args.compile})" if args.compile else "eager"]
+    if args.cuda_graph:
+        parts.append("cuda_graph")
+    parts.append("sdpa" if args.sdpa else "naive_attention")
+    if args.mode == "train_step":
+        parts.append("fused_adamw" if args.fused_adamw else "foreach_adamw")
+    return "+".join(parts)
 
 
 def build_model(args, device, generator):
@@ -249,7 +288,7 @@ def measure(args, step, sync, cuda, device):
                     break
                 continue
             met = n >= args.min_steps and rel_stderr(rep["step"]) <= args.target_rel_stderr
-            reason = "target" if met else "max_steps" if n >= limit else "max_seconds" if elapsed >= args.max_seconds else None
+            reason = "target" if met else "max_steps" if n >= limit else "max_seconds" if elapsed >= args.max_seconds and n >= 2 else None
             if reason:
                 summary["target_met"] = summary["target_met"] and met
                 break
@@ -283,28 +322,38 @@ def main():
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     generator = torch.Generator(device=device).manual_seed(args.seed)
     autocast_dtype = AUTOCAST_DTYPES.get(args.precision)
+    if args.sdpa:
+        reference.causal_attention = sdpa_causal_attention
 
     model = build_model(args, device, generator)
     optimizer = None
     if args.mode == "train_step":
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                                      fused=True if args.fused_adamw else None)
     tokens = torch.randint(args.vocab_size, (args.batch_size, args.context_length + 1), generator=generator,
                            device=device)
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
 
     state = {}
 
+    def model_loss(inputs, targets):
+        logits = model(inputs)
+        return nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size), targets.reshape(-1))
+
+    if args.compile:
+        model_loss = torch.compile(model_loss, mode=None if args.compile == "default" else args.compile)
+
     def forward():
-        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            logits = model(inputs)
-            state["loss"] = nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size),
-                                                        targets.reshape(-1))
+        # A graph must not capture casts that autocast's weight cache then hands to later steps.
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None,
+                            cache_enabled=not args.cuda_graph):
+            state["loss"] = model_loss(inputs, targets)
 
     def backward():
         model.zero_grad(set_to_none=True)
         state["loss"].backward()
 
-    def step(timer):
+    def eager_step(timer):
         timer.phase("forward", forward)
         if "first_loss" not in state:
             state["first_loss"] = state["loss"].detach()
@@ -312,6 +361,31 @@ def main():
             timer.phase("backward", backward)
         if optimizer is not None:
             timer.phase("optimizer", optimizer.step)
+
+    graph = {}
+
+    def graph_step(timer):
+        """First call: 2 eager steps on a side stream, capture, replay; then replay only."""
+        if "g" not in graph:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    eager_step(PhaseTimer(Marks(False, 0)))
+            torch.cuda.current_stream().wait_stream(side)
+            if args.mode != "forward":
+                model.zero_grad(set_to_none=True)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                forward()
+                if args.mode != "forward":
+                    state["loss"].backward()
+                if optimizer is not None:
+                    optimizer.step()
+            graph["g"] = g
+        timer.phase("graph", graph["g"].replay)
+
+    step = graph_step if args.cuda_graph else eager_step
 
     def sync():
         if cuda:
@@ -333,7 +407,8 @@ def main():
     metrics["loss_first"] = {"unit": "", "value": state["first_loss"].item()}
     metrics["loss_last"] = {"unit": "", "value": state["loss"].item()}
     metrics["torch_version"] = {"text": torch.__version__}
-    print(json.dumps({"labels": {}, "metrics": metrics, "measurement": summary}), flush=True)
+    print(json.dumps({"labels": {"pytorch_variant": variant_name(args)}, "metrics": metrics, "measurement": summary}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ fi
 
 debian_packages=(build-essential cmake ninja-build python3 python3-venv pkg-config
   libyaml-cpp-dev libboost-dev libboost-program-options-dev libboost-filesystem-dev
-  libgtest-dev libgloo-dev nlohmann-json3-dev)
+  libgtest-dev libgloo-dev nlohmann-json3-dev libsqlite3-dev)
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -58,11 +58,17 @@ if [[ -z $python_bin ]]; then
   python_bin="$venv/bin/python"
 fi
 "$python_bin" -c 'import numpy' 2>/dev/null || "$python_bin" -m pip install -q numpy || true
+# SciPy only checks runner's Mann-Whitney U test (tests/history); that test skips without it.
+"$python_bin" -c 'import scipy' 2>/dev/null || "$python_bin" -m pip install -q scipy || true
 
+# Absolute, without resolving symlinks (a venv's python is a link to the system one,
+# but only through the venv path does it see the venv's torch).
+python_path="$(command -v "$python_bin")"
+[[ $python_path == /* ]] || python_path="$(cd "$(dirname "$python_path")" && pwd)/$(basename "$python_path")"
 torch_prefix="$("$python_bin" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
 echo "setup: LibTorch from $torch_prefix"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
-  -DCMAKE_PREFIX_PATH="$torch_prefix" -DRUNNER_PYTHON="$(command -v "$python_bin" || echo "$python_bin")" >/dev/null
+  -DCMAKE_PREFIX_PATH="$torch_prefix" -DRUNNER_PYTHON="$python_path" >/dev/null
 cmake --build "$build_dir"
 echo "setup: built $build_dir/runner"
 quickstart "${1:-}" "$build_dir"

@@ -1,6 +1,11 @@
 #include "config.hpp"
 
+#include <algorithm>
+#include <map>
 #include <set>
+
+#include <fstream>
+#include <sstream>
 
 #include "text_distance.hpp"
 
@@ -9,7 +14,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {
     "experiment", "description", "device", "seed", "precision", "measure", "profilers",
-    "task",       "params",      "sweep",  "parts", "smoke",    "report", "processes"};
+    "task",       "params",      "sweep",  "parts", "smoke",    "report", "history", "processes"};
 const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
                                             "measure", "precision", "seed",     "profilers",
                                             "description"};
@@ -34,6 +39,15 @@ std::string join(const std::vector<std::string>& parts, size_t from, size_t to) 
   return out;
 }
 
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                      ": YAML syntax error: " + e.msg);
+  }
+}
+
 bool is_index(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -50,7 +64,80 @@ void check_keys(const YAML::Node& map, const std::vector<std::string>& valid, co
   }
 }
 
+// yaml-cpp keeps both entries of a repeated key and lookups see only the first,
+// so `params:` written twice would silently drop the second.
+// Also bounds the tree: aliases can make a short file expand to billions of nodes.
+// And its depth: an alias inside its own anchor (`&a [*a]`) makes a cycle that
+// every recursive reader (validation, the emitter) would follow forever.
+constexpr size_t kMaxDocumentNodes = 200000;
+constexpr size_t kMaxDocumentDepth = 64;
+
+void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const std::string& where,
+                           size_t& visited, size_t depth = 0) {
+  if (++visited > kMaxDocumentNodes)
+    throw ConfigError(src.file + ": the document expands to more than " + std::to_string(kMaxDocumentNodes) +
+                      " YAML nodes (aliases repeating anchors?); write the experiment out plainly");
+  if (depth > kMaxDocumentDepth)
+    throw ConfigError(src.where(node, where) + ": " + where + ": nested more than " +
+                      std::to_string(kMaxDocumentDepth) + " levels deep (an alias inside its own anchor?)");
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      reject_duplicate_keys(node[i], src, where + (where.empty() ? "" : ".") + std::to_string(i), visited, depth + 1);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    const std::string path = where.empty() ? key : where + "." + key;
+    if (!kv.first.IsScalar())
+      throw ConfigError(src.where(kv.first, where) + ": " + (where.empty() ? "(top level)" : where) +
+                        ": keys must be plain names, not lists or maps");
+    const auto [it, fresh] = seen.emplace(key, kv.first.Mark());
+    if (!fresh)
+      throw ConfigError(src.where(kv.first, path) + ": " + path + ": duplicate key (first at line " +
+                        std::to_string(it->second.line + 1) + "); merge the two entries");
+    reject_duplicate_keys(kv.second, src, path, visited, depth + 1);
+  }
+}
+
 }  // namespace
+
+YAML::Node plain_copy(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      YAML::Node out(YAML::NodeType::Map);
+      for (const auto& kv : node) out[plain_copy(kv.first)] = plain_copy(kv.second);
+      if (node.Style() == YAML::EmitterStyle::Flow) out.SetStyle(YAML::EmitterStyle::Flow);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      YAML::Node out(YAML::NodeType::Sequence);
+      for (const auto& item : node) out.push_back(plain_copy(item));
+      if (node.Style() == YAML::EmitterStyle::Flow) out.SetStyle(YAML::EmitterStyle::Flow);
+      return out;
+    }
+    case YAML::NodeType::Scalar: return YAML::Node(node.Scalar());
+    case YAML::NodeType::Null: return YAML::Node(YAML::NodeType::Null);
+    default: return YAML::Node();
+  }
+}
+
+std::string resolved_text(const YAML::Node& document) {
+  YAML::Emitter out;
+  out << plain_copy(document);
+  return out.c_str();
+}
+
+void check_path_component(const std::string& text, const std::string& what) {
+  const bool bad = text.empty() || text == "." || text == ".." || text.find('/') != std::string::npos ||
+                   text.find('\\') != std::string::npos || text.find('\0') != std::string::npos ||
+                   text.size() > 200 ||
+                   std::any_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20; });
+  if (bad)
+    throw ConfigError(what + ": '" + text + "' cannot name a directory; use letters, digits, '_', '-' or '.' "
+                      "(no '/', '..' or control characters)");
+}
 
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
   const auto parts = split(path);
@@ -62,7 +149,7 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
     if (node.IsSequence()) {
       bool found = false;
       for (size_t k = 0; k < node.size() && !found; ++k) {
-        const bool match = is_index(parts[i]) ? std::stoul(parts[i]) == k
+        const bool match = is_index(parts[i]) ? parts[i].size() < 10 && std::stoul(parts[i]) == k
                                               : (node[k].IsMap() && node[k]["name"] &&
                                                  node[k]["name"].as<std::string>() == parts[i]);
         if (match) {
@@ -112,16 +199,28 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
 
 Experiment load_experiment(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                            bool smoke) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) throw ConfigError(file.string() + ": no such experiment file");
+  if (std::filesystem::is_directory(file, ec))
+    throw ConfigError(file.string() + ": is a directory; name an experiment file, e.g. experiments/device_ceilings.yaml");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string() + ": cannot read the experiment file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_experiment_text(text.str(), file, overrides, smoke);
+}
+
+Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
+                                const std::vector<std::string>& overrides, bool smoke) {
   Experiment exp;
   exp.file = file;
   exp.source.file = file.string();
-  if (!std::filesystem::exists(file)) throw ConfigError(file.string() + ": no such experiment file");
-  try {
-    exp.document = YAML::LoadFile(file.string());
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(file.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
-                      std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
-  }
+  exp.document = parse_yaml(text, file.string());
+  if (!exp.document.IsDefined() || exp.document.IsNull())
+    throw ConfigError(file.string() + ": the file is empty; an experiment needs at least 'experiment: <name>' "
+                      "and 'task: <task plugin>' (see experiments/device_ceilings.yaml)");
+  size_t visited = 0;
+  reject_duplicate_keys(exp.document, exp.source, "", visited);
   check_keys(exp.document, kTopLevelKeys, exp.source, "");
   if (smoke) {
     const YAML::Node s = exp.document["smoke"];
@@ -141,14 +240,30 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
       throw ConfigError("--set " + o + ": value is not valid YAML: " + e.msg);
     }
     set_path(exp.document, path, value);
-    exp.source.overridden[path] = "--set " + o;
-    if (path.rfind("sweep.", 0) == 0) exp.source.overridden["params." + path.substr(6)] = "--set " + o;
+    // Errors are reported with the paths validation uses: part-relative, and a
+    // sweep axis as the option it sets.
+    std::string relative = path;
+    if (relative.rfind("parts.", 0) == 0) {
+      const size_t dot = relative.find('.', 6);
+      relative = dot == std::string::npos ? relative : relative.substr(dot + 1);
+    }
+    for (const std::string& p : {path, relative}) {
+      exp.source.overridden[p] = "--set " + o;
+      if (p.rfind("sweep.", 0) == 0) exp.source.overridden["params." + p.substr(6)] = "--set " + o;
+    }
+  }
+  // --set values are documents of their own: check the whole again.
+  if (!overrides.empty()) {
+    visited = 0;
+    reject_duplicate_keys(exp.document, exp.source, "", visited);
   }
   check_keys(exp.document, kTopLevelKeys, exp.source, "");
   const YAML::Node name = exp.document["experiment"];
   if (!name || !name.IsScalar())
     throw ConfigError(file.string() + ": experiment: missing; add 'experiment: <name>' at the top");
   exp.name = name.Scalar();
+  // The name becomes runs/<name>/: it must stay one directory inside runs/.
+  check_path_component(exp.name, exp.source.where(name, "experiment") + ": experiment");
   return exp;
 }
 
@@ -183,7 +298,11 @@ std::vector<PartNode> experiment_parts(const Experiment& exp) {
       const std::string where = "parts." + std::to_string(i);
       check_keys(list[i], kPartKeys, exp.source, where);
       if (!list[i]["name"]) throw ConfigError(exp.source.where(list[i], where) + ": " + where + ": needs a name");
-      const std::string pname = list[i]["name"].as<std::string>();
+      if (!list[i]["name"].IsScalar())
+        throw ConfigError(exp.source.where(list[i]["name"], where + ".name") + ": " + where + ".name: expected a name");
+      const std::string pname = list[i]["name"].Scalar();
+      // Part names become artifact directories (artifacts/<part>-<index>/).
+      check_path_component(pname, exp.source.where(list[i]["name"], where + ".name") + ": " + where + ".name");
       if (!seen.insert(pname).second)
         throw ConfigError(exp.source.where(list[i]["name"], where) + ": part name '" + pname + "' repeats");
       parts.push_back({pname, with_defaults(list[i])});

@@ -29,9 +29,23 @@ struct Experiment {
 Experiment load_experiment(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                            bool smoke);
 
+// The same from the file's text; `file` names it in messages.
+Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
+                                const std::vector<std::string>& overrides, bool smoke);
+
 // Sets `value` at dotted `path` in `root`, creating maps as needed. Keys that
 // themselves contain dots (sweep axes) are matched greedily.
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value);
+
+// A deep copy that shares no node, so emitting it writes every value where it is
+// used instead of YAML anchors and aliases (&1, *1).
+YAML::Node plain_copy(const YAML::Node& node);
+// The resolved document as it is stored in a run's config.yaml (no anchors).
+std::string resolved_text(const YAML::Node& document);
+
+// Throws ConfigError unless `text` is usable as one directory name (no '/', '..',
+// absolute paths or control characters). `what` starts the message.
+void check_path_component(const std::string& text, const std::string& what);
 
 // The parts of an experiment as nodes with top-level defaults merged in.
 struct PartNode {

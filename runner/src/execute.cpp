@@ -1,6 +1,5 @@
 #include "execute.hpp"
 
-#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -17,9 +16,14 @@
 #include "distributed.hpp"
 #include "launch.hpp"
 #include "gpu_state.hpp"
+#include "history/run_recorder.hpp"
+#include "observation.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
+#include "report_check.hpp"
+#include "interrupt.hpp"
+#include "run_dir.hpp"
 #include "results.hpp"
 #include "runner/device.hpp"
 #include "runner/outcome.hpp"
@@ -63,77 +67,20 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
                     ": device: '" + wanted + "' is not one of cpu, cuda, auto");
 }
 
+std::filesystem::path run_dir_of(const std::filesystem::path& results) { return results.parent_path(); }
+
+std::string lower_first(std::string text) {
+  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = static_cast<char>(text[0] - 'A' + 'a');
+  return text;
+}
+
 struct PointOutcome {
   std::string status = "ok";  // ok | oom | error | skipped
   std::string message;        // the error, or why the point was skipped
   bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;
-  nlohmann::json observed = nlohmann::json::object();  // "measurement", "gpu"
-  std::vector<std::string> warnings;                   // noise above target, throttling
+  Observation observed;  // how it was measured, what the GPU did
 };
-
-nlohmann::json gpu_sample_json(const GpuSample& s) {
-  if (!s.valid) return nullptr;
-  return {{"sm_clock_mhz", s.sm_clock_mhz},
-          {"memory_clock_mhz", s.memory_clock_mhz},
-          {"temperature_c", s.temperature_c},
-          {"power_w", s.power_w},
-          {"throttle_reasons", throttle_reason_names(s.throttle_reasons)}};
-}
-
-nlohmann::json summary_json(const MeasureSummary& s) {
-  nlohmann::json j = {{"mode", s.mode},
-                      {"cache", s.cache},
-                      {"repetitions", s.repetitions},
-                      {"n", s.n},
-                      {"rel_stderr", s.rel_stderr},
-                      {"target_rel_stderr", s.target_rel_stderr},
-                      {"target_met", s.target_met},
-                      {"stop_reason", s.stop_reason},
-                      {"measured_seconds", s.measured_seconds}};
-  return j;
-}
-
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g%%", 100 * fraction);
-  return buf;
-}
-
-// What the measurement loops and NVML saw: stored with the records, warned about when off.
-void observe(const Context& ctx, const GpuSample& before, const GpuSample& after, PointOutcome& outcome) {
-  nlohmann::json measurements = nlohmann::json::array();
-  std::uint64_t reasons = after.valid ? after.throttle_reasons : 0;
-  unsigned min_sm = after.valid ? after.sm_clock_mhz : 0, max_sm = min_sm;
-  int samples = 0;
-  for (const MeasureSummary& s : ctx.measurements) {
-    measurements.push_back(summary_json(s));
-    if (s.mode == "adaptive" && !s.target_met)
-      outcome.warnings.push_back("relative standard error " + percent(s.rel_stderr) + " is above the target " +
-                                 percent(s.target_rel_stderr) + " after " + std::to_string(s.n) + " steps (" +
-                                 s.stop_reason + ")");
-    if (s.gpu_samples > 0) {
-      reasons |= s.throttle_reasons;
-      min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;
-      max_sm = std::max(max_sm, s.max_sm_clock_mhz);
-      samples += s.gpu_samples;
-    }
-  }
-  if (measurements.size() == 1) outcome.observed["measurement"] = measurements[0];
-  else if (!measurements.empty()) outcome.observed["measurement"] = measurements;
-  if (!before.valid && !after.valid) return;
-  const std::uint64_t slowdown = reasons & kSlowdownReasons;
-  nlohmann::json gpu = {{"before", gpu_sample_json(before)}, {"after", gpu_sample_json(after)},
-                        {"throttled", slowdown != 0}, {"throttle_reasons", throttle_reason_names(slowdown)}};
-  if (samples > 0) gpu["during"] = {{"samples", samples}, {"min_sm_clock_mhz", min_sm}, {"max_sm_clock_mhz", max_sm}};
-  outcome.observed["gpu"] = gpu;
-  if (slowdown) {
-    std::string names;
-    for (const auto& n : throttle_reason_names(slowdown)) names += (names.empty() ? "" : ", ") + n;
-    outcome.warnings.push_back("GPU clocks were throttled during the point (" + names + "; SM clock " +
-                               std::to_string(min_sm) + "-" + std::to_string(max_sm) + " MHz)");
-  }
-}
 
 // Runs the task inside its profilers; turns exceptions into statuses.
 PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
@@ -205,7 +152,7 @@ PointOutcome run_point(const Point& point, Context& ctx) {
   std::vector<std::unique_ptr<Profiler>> profilers;
   const GpuSample before = sample_gpu(ctx.device);
   PointOutcome outcome = run_task(point, ctx, profilers);
-  if (!outcome.device_fault) observe(ctx, before, sample_gpu(ctx.device), outcome);
+  if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, before, sample_gpu(ctx.device));
   const Record summary = end_profilers(ctx, profilers);
   if (outcome.status == "error" && !outcome.device_fault) {
     if (const auto fault = device_fault(ctx.device)) {
@@ -242,14 +189,16 @@ std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const
 }
 
 void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
-                   const std::vector<std::filesystem::path>& reports_dirs) {
+                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
   if (!report_node) return;
   const std::vector<report::ReportSpec> specs = parse_report_specs(report_node, file);
   const auto records = report::read_results(results);
+  if (const std::string about = report::run_sentence(run, records); !about.empty())
+    std::cerr << "warning: " << run_dir_of(results).string() << ": " << lower_first(about) << "\n";
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
     for (const auto& spec : specs)
-      for (const auto& path : report::write_report(spec, records, dir)) std::cerr << "wrote " << path.string() << "\n";
+      for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
   }
 }
 
@@ -261,9 +210,9 @@ struct Plan {
 
 Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
   Plan plan;
-  plan.points = expand_points(exp, registry);
+  plan.points = expand_points(exp, registry, options.max_points);
   plan.device = choose_device(options.device, exp.document, exp.source);
-  if (exp.document["report"]) parse_report_specs(exp.document["report"], exp.source.file);
+  validate_report(exp, plan.points, registry);
   return plan;
 }
 
@@ -280,24 +229,20 @@ void print_plan(const Experiment& exp, const Plan& plan) {
   }
 }
 
-std::filesystem::path make_run_dir(const Experiment& exp, const RunOptions& options, DistributedSession* session) {
-  if (session && session->dist().rank != 0) return session->agree("run_dir", "");
-  std::filesystem::path run_dir = options.out;
-  if (run_dir.empty()) {
-    const auto base = std::filesystem::path("runs") / exp.name / utc_timestamp(true);
-    run_dir = base;
-    for (int n = 2; std::filesystem::exists(run_dir); ++n) run_dir = base.string() + "-" + std::to_string(n);
-  } else if (std::filesystem::exists(run_dir / "results.jsonl")) {
-    // Never mix two runs' records, nor overwrite a finished run.
-    throw ConfigError("--out " + run_dir.string() + ": already holds results.jsonl; choose a new directory");
+// Rank 0 prepares the run directory (new, or the one --resume names); the other
+// ranks only learn its path, so no two processes create or write the same files.
+RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& options, DistributedSession* session) {
+  if (session && !options.resume.empty())
+    throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
+                      "start a new run");
+  if (session && session->dist().rank != 0) {
+    RunDirectory shared;
+    shared.path = session->agree("run_dir", "");
+    return shared;
   }
-  std::filesystem::create_directories(run_dir);
-  if (session) session->agree("run_dir", run_dir.string());
-  std::ofstream config(run_dir / "config.yaml");
-  config << "# resolved from " << exp.file.string() << (options.smoke ? " with --smoke" : "") << "\n";
-  for (const auto& o : options.overrides) config << "# --set " << o << "\n";
-  config << exp.document << "\n";
-  return run_dir;
+  RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
+  if (session) session->agree("run_dir", prepared.path.string());
+  return prepared;
 }
 
 // Where one run writes: its directory, log and results. In a multi-process run
@@ -319,6 +264,7 @@ struct RunOutput {
   FileLogger log;
   std::optional<ResultsWriter> results;
   nlohmann::json env;
+  std::unique_ptr<history::RunRecorder> history;  // each point's records also go to the run history
 };
 
 Context point_context(const Point& point, const c10::Device& device, RunOutput& run, const PluginRegistry& registry) {
@@ -345,7 +291,7 @@ void record_outcome(const Experiment& exp, const Point& point, int point_index, 
   std::vector<nlohmann::json> lines;
   try {
     for (const Record& r : outcome.records)
-      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed));
+      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed.fields));
   } catch (const std::invalid_argument& e) {  // duplicate metric names
     outcome.status = "error";
     outcome.message = e.what();
@@ -353,6 +299,7 @@ void record_outcome(const Experiment& exp, const Point& point, int point_index, 
   }
   if (!run.session) {
     for (const auto& line : lines) run.results->append(line);
+    if (run.history) run.history->add_point(lines);
     return;
   }
   const int index = point_index;
@@ -376,8 +323,9 @@ void record_outcome(const Experiment& exp, const Point& point, int point_index, 
     run.session->send_records(index, lines);
     return;
   }
-  for (const auto& line : merge_rank_records(run.session->gather_records(index, std::move(lines))))
-    run.results->append(line);
+  const auto merged = merge_rank_records(run.session->gather_records(index, std::move(lines)));
+  for (const auto& line : merged) run.results->append(line);
+  if (run.history) run.history->add_point(merged);
 }
 
 struct SweepResult {
@@ -385,20 +333,36 @@ struct SweepResult {
   bool device_fault = false;
 };
 
-SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run) {
+// `finished`: points a resumed run already recorded; they are not run again.
+SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
+                       const std::set<std::pair<std::string, int>>& finished) {
   SweepResult sweep;
   Progress progress(run.rank == 0 ? static_cast<int>(plan.points.size()) : 0);
+  InterruptGuard interrupt;
   for (size_t i = 0; i < plan.points.size(); ++i) {
     const Point& point = plan.points[i];
+    if (finished.count({point.part, point.index})) continue;
     const std::string label = point.part + " " + describe_point(point);
     if (run.rank == 0) progress.begin_point(static_cast<int>(i), label);
+    // A signal during this point: its record says so, and --resume runs it again.
+    interrupt.on_interrupt([&, i](const char* signal_name) {
+      const std::string note = std::string("interrupted by ") + signal_name + " during point " +
+                               std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
+      if (run.results) run.results->append(record_json(exp.name, point, "interrupted", note, Record{},
+                                     point_params_json(point, plan.device), run.env));
+      run.log.warn(note + "; continue with: runner " + exp.file.string() + " --resume " + run.dir.string());
+    });
     Context ctx = point_context(point, plan.device, run, registry);
     PointOutcome outcome = run_point(point, ctx);
-    record_outcome(exp, point, static_cast<int>(i), plan.device, outcome, run);
+    {
+      std::lock_guard<std::mutex> lock(interrupt.mutex());
+      record_outcome(exp, point, static_cast<int>(i), plan.device, outcome, run);
+    }
+    interrupt.on_interrupt(nullptr);
     if (outcome.status == "error") ++sweep.failures;
     if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
     else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
-    for (const std::string& w : outcome.warnings) run.log.warn(label + ": " + w);
+    for (const std::string& w : outcome.observed.warnings) run.log.warn(label + ": " + w);
     if (run.rank == 0) progress.end_point(outcome.status);
     if (outcome.device_fault) {
       sweep.device_fault = true;
@@ -429,6 +393,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     print_plan(exp, plan);
     return 0;
   }
+  preflight_points(plan.points, registry);
   // Ranks (runner launch, torchrun, srun): each on its local GPU; rank 0 alone
   // owns the run directory's files.
   const std::string backend = checked_backend(options.backend);
@@ -441,18 +406,27 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
     session = std::make_unique<DistributedSession>(*launch, plan.device, backend);
   }
-  RunOutput run(make_run_dir(exp, options, session.get()), plan.device, session.get());
+  const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
+  RunOutput run(run_dir.path, plan.device, session.get());
   if (launch) run.env["launcher"] = launch->launcher;
-  run.log.info("experiment " + exp.name + " from " + exp.file.string() + ", " + std::to_string(plan.points.size()) +
-               " points on " + plan.device.str());
-  if (run.rank == 0) std::cerr << "run directory: " << run.dir.string() << "\n";
-  const SweepResult sweep = run_points(exp, plan, registry, run);
+  run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
+               exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
+               (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
+  if (run.rank == 0) {
+    std::cerr << "run directory: " << run.dir.string() << "\n";
+    run.history = std::make_unique<history::RunRecorder>(
+        options.history, exp.document["history"] ? exp.document["history"].as<std::string>() : "", exp.name, run.dir,
+        run.env, options.smoke);
+  }
+  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished);
   if (run.rank != 0) return 0;
+  run.history->finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs);
+  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
+                report::RunSummary{options.smoke, plan.points.size()});
   if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
   return sweep.failures ? 1 : 0;
 }
@@ -483,44 +457,15 @@ int render_reports(const std::filesystem::path& run_dir, const std::filesystem::
   const auto results = run_dir / "results.jsonl";
   if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
     throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-  const YAML::Node doc = YAML::LoadFile(config.string());
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(config.string());
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(config.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
   if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
-  write_reports(doc["report"], config.string(), results, {reports_dir});
+  write_reports(doc["report"], config.string(), results, {reports_dir}, run_summary(run_dir));
   return 0;
-}
-
-void list_plugins(const PluginRegistry& registry, std::ostream& out) {
-  out << std::left << std::setw(11) << "kind" << std::setw(26) << "name" << std::setw(9) << "version"
-      << "description  [file]\n";
-  for (const auto& p : registry.plugins()) {
-    const auto* m = p.manifest;
-    out << std::setw(11) << to_string(m->kind) << std::setw(26) << m->name << std::setw(9) << m->version
-        << m->description << "  [" << p.file.string() << "]\n";
-  }
-  for (const auto& e : registry.load_errors())
-    out << "skipped " << e.file.string() << ": " << e.message << "\n";
-}
-
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out) {
-  const auto slash = what.find('/');
-  PluginKind kind;
-  if (slash == std::string::npos || !parse_plugin_kind(what.substr(0, slash), kind)) return false;
-  const PluginManifest* m = registry.find(kind, what.substr(slash + 1));
-  if (m == nullptr) return false;
-  out << what << " " << m->version << ": " << m->description << "\n";
-  if (m->options.empty()) out << "  (no options)\n";
-  for (const OptionSpec& o : m->options) {
-    std::string type = to_string(o.type);
-    if (o.type == OptionType::Enum) {
-      type = "one of ";
-      for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? "|" : "") + o.choices[i];
-    } else if (o.type == OptionType::Plugin) {
-      type = std::string(to_string(o.plugin_kind)) + " plugin";
-    }
-    const std::string def = o.default_value.empty() ? "(required)" : "default " + o.default_value.to_string();
-    out << "  " << std::left << std::setw(20) << o.name << " " << type << ", " << def << "\n      " << o.help << "\n";
-  }
-  return true;
 }
 
 }  // namespace runner

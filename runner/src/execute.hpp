@@ -17,8 +17,11 @@ struct RunOptions {
   std::filesystem::path out;           // run directory; default runs/<name>/<UTC timestamp>
   std::filesystem::path reports_dir;   // also write reports here (e.g. "reports"); always into <run>/reports
   std::string backend;                 // "", "auto", "gloo", "nccl" (multi-process runs)
+  std::string history;                 // --history FILE or "off"; default: RUNNER_HISTORY, `history:`, XDG data dir
   bool dry_run = false;
   bool smoke = false;
+  std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
+  std::filesystem::path resume;        // --resume: a run directory to complete
 };
 
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.
@@ -30,8 +33,5 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
                  const std::vector<std::string>& rank_args);
 // Re-renders the reports of a finished run from its stored config and records.
 int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir);
-void list_plugins(const PluginRegistry& registry, std::ostream& out);
-// `what` is "<kind>/<name>"; returns false if there is no such plugin.
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out);
 
 }  // namespace runner

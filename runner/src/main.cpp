@@ -1,10 +1,15 @@
-// runner: run an experiment, list or describe plugins, re-render reports.
+// runner: run an experiment, list or describe plugins and experiments, re-render reports.
+#include <cstdlib>
 #include <iostream>
 
 #include <boost/program_options.hpp>
 
+#include "catalog.hpp"
 #include "execute.hpp"
+#include "history/cli.hpp"
 #include "registry.hpp"
+#include "report/report.hpp"
+#include "sweep.hpp"
 #include "validate.hpp"
 
 namespace po = boost::program_options;
@@ -14,74 +19,176 @@ namespace {
 const char* kUsage =
     "usage: runner <experiment.yaml> [--set key.path=value]... [--device cpu|cuda] [--out DIR]\n"
     "                                [--reports DIR] [--dry-run] [--smoke] [--plugin-path DIR]...\n"
+    "                                [--max-points N] [--resume RUN_DIR]\n"
+    "       runner list [DIR]              experiments in DIR (default experiments/): points, description\n"
     "       runner launch --nproc-per-node N <experiment.yaml> [options]\n"
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
-    "       runner describe <kind>/<name>  a plugin's options: type, default, meaning\n"
-    "       runner report <run-dir>        re-render tables from stored results (into --reports, default reports/)\n";
+    "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
+    "       runner report <run-dir>        re-render a run's tables from its stored records\n"
+    "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
+    "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
+    "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n"
+    "       runner --version\n"
+    "`runner <command> --help` explains one command.\n";
+
+struct Command {
+  const char* name;
+  const char* help;
+};
+
+// Help of each subcommand: what it does, its arguments and the flags it reads.
+const Command kCommands[] = {
+    {"list",
+     "usage: runner list [DIR]\n"
+     "Lists the experiment files (*.yaml) of DIR (default experiments/) with their experiment name,\n"
+     "number of sweep points and description. A file that does not load is listed with its error\n"
+     "(exit code 2).\n"},
+    {"plugins",
+     "usage: runner plugins [--plugin-path DIR]...\n"
+     "Lists every loadable plugin: kind, name, version, description and file; then the files that\n"
+     "were skipped and why (not a plugin, another plugin API, LibTorch or C++ ABI, a throwing manifest).\n"
+     "Search path: the build's plugins/, then $RUNNER_PLUGIN_PATH (colon-separated), then --plugin-path.\n"},
+    {"describe",
+     "usage: runner describe <kind>/<name>     e.g. runner describe task/device_ceilings\n"
+     "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
+     "its records carry (what report tables can name).\n"},
+    {"report",
+     "usage: runner report <run-dir> [--reports DIR]\n"
+     "Re-renders the tables of a run from its stored config.yaml and results.jsonl, without\n"
+     "re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
+     "--reports reports to update the project's committed reports). A truncated last record (a killed\n"
+     "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"},
+};
+
+const char* command_help(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (name == c.name) return c.help;
+  return nullptr;
+}
+
+// Flags that name things which must exist; caught here so no raw filesystem
+// error reaches the user later.
+void check_paths(const po::variables_map& vm) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (vm.count("plugin-path")) {
+    for (const auto& dir : vm["plugin-path"].as<std::vector<std::string>>())
+      if (!fs::is_directory(dir, ec))
+        throw runner::ConfigError("--plugin-path " + dir + ": no such directory");
+  }
+  // A launched rank other than 0 finds the directory rank 0 already made; only rank 0 checks it.
+  const auto env_rank = [](const char* name) { const char* v = std::getenv(name); return v ? std::string(v) : ""; };
+  const std::string rank = !env_rank("RANK").empty() ? env_rank("RANK") : env_rank("SLURM_PROCID");
+  if (vm.count("out") && (rank.empty() || rank == "0")) {
+    const fs::path out = vm["out"].as<std::string>();
+    if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+      throw runner::ConfigError("--out " + out.string() + ": is a file; name a new directory for the run");
+    if (fs::is_directory(out, ec) && !fs::is_empty(out, ec))
+      throw runner::ConfigError("--out " + out.string() +
+                                ": exists and is not empty; a run needs a new (or empty) directory, so nothing "
+                                "in it is overwritten");
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The history verbs parse their own options.
+  if (argc >= 2) {
+    const std::string verb = argv[1];
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    try {
+      if (verb == "history") return runner::history::history_command(rest);
+      if (verb == "compare") return runner::history::compare_command(rest);
+      if (verb == "schedule")
+        return runner::history::schedule_command(rest, std::filesystem::canonical("/proc/self/exe").string());
+    } catch (const std::exception& e) {
+      std::cerr << "runner " << verb << ": " << e.what() << "\n";
+      return 2;
+    }
+  }
   po::options_description flags("options");
   flags.add_options()
-      ("help,h", "show this help")
+      ("help,h", "show this help (after a command: that command's help)")
+      ("version", "print the runner version and the LibTorch and plugin API it was built with")
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override a key: key.path=value (repeatable)")
       ("device", po::value<std::string>(), "cpu or cuda (default: the experiment's, else cuda when present)")
-      ("out,o", po::value<std::string>(), "run directory (default runs/<experiment>/<UTC time>)")
+      ("out,o", po::value<std::string>(), "run directory, new or empty (default runs/<experiment>/<UTC time>)")
       ("reports", po::value<std::string>(), "also write reports into this directory (e.g. reports)")
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
+      ("max-points", po::value<std::size_t>()->default_value(runner::kDefaultMaxPoints),
+       "refuse a sweep with more points than this (counted before expanding)")
+      ("resume", po::value<std::string>(), "complete a crashed or killed run: run only points without a record")
+      ("history", po::value<std::string>(), "history database for this run, or off (default: RUNNER_HISTORY, the experiment's history:, ~/.local/share/runner/history.sqlite)")
       ("plugin-path", po::value<std::vector<std::string>>()->composing(), "extra plugin directory (repeatable)")
       ("backend", po::value<std::string>(), "multi-process runs: auto (nccl for CUDA, gloo for CPU), gloo or nccl")
-      ("nproc-per-node", po::value<int>(), "runner launch: number of local ranks")
-      ("args", po::value<std::vector<std::string>>(), "command and arguments");
+      ("nproc-per-node", po::value<int>(), "runner launch: number of local ranks");
+  po::options_description hidden;
+  hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and arguments");
+  po::options_description all;
+  all.add(flags).add(hidden);
   po::positional_options_description positional;
   positional.add("args", -1);
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(flags).positional(positional).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     std::cerr << "runner: " << e.what() << "\n" << kUsage;
     return 2;
   }
+  if (vm.count("version")) {
+    std::cout << "runner " << runner::runner_version() << " (" << runner::host_build_info()
+              << ", plugin API " << runner::kPluginApiVersion << ")\n";
+    return 0;
+  }
   const auto args = vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (vm.count("help") && !args.empty() && command_help(args[0])) {
+    std::cout << command_help(args[0]);
+    return 0;
+  }
   if (vm.count("help") || args.empty()) {
     std::cout << kUsage << "\n" << flags;
     return args.empty() && !vm.count("help") ? 2 : 0;
   }
 
-  std::vector<std::filesystem::path> extra;
-  if (vm.count("plugin-path"))
-    for (const auto& p : vm["plugin-path"].as<std::vector<std::string>>()) extra.emplace_back(p);
-  runner::PluginRegistry registry;
-  registry.scan(runner::PluginRegistry::search_path(extra));
-
   try {
+    check_paths(vm);
     const std::string& command = args[0];
+    if (command == "list") {
+      if (args.size() > 2) throw runner::ConfigError("runner list: expected at most one directory");
+      return runner::list_experiments(args.size() == 2 ? args[1] : "experiments", std::cout) ? 2 : 0;
+    }
+    if (command == "report") {
+      if (args.size() != 2) throw runner::ConfigError("runner report: expected a run directory (runner report --help)");
+      // Never the project's reports/ unless asked: a quick re-render must not
+      // replace committed tables.
+      const std::filesystem::path run_dir = args[1];
+      return runner::render_reports(run_dir, vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
+                                                                 : run_dir / "reports");
+    }
+
+    std::vector<std::filesystem::path> extra;
+    if (vm.count("plugin-path"))
+      for (const auto& p : vm["plugin-path"].as<std::vector<std::string>>()) extra.emplace_back(p);
+    runner::PluginRegistry registry;
+    registry.scan(runner::PluginRegistry::search_path(extra));
+    for (const auto& w : registry.warnings()) std::cerr << "warning: " << w << "\n";
+
     if (command == "plugins") {
       runner::list_plugins(registry, std::cout);
       return 0;
     }
     if (command == "describe") {
-      if (args.size() != 2) {
-        std::cerr << "runner describe: expected <kind>/<name>, e.g. task/device_ceilings\n";
-        return 2;
-      }
-      if (!runner::describe_plugin(registry, args[1], std::cout)) {
-        std::cerr << "runner describe: no plugin '" << args[1] << "' (see `runner plugins`)\n";
-        return 2;
-      }
+      if (args.size() != 2)
+        throw runner::ConfigError("runner describe: expected <kind>/<name>, e.g. task/device_ceilings");
+      if (!runner::describe_plugin(registry, args[1], std::cout))
+        throw runner::ConfigError("runner describe: no plugin '" + args[1] + "'" +
+                                  runner::plugin_suggestion(registry, args[1]) + " (see `runner plugins`)");
       return 0;
-    }
-    if (command == "report") {
-      if (args.size() != 2) {
-        std::cerr << "runner report: expected a run directory\n";
-        return 2;
-      }
-      return runner::render_reports(args[1], vm.count("reports") ? vm["reports"].as<std::string>() : "reports");
     }
     const bool launch = command == "launch";
     if (launch != (vm.count("nproc-per-node") > 0)) {
@@ -103,8 +210,14 @@ int main(int argc, char** argv) {
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
+    if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;
     options.smoke = vm.count("smoke") > 0;
+    options.max_points = vm["max-points"].as<std::size_t>();
+    if (vm.count("resume")) {
+      if (vm.count("out")) throw runner::ConfigError("--resume and --out: give one; --resume continues the run it names");
+      options.resume = vm["resume"].as<std::string>();
+    }
     if (vm.count("backend")) options.backend = vm["backend"].as<std::string>();
     if (launch) {
       // Each rank gets this command line without `launch` and --nproc-per-node.
@@ -124,6 +237,9 @@ int main(int argc, char** argv) {
     }
     return runner::run_experiment(options, registry);
   } catch (const runner::ConfigError& e) {
+    std::cerr << "runner: " << e.what() << "\n";
+    return 2;
+  } catch (const runner::report::SpecError& e) {
     std::cerr << "runner: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -253,7 +253,8 @@ class Loop {
     rep.target_met = n >= m_.min_steps && rel_stderr(rep.ms["step"]) <= m_.target_rel_stderr;
     if (rep.target_met) rep.stop_reason = "target";
     else if (n >= m_.max_steps) rep.stop_reason = "max_steps";
-    else if (rep.seconds >= m_.max_seconds) rep.stop_reason = "max_seconds";
+    // Two steps at least, so even a time-limited point has a noise estimate.
+    else if (rep.seconds >= m_.max_seconds && n >= 2) rep.stop_reason = "max_seconds";
     else return false;
     return true;
   }

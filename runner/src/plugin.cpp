@@ -55,6 +55,19 @@ const char* to_string(OptionType type) {
   return "?";
 }
 
+OptionSpec OptionSpec::at_least(double lo) const {
+  OptionSpec spec = *this;
+  spec.min_value = lo;
+  return spec;
+}
+
+OptionSpec OptionSpec::in_range(double lo, double hi) const {
+  OptionSpec spec = *this;
+  spec.min_value = lo;
+  spec.max_value = hi;
+  return spec;
+}
+
 OptionSpec opt_bool(std::string name, bool def, std::string help) {
   return make(std::move(name), OptionType::Bool, Value(def), std::move(help));
 }

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
+
+#include <dlfcn.h>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -11,6 +14,28 @@
 #include "validate.hpp"
 
 namespace runner {
+namespace {
+
+// Why dlopen refuses a file, in the loader's own words (Boost.DLL's exception
+// text is often an unrelated errno such as "Bad file descriptor").
+std::string why_not_loadable(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[4] = {};
+  if (!in.read(magic, 4) || magic[0] != 0x7f || magic[1] != 'E' || magic[2] != 'L' || magic[3] != 'F')
+    return "not a shared library (no ELF header)";
+  dlerror();
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle != nullptr) {
+    dlclose(handle);
+    return "";
+  }
+  const char* reason = dlerror();
+  return reason ? reason : "the dynamic loader refused it";
+}
+
+}  // namespace
+
+std::string host_build_info() { return RUNNER_PLUGIN_BUILD_INFO; }
 
 struct PluginRegistry::Library {
   boost::dll::shared_library handle;
@@ -27,6 +52,11 @@ void PluginRegistry::scan(const std::vector<std::filesystem::path>& dirs) {
   for (const auto& dir : dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) continue;
+    // Anyone who can write here can make this process run their code.
+    const auto perms = std::filesystem::status(dir, ec).permissions();
+    if (!ec && (perms & std::filesystem::perms::others_write) != std::filesystem::perms::none)
+      warnings_.push_back("plugin directory " + dir.string() +
+                          " is world-writable: any user can plant a plugin there (chmod o-w it)");
     std::vector<std::filesystem::path> files;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
       if (entry.path().extension() == ".so") files.push_back(entry.path());
@@ -46,7 +76,8 @@ bool PluginRegistry::load_file(const std::filesystem::path& file) {
     lib->handle.load(boost::dll::fs::path(file.string()),
                      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    return fail(std::string("cannot load: ") + e.what());
+    const std::string reason = why_not_loadable(file);
+    return fail("cannot load: " + (reason.empty() ? std::string(e.what()) : reason));
   }
   if (!lib->handle.has("runner_plugin_api_version") || !lib->handle.has("runner_plugin_manifest")) {
     return fail("not a runner plugin (no runner_plugin_manifest symbol)");
@@ -58,6 +89,15 @@ bool PluginRegistry::load_file(const std::filesystem::path& file) {
       return fail("built against plugin API " + std::to_string(api) + ", this runner speaks " +
                   std::to_string(kPluginApiVersion) + "; rebuild the plugin");
     }
+    // Checked before the manifest is touched: its strings and vectors only mean the
+    // same thing to both sides when LibTorch and the C++ ABI agree.
+    if (!lib->handle.has("runner_plugin_build_info"))
+      return fail("records no build info (LibTorch version, C++ ABI); rebuild the plugin against this runner");
+    const char* info = lib->handle.get<const char*()>("runner_plugin_build_info")();
+    const std::string plugin_info = info ? info : "";
+    if (plugin_info != host_build_info())
+      return fail("built with " + plugin_info + ", this runner has " + host_build_info() +
+                  "; rebuild the plugin against this runner's LibTorch");
     manifest = lib->handle.get<const PluginManifest*()>("runner_plugin_manifest")();
   } catch (const std::exception& e) {
     return fail(std::string("plugin threw while loading: ") + e.what());
@@ -67,16 +107,22 @@ bool PluginRegistry::load_file(const std::filesystem::path& file) {
   if (manifest == nullptr || manifest->name.empty() || !manifest->create) {
     return fail("manifest is incomplete (needs a name and a create function)");
   }
+  if (!add_manifest(manifest, file)) return false;
+  libraries_.push_back(std::move(lib));
+  return true;
+}
+
+bool PluginRegistry::add_manifest(const PluginManifest* manifest, const std::filesystem::path& origin) {
   if (const PluginManifest* existing = find(manifest->kind, manifest->name)) {
     for (const auto& p : plugins_) {
       if (p.manifest == existing) {
-        return fail(std::string(to_string(manifest->kind)) + "/" + manifest->name +
-                    " is already loaded from " + p.file.string() + "; skipped");
+        errors_.push_back({origin, std::string(to_string(manifest->kind)) + "/" + manifest->name +
+                                       " is already loaded from " + p.file.string() + "; skipped"});
+        return false;
       }
     }
   }
-  plugins_.push_back({manifest, file});
-  libraries_.push_back(std::move(lib));
+  plugins_.push_back({manifest, origin});
   return true;
 }
 

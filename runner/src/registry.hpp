@@ -31,10 +31,16 @@ class PluginRegistry : public PluginFactory {
   // Loads one file; returns false (and records a LoadError) if it is not a usable plugin.
   bool load_file(const std::filesystem::path& file);
 
+  // A manifest compiled into this process (tests, the config fuzzer); `origin`
+  // stands in for the file. Same duplicate rule as load_file.
+  bool add_manifest(const PluginManifest* manifest, const std::filesystem::path& origin);
+
   const PluginManifest* find(PluginKind kind, const std::string& name) const;
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const std::vector<LoadError>& load_errors() const { return errors_; }
   std::vector<std::string> names(PluginKind kind) const;
+  // Things about the search path a user should hear (world-writable directories).
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   // Throws runner::ConfigError if no plugin of that kind and name is loaded.
   std::unique_ptr<PluginBase> create(PluginKind kind, const Params& params,
@@ -52,6 +58,10 @@ class PluginRegistry : public PluginFactory {
   std::vector<std::unique_ptr<Library>> libraries_;
   std::vector<LoadedPlugin> plugins_;
   std::vector<LoadError> errors_;
+  std::vector<std::string> warnings_;
 };
+
+// "libtorch=2.11.0 cxx11_abi=1": what a plugin's runner_plugin_build_info() must say.
+std::string host_build_info();
 
 }  // namespace runner

@@ -147,7 +147,8 @@ nlohmann::json record_json(const std::string& experiment, const Point& point, co
       mj["value"] = *d;
     } else if (const auto* s = std::get_if<Stats>(&m.value)) {
       mj = {{"unit", m.unit}, {"n", s->n},     {"mean", s->mean}, {"std", s->std},
-            {"median", s->median}, {"min", s->min}, {"max", s->max}, {"rel_stderr", s->rel_stderr()}};
+            {"median", s->median}, {"min", s->min}, {"max", s->max}};
+      if (s->n >= 2) mj["rel_stderr"] = s->rel_stderr();  // one sample says nothing about noise
       if (!s->repetition_means.empty()) mj["repetition_means"] = s->repetition_means;
     } else {
       mj["text"] = std::get<std::string>(m.value);

@@ -1,5 +1,7 @@
 #include "sweep.hpp"
 
+#include <limits>
+
 #include "registry.hpp"
 #include "text_distance.hpp"
 
@@ -12,14 +14,14 @@ using Factor = std::vector<Alternative>;
 
 const std::vector<OptionSpec>& measure_options() {
   static const std::vector<OptionSpec> options = {
-      opt_int("warmup_steps", 5, "untimed steps before measuring"),
-      opt_int("measured_steps", 10, "timed steps per repetition (when target_rel_stderr is 0)"),
+      opt_int("warmup_steps", 5, "untimed steps before measuring").in_range(0, 1e9),
+      opt_int("measured_steps", 10, "timed steps per repetition (when target_rel_stderr is 0)").in_range(1, 1e9),
       opt_float("target_rel_stderr", 0.0,
-                "> 0: measure until the relative standard error of the mean step time is at most this"),
-      opt_int("min_steps", 10, "adaptive: at least this many timed steps"),
-      opt_int("max_steps", 1000, "adaptive: at most this many timed steps"),
-      opt_float("max_seconds", 60.0, "adaptive: stop once the timed steps took this long"),
-      opt_int("repetitions", 1, "rerun warm-up + measurement this many times; one mean each"),
+                "> 0: measure until the relative standard error of the mean step time is at most this").in_range(0, 1),
+      opt_int("min_steps", 10, "adaptive: at least this many timed steps").in_range(2, 1e9),
+      opt_int("max_steps", 1000, "adaptive: at most this many timed steps").in_range(2, 1e9),
+      opt_float("max_seconds", 60.0, "adaptive: stop once the timed steps took this long").in_range(0, 1e9),
+      opt_int("repetitions", 1, "rerun warm-up + measurement this many times; one mean each").in_range(1, 1e6),
       opt_bool("sync_each_step", true, "synchronize the device after every timed step"),
       opt_enum("cache", {"warm", "cold"}, "warm", "cold: write a buffer larger than L2 before every step"),
   };
@@ -30,7 +32,7 @@ const std::vector<OptionSpec>& point_options() {
   static const std::vector<OptionSpec> options = {
       opt_enum("precision", {"fp32", "tf32", "bf16", "fp16"}, "fp32",
                "fp32, tf32 matmuls, or bf16/fp16 autocast"),
-      opt_int("seed", 0, "random seed set before each point"),
+      opt_int("seed", 0, "random seed set before each point").at_least(0),
   };
   return options;
 }
@@ -120,9 +122,36 @@ std::vector<Params> resolve_profilers(const YAML::Node& list, const PluginRegist
   return out;
 }
 
+std::size_t saturating_product(std::size_t a, std::size_t b) {
+  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) return std::numeric_limits<std::size_t>::max();
+  return a * b;
+}
+
+std::size_t count_of(const std::vector<Factor>& factors) {
+  std::size_t n = 1;
+  for (const Factor& f : factors) n = saturating_product(n, f.size());
+  return n;
+}
+
 }  // namespace
 
-std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry) {
+std::size_t count_points(const Experiment& exp) {
+  std::size_t total = 0;
+  for (const PartNode& part : experiment_parts(exp)) {
+    const std::size_t n = count_of(factors_of(part.node["sweep"], exp.source));
+    total = n > std::numeric_limits<std::size_t>::max() - total ? std::numeric_limits<std::size_t>::max() : total + n;
+  }
+  return total;
+}
+
+std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry, std::size_t max_points) {
+  // Counted from the axis lengths before anything is expanded: a sweep of 10^7
+  // points must be refused in microseconds, not after gigabytes of points.
+  if (const std::size_t n = count_points(exp); n > max_points) {
+    const std::string count = n == std::numeric_limits<std::size_t>::max() ? "more than 10^19" : std::to_string(n);
+    throw ConfigError(exp.source.file + ": sweep: expands to " + count + " points, more than the limit of " +
+                      std::to_string(max_points) + "; shrink the axes or raise the limit with --max-points");
+  }
   std::vector<Point> points;
   const SourceMap& src = exp.source;
   for (const PartNode& part : experiment_parts(exp)) {
@@ -184,6 +213,18 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
     }
   }
   return points;
+}
+
+void preflight_points(const std::vector<Point>& points, const PluginRegistry& registry) {
+  for (const Point& p : points) {
+    const PluginManifest* m = registry.find(PluginKind::Task, p.task);
+    if (m == nullptr || !m->preflight) continue;
+    try {
+      m->preflight(p.params);
+    } catch (const std::exception& e) {
+      throw ConfigError("part " + p.part + ": task " + p.task + ": " + e.what());
+    }
+  }
 }
 
 std::string describe_point(const Point& point) {

@@ -28,8 +28,20 @@ struct Point {
   std::vector<std::pair<std::string, std::string>> axes;
 };
 
-// Expands every part of `exp`. Throws ConfigError on any invalid key or value.
-std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry);
+inline constexpr std::size_t kDefaultMaxPoints = 100000;
+
+// Points the sweep of every part makes (product of axis lengths), without
+// expanding them; saturates at SIZE_MAX.
+std::size_t count_points(const Experiment& exp);
+
+// Expands every part of `exp`. Throws ConfigError on any invalid key or value, and
+// when the sweep has more than `max_points` points (before expanding any).
+std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry,
+                                 std::size_t max_points = kDefaultMaxPoints);
+
+// Runs each task's preflight check on every point (before the sweep, not on
+// --dry-run); a failure is a ConfigError naming the part and task.
+void preflight_points(const std::vector<Point>& points, const PluginRegistry& registry);
 
 // "model.size=small precision=bf16"
 std::string describe_point(const Point& point);

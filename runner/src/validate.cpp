@@ -1,6 +1,8 @@
 #include "validate.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "registry.hpp"
 #include "text_distance.hpp"
@@ -73,6 +75,28 @@ OptionType element_type(OptionType list_type) {
   }
 }
 
+std::string bound_text(double bound) {
+  std::ostringstream out;
+  out << bound;
+  return out.str();
+}
+
+// Int/Float values (and list elements) must lie in the option's declared range.
+Value in_range(Value v, const OptionSpec& spec, const YAML::Node& node, const SourceMap& src,
+               const std::string& path) {
+  double x = 0;
+  if (const auto* i = std::get_if<std::int64_t>(&v.data)) x = static_cast<double>(*i);
+  else if (const auto* d = std::get_if<double>(&v.data)) x = *d;
+  else return v;
+  const bool bounded_below = std::isfinite(spec.min_value), bounded_above = std::isfinite(spec.max_value);
+  if (!std::isnan(x) && x >= spec.min_value && x <= spec.max_value) return v;
+  std::string allowed = bounded_below && bounded_above ? "between " + bound_text(spec.min_value) + " and " + bound_text(spec.max_value)
+                        : bounded_below                ? "at least " + bound_text(spec.min_value)
+                        : bounded_above                ? "at most " + bound_text(spec.max_value)
+                                                       : "a finite number";
+  fail(src, node, path, node.Scalar() + " is out of range; must be " + allowed);
+}
+
 Value convert(const YAML::Node& node, const OptionSpec& spec, const SourceMap& src,
               const std::string& path) {
   switch (spec.type) {
@@ -81,8 +105,10 @@ Value convert(const YAML::Node& node, const OptionSpec& spec, const SourceMap& s
     case OptionType::StringList: {
       if (!node.IsSequence()) fail(src, node, path, "expected " + a_type(spec.type) + " like [a, b], got " + scalar_text(node));
       Value::List items;
-      for (size_t i = 0; i < node.size(); ++i)
-        items.push_back(scalar_value(node[i], element_type(spec.type), src, path + "[" + std::to_string(i) + "]"));
+      for (size_t i = 0; i < node.size(); ++i) {
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        items.push_back(in_range(scalar_value(node[i], element_type(spec.type), src, at), spec, node[i], src, at));
+      }
       return Value(std::move(items));
     }
     case OptionType::Enum: {
@@ -92,7 +118,7 @@ Value convert(const YAML::Node& node, const OptionSpec& spec, const SourceMap& s
         fail(src, node, path, "'" + s + "' is not one of the choices" + suggestion(s, spec.choices));
       return v;
     }
-    default: return scalar_value(node, spec.type, src, path);
+    default: return in_range(scalar_value(node, spec.type, src, path), spec, node, src, path);
   }
 }
 

@@ -118,7 +118,7 @@ TEST(EndToEnd, ExistingRunDirectoryIsNeverOverwritten) {
   const std::string before = read(out / "results.jsonl");
   const Result r = run(file.string() + " --device cpu --set sweep.fail=[none] --out " + out.string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.output.find("already holds results.jsonl"), std::string::npos);
+  EXPECT_NE(r.output.find("exists and is not empty"), std::string::npos) << r.output;
   EXPECT_EQ(read(out / "results.jsonl"), before);
 }
 

@@ -124,6 +124,13 @@ TEST(Measure, AdaptiveStopsAtMaxSeconds) {
   EXPECT_GE(t.summary.measured_seconds, 0.1);
 }
 
+TEST(Measure, MaxSecondsStillLeavesTwoStepsForANoiseEstimate) {
+  Context ctx = cpu_context(adaptive(1e-9, 2, 100, 0.001));
+  const PhaseTimes t = measure_steps(ctx, [](StepTimer& timer) { timer.phase("x", [] { sleep_ms(5); }); });
+  EXPECT_EQ(t.summary.n, 2);
+  EXPECT_EQ(t.summary.stop_reason, "max_seconds");
+}
+
 TEST(Measure, AdaptiveWithoutSyncEachStepChecksInBatchesOfMinSteps) {
   MeasureSettings m = adaptive(0.9, 6, 100, 30);
   m.sync_each_step = false;

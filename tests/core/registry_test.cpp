@@ -24,7 +24,34 @@ TEST(Registry, BadFilesAreSkippedWithAReasonAndNeverCrash) {
             "built against plugin API " + std::to_string(kPluginApiVersion + 41) + ", this runner speaks " +
                 std::to_string(kPluginApiVersion) + "; rebuild the plugin");
   EXPECT_EQ(error_for(r, "test_not_a_plugin.so"), "not a runner plugin (no runner_plugin_manifest symbol)");
-  EXPECT_EQ(error_for(r, "garbage.so").rfind("cannot load:", 0), 0u);
+  EXPECT_EQ(error_for(r, "garbage.so"), "cannot load: not a shared library (no ELF header)");
+}
+
+TEST(Registry, PluginBuiltWithAnotherCxxAbiIsSkippedWithTheReason) {
+  PluginRegistry r;
+  EXPECT_FALSE(r.load_file(kTestPlugins / "test_abi_mismatch.so"));
+  const std::string message = error_for(r, "test_abi_mismatch.so");
+  EXPECT_NE(message.find("cxx11_abi=0"), std::string::npos) << message;
+  EXPECT_NE(message.find("this runner has " + host_build_info()), std::string::npos) << message;
+}
+
+TEST(Registry, PluginBuiltAgainstAnotherLibTorchIsSkippedWithTheReason) {
+  PluginRegistry r;
+  EXPECT_FALSE(r.load_file(kTestPlugins / "test_torch_mismatch.so"));
+  EXPECT_NE(error_for(r, "test_torch_mismatch.so").find("built with libtorch=1.13.1"), std::string::npos)
+      << error_for(r, "test_torch_mismatch.so");
+}
+
+TEST(Registry, WorldWritablePluginDirectoryIsWarnedAbout) {
+  const auto dir = testing::fresh_dir("registry-open");
+  std::filesystem::permissions(dir, std::filesystem::perms::others_write, std::filesystem::perm_options::add);
+  PluginRegistry r;
+  r.scan({dir});
+  ASSERT_EQ(r.warnings().size(), 1u);
+  EXPECT_NE(r.warnings()[0].find("world-writable"), std::string::npos);
+  PluginRegistry closed;
+  closed.scan({testing::fresh_dir("registry-closed")});
+  EXPECT_TRUE(closed.warnings().empty());
 }
 
 TEST(Registry, LoadsAPluginAndCreatesIt) {

@@ -287,7 +287,8 @@ TEST(ReportCaption, SetupSentenceNamesDeviceSoftwareStepsAndFixedParams) {
       table("{name: t, question: benchmarking_script, rows: [model.size], columns: [{metric: time_ms}]}"), records);
   EXPECT_EQ(built.caption,
             "Setup: NVIDIA H100 80GB HBM3 (cuda), driver 580.159.04, CUDA 13.0, LibTorch 2.11.0; "
-            "warm-up 5, measured 10 steps; fixed: batch_size=4, context_length=256, precision=fp32. "
+            "warm-up 5, measured 10 steps, timed with CUDA events; fixed: batch_size=4, context_length=256, "
+            "precision=fp32. "
             "Question: benchmarking_script.");
 }
 
@@ -473,7 +474,7 @@ TEST(ReportResults, BlankLinesAreSkipped) {
 
 TEST(ReportResults, MalformedLineNamesItsLineNumber) {
   TempDir dir;
-  write_file(dir.path / "results.jsonl", "{\"a\":1}\n\n{\"a\":\n");
+  write_file(dir.path / "results.jsonl", "{\"a\":1}\n\n{\"a\":\n{\"a\":2}\n");
   try {
     read_results(dir.path / "results.jsonl");
     FAIL() << "no error";

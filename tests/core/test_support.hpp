@@ -4,7 +4,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "registry.hpp"
@@ -24,6 +26,26 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
 inline std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
   return path;
+}
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The runner binary with the test plugins on RUNNER_PLUGIN_PATH; stdout and stderr together.
+struct RunnerResult {
+  int exit_code;
+  std::string output;
+};
+inline RunnerResult run_runner(const std::string& args, const std::string& env = "") {
+  const auto log = fresh_dir("runner-log") / "out.txt";
+  const std::string cmd = "RUNNER_PLUGIN_PATH=" + std::string(RUNNER_TEST_PLUGIN_DIR) + "/extra " + env + " " +
+                          std::string(RUNNER_EXE) + " " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(log)};
 }
 
 inline const PluginRegistry& test_registry() {

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -21,8 +22,12 @@ class Echo : public runner::Task {
     if (fail == "skip") throw runner::SkipPoint("echo: this configuration is not supported");
     // What the host sees after a sticky CUDA error (simulated: CPU runs have none).
     if (fail == "device_fault") throw runner::DeviceFault("echo: pretend illegal memory access");
+    // RUNNER_ECHO_EXTRA_SLEEP_US slows every step without changing the point's
+    // parameters: a stand-in for code that got slower (history tests).
+    const char* extra = std::getenv("RUNNER_ECHO_EXTRA_SLEEP_US");
+    const std::int64_t sleep_us = p.integer("sleep_us") + (extra ? std::atoll(extra) : 0);
     const auto times = runner::measure_steps(ctx, [&](runner::StepTimer& t) {
-      t.phase("sleep", [&] { std::this_thread::sleep_for(std::chrono::microseconds(p.integer("sleep_us"))); });
+      t.phase("sleep", [&] { std::this_thread::sleep_for(std::chrono::microseconds(sleep_us)); });
     });
     for (const auto& label : p.texts("labels")) {
       runner::Record r;
@@ -44,13 +49,15 @@ runner::PluginManifest make_manifest() {
   m.description = "test task: echoes options as metrics, fails on request";
   m.options = {
       runner::opt_float("value", 1.0, "recorded as metric 'value'"),
-      runner::opt_int("sleep_us", 0, "time spent per step"),
+      runner::opt_int("sleep_us", 0, "time spent per step").in_range(0, 1e7),
       runner::opt_string("word", "hello", "recorded as text metric 'word'"),
       runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric"}, "none", "how to fail"),
       runner::opt_list("labels", runner::OptionType::StringList, runner::Value::List{runner::Value("a")},
                        "one record per label"),
       runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "sgd", "a nested plugin, for validation tests"),
   };
+  m.metrics = std::vector<std::string>{"value", "sleep_ms", "word"};
+  m.labels = std::vector<std::string>{"item"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<Echo>();
   };

@@ -14,7 +14,10 @@
 #include <ATen/ops/stack.h>
 #include <c10/core/GradMode.h>
 
+#include "rmsnorm/rmsnorm.hpp"
+#include "rope/rope.hpp"
 #include "runner/range.hpp"
+#include "swiglu/swiglu.hpp"
 
 namespace plugins::transformer_lm {
 namespace {
@@ -54,11 +57,12 @@ Embedding::Embedding(std::int64_t vocab_size, std::int64_t d_model, const c10::D
 
 torch::Tensor Embedding::forward(const torch::Tensor& token_ids) const { return at::embedding(weight, token_ids); }
 
-RMSNorm::RMSNorm(std::int64_t d_model, const c10::Device& device, double eps_) : eps(eps_) {
+RMSNorm::RMSNorm(std::int64_t d_model, const c10::Device& device, double eps_, bool fused_) : eps(eps_), fused(fused_) {
   weight = register_parameter("weight", at::ones({d_model}, fp32_on(device)));
 }
 
 torch::Tensor RMSNorm::forward(const torch::Tensor& x) const {
+  if (fused) return kernels::rmsnorm::rms_norm(x, weight, eps);
   const at::ScalarType in_dtype = x.scalar_type();
   // Squares of bf16/fp16 activations lose too much; upcast (fp64 stays fp64).
   const torch::Tensor xf = x.to(at::promote_types(in_dtype, at::kFloat));
@@ -91,8 +95,8 @@ torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x) const {
 
 CausalSelfAttention::CausalSelfAttention(std::int64_t d_model, std::int64_t num_heads, const RotaryEmbedding* rope,
                                          runner::Attention* attention, const c10::Device& device,
-                                         at::Generator& gen)
-    : num_heads_(num_heads), rope_(rope), attention_(attention) {
+                                         at::Generator& gen, bool fused)
+    : num_heads_(num_heads), fused_(fused), rope_(rope), attention_(attention) {
   q_proj_ = register_module("q_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
   k_proj_ = register_module("k_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
   v_proj_ = register_module("v_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
@@ -105,31 +109,44 @@ torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
   auto split_heads = [&](const torch::Tensor& t) {  // [B, T, d] -> [B, H, T, d_head]
     return t.view({batch, seq_len, num_heads_, d_head}).transpose(1, 2);
   };
-  const torch::Tensor q = rope_->apply(split_heads(q_proj_->forward(x)));
-  const torch::Tensor k = rope_->apply(split_heads(k_proj_->forward(x)));
+  torch::Tensor q, k;
+  if (fused_) {
+    // Rotate in the projections' [B, T, H, d_head] layout, then transpose.
+    auto [q_rot, k_rot] = kernels::rope::rope_qk(q_proj_->forward(x).view({batch, seq_len, num_heads_, d_head}),
+                                                 k_proj_->forward(x).view({batch, seq_len, num_heads_, d_head}),
+                                                 rope_->cos_table(), rope_->sin_table());
+    q = q_rot.transpose(1, 2);
+    k = k_rot.transpose(1, 2);
+  } else {
+    q = rope_->apply(split_heads(q_proj_->forward(x)));
+    k = rope_->apply(split_heads(k_proj_->forward(x)));
+  }
   const torch::Tensor v = split_heads(v_proj_->forward(x));
   const torch::Tensor heads = attention_->forward(q, k, v, /*is_causal=*/true);
   return output_proj_->forward(heads.transpose(1, 2).reshape({batch, seq_len, d_model}));
 }
 
-SwiGLU::SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen) {
+SwiGLU::SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen, bool fused)
+    : fused_(fused) {
   w1_ = register_module("w1", std::make_shared<Linear>(d_model, d_ff, device, gen));
   w2_ = register_module("w2", std::make_shared<Linear>(d_ff, d_model, device, gen));
   w3_ = register_module("w3", std::make_shared<Linear>(d_model, d_ff, device, gen));
 }
 
 torch::Tensor SwiGLU::forward(const torch::Tensor& x) const {
+  if (fused_) return w2_->forward(kernels::swiglu::silu_mul(w1_->forward(x), w3_->forward(x)));
   return w2_->forward(at::silu(w1_->forward(x)) * w3_->forward(x));
 }
 
 TransformerBlock::TransformerBlock(std::int64_t d_model, std::int64_t num_heads, std::int64_t d_ff,
                                    const RotaryEmbedding* rope, runner::Attention* attention,
-                                   const c10::Device& device, at::Generator& gen) {
+                                   const c10::Device& device, at::Generator& gen, bool fused) {
   // Registration order = Python's attribute order, so parameters() lists alike.
-  ln1_ = register_module("ln1", std::make_shared<RMSNorm>(d_model, device));
-  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(d_model, num_heads, rope, attention, device, gen));
-  ln2_ = register_module("ln2", std::make_shared<RMSNorm>(d_model, device));
-  ffn_ = register_module("ffn", std::make_shared<SwiGLU>(d_model, d_ff, device, gen));
+  ln1_ = register_module("ln1", std::make_shared<RMSNorm>(d_model, device, 1e-5, fused));
+  attn_ = register_module(
+      "attn", std::make_shared<CausalSelfAttention>(d_model, num_heads, rope, attention, device, gen, fused));
+  ln2_ = register_module("ln2", std::make_shared<RMSNorm>(d_model, device, 1e-5, fused));
+  ffn_ = register_module("ffn", std::make_shared<SwiGLU>(d_model, d_ff, device, gen, fused));
 }
 
 torch::Tensor TransformerBlock::forward(const torch::Tensor& x) const {

@@ -32,12 +32,14 @@ class Embedding : public torch::nn::Module {
 };
 
 // x / sqrt(mean(x^2) + eps) * gain, computed in (at least) fp32, returned in x's dtype.
+// fused: one kernel each way (kernels/rmsnorm) instead of tensor ops.
 class RMSNorm : public torch::nn::Module {
  public:
-  RMSNorm(std::int64_t d_model, const c10::Device& device, double eps = 1e-5);
+  RMSNorm(std::int64_t d_model, const c10::Device& device, double eps = 1e-5, bool fused = false);
   torch::Tensor forward(const torch::Tensor& x) const;
   torch::Tensor weight;
   double eps;
+  bool fused;
 };
 
 // Rotary position embedding: rotates the pairs (2i, 2i+1) of each head's vector at
@@ -49,31 +51,37 @@ class RotaryEmbedding {
   RotaryEmbedding(std::int64_t d_head, std::int64_t context_length, double theta, const c10::Device& device);
   // x [..., T, d_head] with positions 0..T-1 on dimension -2.
   torch::Tensor apply(const torch::Tensor& x) const;
+  const torch::Tensor& cos_table() const { return cos_; }
+  const torch::Tensor& sin_table() const { return sin_; }
 
  private:
   torch::Tensor cos_, sin_;  // [context_length, d_head / 2], fp32
 };
 
+// fused: RoPE on q and k in one kernel (kernels/rope), before the head transpose.
 class CausalSelfAttention : public torch::nn::Module {
  public:
   CausalSelfAttention(std::int64_t d_model, std::int64_t num_heads, const RotaryEmbedding* rope,
-                      runner::Attention* attention, const c10::Device& device, at::Generator& gen);
+                      runner::Attention* attention, const c10::Device& device, at::Generator& gen,
+                      bool fused = false);
   torch::Tensor forward(const torch::Tensor& x) const;  // [B, T, d_model]
 
  private:
   std::int64_t num_heads_;
+  bool fused_;
   const RotaryEmbedding* rope_;
   runner::Attention* attention_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, output_proj_;
 };
 
-// w2(silu(w1 x) * w3 x)
+// w2(silu(w1 x) * w3 x); fused: silu(.) * . in one kernel each way (kernels/swiglu).
 class SwiGLU : public torch::nn::Module {
  public:
-  SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen);
+  SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen, bool fused = false);
   torch::Tensor forward(const torch::Tensor& x) const;
 
  private:
+  bool fused_;
   std::shared_ptr<Linear> w1_, w2_, w3_;
 };
 
@@ -81,7 +89,7 @@ class SwiGLU : public torch::nn::Module {
 class TransformerBlock : public torch::nn::Module {
  public:
   TransformerBlock(std::int64_t d_model, std::int64_t num_heads, std::int64_t d_ff, const RotaryEmbedding* rope,
-                   runner::Attention* attention, const c10::Device& device, at::Generator& gen);
+                   runner::Attention* attention, const c10::Device& device, at::Generator& gen, bool fused = false);
   torch::Tensor forward(const torch::Tensor& x) const;
 
  private:

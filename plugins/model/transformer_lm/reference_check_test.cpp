@@ -1,6 +1,8 @@
 // Cross-check against tests/reference/transformer_lm_reference.py: the same weights
 // and batch through an independent plain-PyTorch implementation must give the same
-// logits, loss and parameter gradients (fp32 on CPU, relative error < 1e-5).
+// logits, loss and parameter gradients (fp32, relative error < 1e-5), for the
+// tensor-op model on the CPU and the fused-kernel model (fused_kernels: true) on the
+// CPU (its references) and on CUDA (its kernels; TF32 off, LibTorch's default).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -36,17 +39,17 @@ bool python_has_torch() {
   return std::string(RUNNER_PYTHON).size() > 0 && std::system(cmd.c_str()) == 0;
 }
 
-TEST(TransformerLmReference, MatchesPythonLogitsLossAndEveryGradient) {
-  if (!python_has_torch()) GTEST_SKIP() << "RUNNER_PYTHON='" << RUNNER_PYTHON << "' cannot import torch";
-
+void check_against_python(const std::string& extra_options, c10::Device device) {
   runner::PluginRegistry registry;
   registry.scan({RUNNER_TEST_PLUGIN_DIR});
   const runner::Params params = runner::resolve_plugin_options(
       registry, runner::PluginKind::Model, "transformer_lm",
-      "{size: custom, d_model: 64, d_ff: 128, num_layers: 2, num_heads: 4, vocab_size: 101, context_length: 16}");
+      "{size: custom, d_model: 64, d_ff: 128, num_layers: 2, num_heads: 4, vocab_size: 101, context_length: 16" +
+          extra_options + "}");
   runner::Context ctx;
   ctx.plugins = &registry;
   ctx.seed = kSeed;
+  ctx.device = device;
   auto model = ctx.create<runner::Model>(runner::PluginKind::Model, params);
 
   torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(kSeed);
@@ -56,8 +59,8 @@ TEST(TransformerLmReference, MatchesPythonLogitsLossAndEveryGradient) {
   loss.backward();
 
   const fs::path dir = fs::temp_directory_path() / ("runner_lm_reference_" + std::to_string(::getpid()));
-  std::map<std::string, torch::Tensor> in{{"inputs", batch.inputs}, {"targets", batch.targets}};
-  for (const auto& p : model->module().named_parameters()) in[p.key()] = p.value();
+  std::map<std::string, torch::Tensor> in{{"inputs", batch.inputs.cpu()}, {"targets", batch.targets.cpu()}};
+  for (const auto& p : model->module().named_parameters()) in[p.key()] = p.value().detach().cpu();
   write_tensors(dir / "in", in);
 
   const std::string cmd = std::string("\"") + RUNNER_PYTHON + "\" \"" RUNNER_SOURCE_DIR +
@@ -71,7 +74,7 @@ TEST(TransformerLmReference, MatchesPythonLogitsLossAndEveryGradient) {
   double worst = 0;
   auto expect_close = [&](const torch::Tensor& ours, const std::string& name) {
     ASSERT_TRUE(ref.count(name)) << name << " missing from the reference output";
-    const double err = relative_error(ours, ref.at(name));
+    const double err = relative_error(ours.cpu(), ref.at(name));
     worst = std::max(worst, err);
     EXPECT_LT(err, kTolerance) << name;
   };
@@ -84,6 +87,22 @@ TEST(TransformerLmReference, MatchesPythonLogitsLossAndEveryGradient) {
   }
   EXPECT_EQ(compared, 3 + 2 * 9);
   std::printf("worst relative error over logits, loss and %d gradients: %.3g\n", compared, worst);
+}
+
+TEST(TransformerLmReference, MatchesPythonLogitsLossAndEveryGradient) {
+  if (!python_has_torch()) GTEST_SKIP() << "RUNNER_PYTHON='" << RUNNER_PYTHON << "' cannot import torch";
+  check_against_python("", c10::kCPU);
+}
+
+TEST(TransformerLmReference, FusedKernelPathOnCpuMatchesPython) {
+  if (!python_has_torch()) GTEST_SKIP() << "RUNNER_PYTHON='" << RUNNER_PYTHON << "' cannot import torch";
+  check_against_python(", fused_kernels: true", c10::kCPU);
+}
+
+TEST(TransformerLmReference, FusedKernelsOnCudaMatchPython) {
+  if (!python_has_torch()) GTEST_SKIP() << "RUNNER_PYTHON='" << RUNNER_PYTHON << "' cannot import torch";
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  check_against_python(", fused_kernels: true", c10::kCUDA);
 }
 
 }  // namespace

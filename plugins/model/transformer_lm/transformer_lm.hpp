@@ -19,7 +19,7 @@ namespace plugins::transformer_lm {
 class LanguageModelNet : public torch::nn::Module {
  public:
   LanguageModelNet(const TransformerDims& dims, runner::Attention* attention, const c10::Device& device,
-                   at::Generator& gen);
+                   at::Generator& gen, bool fused = false);
   torch::Tensor forward(const torch::Tensor& token_ids) const;  // [B, T] -> logits [B, T, vocab]
 
  private:
@@ -32,9 +32,10 @@ class LanguageModelNet : public torch::nn::Module {
 
 class TransformerLM : public runner::Model {
  public:
-  // Weights are drawn from a generator on `device` seeded with `seed`.
+  // Weights are drawn from a generator on `device` seeded with `seed`. fused_kernels:
+  // RMSNorm, RoPE, SwiGLU and the loss use kernels/ (their tensor-op references off CUDA).
   TransformerLM(const TransformerDims& dims, std::unique_ptr<runner::Attention> attention,
-                const c10::Device& device, std::uint64_t seed);
+                const c10::Device& device, std::uint64_t seed, bool fused_kernels = false);
 
   torch::nn::Module& module() override { return *net_; }
   // Random token ids [B, context_length]; targets are the inputs shifted by one.
@@ -48,6 +49,7 @@ class TransformerLM : public runner::Model {
  private:
   TransformerDims dims_;
   c10::Device device_;
+  bool fused_kernels_;
   std::unique_ptr<runner::Attention> attention_;  // shared by all layers; outlives net_'s use
   std::shared_ptr<LanguageModelNet> net_;
 };

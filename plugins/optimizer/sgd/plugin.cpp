@@ -37,9 +37,9 @@ runner::PluginManifest make_manifest() {
   m.version = "1";
   m.description = "stochastic gradient descent (torch::optim::SGD)";
   m.options = {
-      runner::opt_float("lr", 1e-3, "learning rate"),
-      runner::opt_float("momentum", 0.0, "momentum factor; 0 keeps no state"),
-      runner::opt_float("weight_decay", 0.0, "L2 penalty added to the gradient"),
+      runner::opt_float("lr", 1e-3, "learning rate").at_least(0),
+      runner::opt_float("momentum", 0.0, "momentum factor; 0 keeps no state").in_range(0, 1),
+      runner::opt_float("weight_decay", 0.0, "L2 penalty added to the gradient").at_least(0),
   };
   m.create = [](const runner::Params& params, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<SgdFactory>(params);

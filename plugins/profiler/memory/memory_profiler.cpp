@@ -12,6 +12,7 @@
 // largest_allocations.csv, adds peak and largest-allocation metrics, and stops
 // recording. On CPU it only records a note: LibTorch keeps no CPU allocator history.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -21,6 +22,7 @@
 
 #include "memory_trace.hpp"
 #include "runner/device.hpp"
+#include "runner/outcome.hpp"
 #include "runner/profiler.hpp"
 #include "svg_chart.hpp"
 
@@ -36,7 +38,11 @@ namespace {
 
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kNsPerMs = 1e6;
+// The allocator's clock after snapshot(): TraceEntry::time_.t_ is microseconds
+// since the epoch (converted from TSC ticks; the snapshot's "time_us").
+double now_us_since_epoch() {
+  return std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -82,7 +88,11 @@ class MemoryProfiler : public runner::Profiler {
   ~MemoryProfiler() override { stop_recording(); }
 
   void point_begin(runner::Context& ctx) override {
-    if (!ctx.is_cuda()) return;
+    // Without CUDA there is no allocator history: the point says so instead of a
+    // table of empty cells.
+    if (!ctx.is_cuda())
+      throw runner::SkipPoint("memory profiler: needs CUDA (it records the CUDA caching allocator's history); "
+                              "skipped on " + ctx.device.str());
 #ifdef RUNNER_WITH_CUDA
     device_ = ctx.device.index() < 0 ? 0 : ctx.device.index();
     // The caching allocator creates its per-device state on CUDA's lazy init; before
@@ -95,11 +105,16 @@ class MemoryProfiler : public runner::Profiler {
         /*enabled=*/true, o_.cpp_stacks ? &gather_cpp_stack : nullptr, static_cast<size_t>(o_.max_entries),
         o_.cpp_stacks ? RecordContext::ALL : RecordContext::NEVER, /*clearHistory=*/true, /*skip_actions=*/{});
     c10::cuda::CUDACachingAllocator::setUserMetadata(runner::current_range_path());
+    marks_.clear();
     recording_ = true;
+    mark(runner::current_range_path());
 #endif
   }
 
-  void range_push(const std::string&) override { tag(runner::current_range_path()); }
+  void range_push(const std::string&) override {
+    tag(runner::current_range_path());
+    mark(runner::current_range_path());
+  }
 
   // The host pops its own path after notifying listeners: strip the closing name.
   void range_pop(const std::string& name) override {
@@ -109,6 +124,7 @@ class MemoryProfiler : public runner::Profiler {
       path.resize(path.size() - name.size());
     if (!path.empty() && path.back() == '/') path.pop_back();
     tag(path);
+    mark(path);
   }
 
   void point_end(runner::Context& ctx, runner::Record& summary) override {
@@ -145,13 +161,11 @@ class MemoryProfiler : public runner::Profiler {
       const double t0 = trace.empty() ? 0.0 : static_cast<double>(trace.front().time_.t_);
       using Action = c10::CachingDeviceAllocator::TraceEntry::Action;
       for (const auto& entry : trace) {
-        TraceEvent e;
-        e.kind = entry.action_ == Action::ALLOC           ? TraceEvent::Kind::alloc
-                 : entry.action_ == Action::FREE_COMPLETED ? TraceEvent::Kind::free
-                                                           : TraceEvent::Kind::other;
-        e.bytes = static_cast<std::int64_t>(entry.size_);
-        e.time_ms = (static_cast<double>(entry.time_.t_) - t0) / kNsPerMs;  // t_ is ns since the epoch
-        e.where = entry.user_metadata_;
+        const auto kind = entry.action_ == Action::ALLOC           ? TraceEvent::Kind::alloc
+                          : entry.action_ == Action::FREE_COMPLETED ? TraceEvent::Kind::free
+                                                                    : TraceEvent::Kind::other;
+        TraceEvent e = make_event(kind, static_cast<std::int64_t>(entry.size_), static_cast<double>(entry.time_.t_),
+                                  t0, entry.user_metadata_, marks_);
         events.push_back(std::move(e));
       }
     }
@@ -166,6 +180,10 @@ class MemoryProfiler : public runner::Profiler {
 #else
     (void)path;
 #endif
+  }
+
+  void mark(const std::string& path) {
+    if (recording_) marks_.push_back({now_us_since_epoch(), path});
   }
 
   void stop_recording() {
@@ -246,6 +264,7 @@ class MemoryProfiler : public runner::Profiler {
   }
 
   Options o_;
+  std::vector<RangeMark> marks_;  // when the main thread entered each range path
   bool recording_ = false;
   c10::DeviceIndex device_ = 0;
 };
@@ -258,15 +277,19 @@ runner::PluginManifest make_manifest() {
   m.description = "CUDA allocator history per point: snapshot for memory_viz, active-memory SVG, largest allocations";
   m.options = {
       runner::opt_enum("stacks", {"none", "cpp"}, "none", "record C++ stacks with each allocation (slow; shows in memory_viz)"),
-      runner::opt_int("max_entries", 1000000, "allocator trace ring-buffer size"),
-      runner::opt_int("top_k", 10, "rows of largest_allocations.csv"),
+      runner::opt_int("max_entries", 1000000, "allocator trace ring-buffer size").in_range(1, 1e9),
+      runner::opt_int("top_k", 10, "rows of largest_allocations.csv").in_range(1, 1e6),
       runner::opt_bool("group_numbered_ranges", true, "group step_3/layer12 as step_*/layer* in the largest allocations"),
-      runner::opt_int("phase_depth", 3, "range depth of the chart's bands (3: warmup|measure/step_i/<phase>)"),
+      runner::opt_int("phase_depth", 3, "range depth of the chart's bands (3: warmup|measure/step_i/<phase>)").in_range(1, 64),
       runner::opt_string("plot_from", "", "chart starts at the first allocation inside this range path (e.g. measure)"),
-      runner::opt_int("max_plot_points", 4000, "the chart keeps per-bucket min/max beyond this many points"),
+      runner::opt_int("max_plot_points", 4000, "the chart keeps per-bucket min/max beyond this many points").in_range(2, 1e7),
       runner::opt_string("figure_dir", "", "also write the chart to <figure_dir>/<figure_prefix><point name>.svg"),
       runner::opt_string("figure_prefix", "active_memory-", "file name prefix for figure_dir copies"),
   };
+  m.metrics = std::vector<std::string>{
+      "memory_profiler", "peak_allocated_bytes", "peak_allocated_gib", "timeline_peak_bytes", "peak_where",
+      "trace_events", "largest_allocation_bytes", "largest_allocation_mib", "largest_allocation_count",
+      "largest_allocation_where", "active_memory_figure"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     Options o;
     o.cpp_stacks = p.text("stacks") == "cpp";
@@ -279,6 +302,15 @@ runner::PluginManifest make_manifest() {
     o.figure_dir = p.text("figure_dir");
     o.figure_prefix = p.text("figure_prefix");
     if (o.max_entries < 1) throw std::invalid_argument("memory profiler: max_entries must be >= 1");
+    // Figures land under the working directory only, named by a plain prefix.
+    const std::filesystem::path figure_dir(o.figure_dir);
+    if (figure_dir.is_absolute() ||
+        std::any_of(figure_dir.begin(), figure_dir.end(), [](const auto& part) { return part == ".."; }))
+      throw std::invalid_argument("memory profiler: figure_dir '" + o.figure_dir +
+                                  "' must be a relative path without '..'");
+    if (o.figure_prefix.find('/') != std::string::npos || o.figure_prefix.find("..") != std::string::npos)
+      throw std::invalid_argument("memory profiler: figure_prefix '" + o.figure_prefix +
+                                  "' must not contain '/' or '..'");
     return std::make_unique<MemoryProfiler>(std::move(o));
   };
   return m;

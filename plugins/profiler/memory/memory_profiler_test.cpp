@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "runner/outcome.hpp"
+
 #include <ATen/ATen.h>
 
 #include <chrono>
@@ -53,13 +55,18 @@ class MemoryProfilerTest : public ::testing::Test {
   runner::PluginRegistry registry;
 };
 
-TEST_F(MemoryProfilerTest, OnCpuRecordsANoteAndNoArtifacts) {
+TEST_F(MemoryProfilerTest, OnCpuSkipsThePointSayingItNeedsCuda) {
   runner::Context ctx;
   ctx.run_dir = fresh_run_dir("cpu");
   ctx.artifact_dir = ctx.run_dir / "artifacts" / "p-0";
   auto profiler = make(ctx);
   runner::Record summary;
-  profiler->point_begin(ctx);
+  try {
+    profiler->point_begin(ctx);
+    FAIL() << "expected SkipPoint";
+  } catch (const runner::SkipPoint& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("memory profiler: needs CUDA", 0), 0u) << e.what();
+  }
   {
     runner::ScopedRange r("forward");
     at::ones({16});
@@ -72,7 +79,7 @@ TEST_F(MemoryProfilerTest, OnCpuRecordsANoteAndNoArtifacts) {
 
 TEST_F(MemoryProfilerTest, RejectsAnEmptyTraceBuffer) {
   runner::Context ctx;
-  EXPECT_THROW(make(ctx, "{max_entries: 0}"), std::invalid_argument);
+  EXPECT_THROW(make(ctx, "{max_entries: 0}"), std::runtime_error);  // below the declared range
 }
 
 TEST_F(MemoryProfilerTest, CudaPointWritesSnapshotChartAndAttributesTheLargestAllocation) {
@@ -82,7 +89,8 @@ TEST_F(MemoryProfilerTest, CudaPointWritesSnapshotChartAndAttributesTheLargestAl
   ctx.run_dir = fresh_run_dir("cuda");
   ctx.point_name = "part-0";
   ctx.artifact_dir = ctx.run_dir / "artifacts" / ctx.point_name;
-  const auto figures = ctx.run_dir / "figures";
+  // figure_dir is confined to relative paths (it is usually reports/figures): one under the test's cwd.
+  const auto figures = std::filesystem::path("memory_profiler_test_figures") / ctx.run_dir.filename();
   auto profiler = make(ctx, "{figure_dir: " + figures.string() + ", figure_prefix: fig-}");
   runner::add_range_listener(profiler.get());
   runner::Record summary;

@@ -100,6 +100,23 @@ std::vector<PhaseSpan> phase_spans(const std::vector<TraceEvent>& events, int de
   return spans;
 }
 
+std::string range_at(const std::vector<RangeMark>& marks, double time_us) {
+  const auto after = std::upper_bound(marks.begin(), marks.end(), time_us,
+                                      [](double t, const RangeMark& m) { return t < m.time_us; });
+  return after == marks.begin() ? std::string() : std::prev(after)->path;
+}
+
+TraceEvent make_event(TraceEvent::Kind kind, std::int64_t bytes, double time_us, double first_time_us,
+                      const std::string& tag, const std::vector<RangeMark>& marks) {
+  constexpr double kUsPerMs = 1e3;
+  TraceEvent e;
+  e.kind = kind;
+  e.bytes = bytes;
+  e.time_ms = (time_us - first_time_us) / kUsPerMs;
+  e.where = tag.empty() ? range_at(marks, time_us) : tag;
+  return e;
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string out = "\"";

@@ -14,7 +14,7 @@ struct TraceEvent {
   enum class Kind { alloc, free, other };
   Kind kind = Kind::other;
   std::int64_t bytes = 0;
-  double time_ms = 0;  // since the first event
+  double time_ms = 0;  // milliseconds since the first event
   std::string where;   // runner range path when the event happened ("" = outside ranges)
 };
 
@@ -57,6 +57,23 @@ struct PhaseSpan {
 // same and has exactly `depth` components ("measure/step_0/forward" at depth 3).
 // A span ends where the next different run begins.
 std::vector<PhaseSpan> phase_spans(const std::vector<TraceEvent>& events, int depth);
+
+// The caching allocator tags an event with the user metadata of the thread that
+// made it, and the runner sets that metadata on the main thread only. Backward
+// runs on autograd's device thread, so its allocations arrive untagged. The
+// profiler logs when the main thread entered each range path; an untagged event
+// takes the path that was current at its time.
+struct RangeMark {
+  double time_us = 0;  // microseconds since the epoch (the trace's clock after snapshot())
+  std::string path;    // range path from this time on ("" = outside ranges)
+};
+// The path current at `time_us` (marks sorted by time; "" before the first).
+std::string range_at(const std::vector<RangeMark>& marks, double time_us);
+
+// One allocator trace entry as a TraceEvent: `time_us` and `first_time_us` are the
+// trace's microseconds since the epoch; an untagged entry takes its path from `marks`.
+TraceEvent make_event(TraceEvent::Kind kind, std::int64_t bytes, double time_us, double first_time_us,
+                      const std::string& tag, const std::vector<RangeMark>& marks);
 
 // "a,b" -> "\"a,b\"" (RFC 4180 quoting when needed)
 std::string csv_field(const std::string& text);

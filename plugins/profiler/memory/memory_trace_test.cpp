@@ -83,3 +83,29 @@ TEST(CsvField, QuotesOnlyWhenNeeded) {
 
 }  // namespace
 }  // namespace plugins::memory_profiler
+
+namespace plugins::memory_profiler {
+namespace {
+
+// A 2.7B train step takes ~600 ms; its trace spans ~6e5 microseconds.
+TEST(MakeEvent, TraceMicrosecondsBecomeMilliseconds) {
+  const double t0 = 1795392768220730.0;
+  const TraceEvent e = make_event(TraceEvent::Kind::alloc, 8, t0 + 600000.0, t0, "measure/step_0/forward", {});
+  EXPECT_DOUBLE_EQ(e.time_ms, 600.0);
+  EXPECT_EQ(e.where, "measure/step_0/forward");
+}
+
+// Backward allocates on autograd's thread, which carries no tag: the main thread's
+// range at that time names it, so no allocation of the step falls between bands.
+TEST(MakeEvent, UntaggedEventTakesTheRangeCurrentAtItsTime) {
+  const std::vector<RangeMark> marks = {{100, ""}, {200, "measure/step_0/forward"}, {300, "measure/step_0/backward"},
+                                        {500, "measure/step_0"}};
+  EXPECT_EQ(make_event(TraceEvent::Kind::alloc, 1, 350, 100, "", marks).where, "measure/step_0/backward");
+  EXPECT_EQ(make_event(TraceEvent::Kind::alloc, 1, 50, 0, "", marks).where, "");
+  EXPECT_EQ(make_event(TraceEvent::Kind::alloc, 1, 300, 100, "", marks).where, "measure/step_0/backward");
+  EXPECT_EQ(make_event(TraceEvent::Kind::alloc, 1, 350, 100, "warmup/x", marks).where, "warmup/x");
+  EXPECT_EQ(range_at(marks, 600), "measure/step_0");
+}
+
+}  // namespace
+}  // namespace plugins::memory_profiler

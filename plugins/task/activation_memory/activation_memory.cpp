@@ -89,9 +89,12 @@ runner::PluginManifest make_manifest() {
   m.options = {
       runner::opt_plugin("model", runner::PluginKind::Model, "transformer_lm",
                          "transformer_lm options (size, context_length, ...); only its dimensions are read"),
-      runner::opt_int("batch_size", 4, "sequences per batch"),
-      runner::opt_int("dtype_bytes", 4, "bytes per activation element (4 = fp32, 2 = bf16)"),
+      runner::opt_int("batch_size", 4, "sequences per batch").in_range(1, 1e6),
+      runner::opt_int("dtype_bytes", 4, "bytes per activation element (4 = fp32, 2 = bf16)").in_range(1, 8),
   };
+  m.metrics = std::vector<std::string>{"activation_bytes", "activation_mib", "derivation", "parameter_count", "parameter_bytes",
+               "gradient_bytes", "optimizer_state_bytes", "training_state_bytes", "training_state_gib"};
+  m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<ActivationMemory>();
   };

@@ -75,8 +75,10 @@ runner::PluginManifest make_manifest() {
   m.options = {
       runner::opt_plugin("model", runner::PluginKind::Model, "toy",
                          "model to inspect; toy exposes its intermediates (fc1, ReLU, LayerNorm outputs)"),
-      runner::opt_int("batch_size", 8, "examples in the one random batch"),
+      runner::opt_int("batch_size", 8, "examples in the one random batch").in_range(1, 1e6),
   };
+  m.metrics = std::vector<std::string>{"kind", "dtype"};
+  m.labels = std::vector<std::string>{"tensor"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<AutocastDtypes>();
   };

@@ -109,10 +109,12 @@ runner::PluginManifest make_manifest() {
       runner::opt_enum("op", {"matmul", "copy"}, "matmul", "what to measure"),
       runner::opt_enum("dtype", {"fp32", "tf32", "bf16", "fp16"}, "fp32",
                        "element type; tf32 is fp32 storage with TF32 tensor-core matmuls (CUDA only)"),
-      runner::opt_int("size", 1024, "matmul: n of the n x n x n product; copy: buffer size in MiB"),
-      runner::opt_int("iterations_per_step", 1, "ops per timed step (averaged); raise for tiny sizes"),
-      runner::opt_int("rotating_buffers", 2, "input sets cycled through so caches do not flatter"),
+      runner::opt_int("size", 1024, "matmul: n of the n x n x n product; copy: buffer size in MiB").in_range(1, 1 << 20),
+      runner::opt_int("iterations_per_step", 1, "ops per timed step (averaged); raise for tiny sizes").in_range(1, 1e6),
+      runner::opt_int("rotating_buffers", 2, "input sets cycled through so caches do not flatter").in_range(1, 64),
   };
+  m.metrics = std::vector<std::string>{"time_ms", "tflops", "flop", "gbps", "bytes_moved"};
+  m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<DeviceCeilings>();
   };

@@ -22,6 +22,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -43,11 +44,50 @@ std::string tail(const std::string& text) {
   return text.size() <= kStderrTailChars ? text : "..." + text.substr(text.size() - kStderrTailChars);
 }
 
+// The interpreter whose PyTorch the build used (recorded at configure time), so the
+// Python side of a comparison runs against the same torch as the C++ side.
+#ifndef RUNNER_BUILD_PYTHON
+#define RUNNER_BUILD_PYTHON ""
+#endif
+
+}  // namespace
+
+namespace plugins::external_python {
+
 std::string python_executable(const std::string& option) {
   if (!option.empty()) return option;
   if (const char* env = std::getenv("RUNNER_PYTHON"); env != nullptr && *env != '\0') return env;
+  if (const std::string built = RUNNER_BUILD_PYTHON; !built.empty() && std::filesystem::exists(built)) return built;
   return "python3";
 }
+
+void check_interpreter(const std::string& python) {
+  static std::map<std::string, std::string> checked;  // interpreter -> "" or the problem
+  auto [it, fresh] = checked.emplace(python, "");
+  if (fresh) {
+    ProcessResult result;
+    try {
+      result = run_process({python, "-c", "import torch"});
+    } catch (const std::exception& e) {
+      result.exit_code = 127;
+      result.stderr_text = e.what();
+    }
+    if (result.exit_code != 0) {
+      std::string why = result.stderr_text;
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      if (const auto nl = why.rfind('\n'); nl != std::string::npos) why = why.substr(nl + 1);
+      it->second = "interpreter '" + python + "' cannot import torch" + (why.empty() ? "" : " (" + why + ")") +
+                   "; choose one that can with RUNNER_PYTHON=/path/to/python or params.python";
+    }
+  }
+  if (!it->second.empty()) throw std::runtime_error(it->second);
+}
+
+}  // namespace plugins::external_python
+
+namespace {
+
+using plugins::external_python::python_executable;
 
 std::string as_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -174,9 +214,12 @@ runner::PluginManifest make_manifest() {
       runner::opt_string("script", runner::Value(), "path of the script, relative to the working directory"),
       runner::opt_list("args", runner::OptionType::StringList, runner::Value(runner::Value::List{}),
                        "extra arguments after the standard flags"),
-      runner::opt_string("python", "", "interpreter; empty = $RUNNER_PYTHON, else python3"),
+      runner::opt_string("python", "", "interpreter; empty = $RUNNER_PYTHON, else the one whose PyTorch the build used"),
       runner::opt_plugin("model", runner::PluginKind::Model, "transformer_lm",
                          "model whose resolved options are passed as --model.<option> <value>"),
+  };
+  m.preflight = [](const runner::Params& p) {
+    plugins::external_python::check_interpreter(python_executable(p.text("python")));
   };
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<ExternalPython>();

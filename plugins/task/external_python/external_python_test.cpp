@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "subprocess.hpp"
 #include "task_harness.hpp"
 
 namespace {
@@ -102,3 +103,36 @@ TEST_F(ExternalPythonTest, MissingScriptNamesThePath) {
 }
 
 }  // namespace
+
+namespace interpreter {
+
+using plugins::external_python::check_interpreter;
+using plugins::external_python::python_executable;
+
+// RUNNER_PYTHON of this build is the interpreter setup.sh took LibTorch from.
+TEST(ExternalPythonInterpreter, DefaultIsTheInterpreterWhosePyTorchTheBuildUsed) {
+  const char* saved = std::getenv("RUNNER_PYTHON");
+  const std::string saved_value = saved ? saved : "";
+  unsetenv("RUNNER_PYTHON");
+  EXPECT_EQ(python_executable(""), RUNNER_PYTHON);
+  setenv("RUNNER_PYTHON", "/opt/other/python", 1);
+  EXPECT_EQ(python_executable(""), "/opt/other/python");
+  EXPECT_EQ(python_executable("/from/params"), "/from/params");
+  if (saved) setenv("RUNNER_PYTHON", saved_value.c_str(), 1);
+  else unsetenv("RUNNER_PYTHON");
+}
+
+TEST(ExternalPythonInterpreter, InterpreterWithoutTorchIsRefusedWithHowToChooseAnother) {
+  try {
+    check_interpreter("/bin/false");
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "interpreter '/bin/false' cannot import torch; choose one that can with "
+              "RUNNER_PYTHON=/path/to/python or params.python");
+  }
+  EXPECT_THROW(check_interpreter("/nonexistent/python3"), std::runtime_error);
+  EXPECT_NO_THROW(check_interpreter(RUNNER_PYTHON));
+}
+
+}  // namespace interpreter

@@ -14,4 +14,11 @@ struct ProcessResult {
 // argv[0] is looked up on PATH. Throws std::runtime_error if it cannot be started.
 ProcessResult run_process(const std::vector<std::string>& argv);
 
+// `option` (params.python), else $RUNNER_PYTHON, else the interpreter whose PyTorch
+// the build used, else python3.
+std::string python_executable(const std::string& option);
+// Throws std::runtime_error naming the interpreter and how to choose another when
+// it cannot `import torch`. Checked once per interpreter per process.
+void check_interpreter(const std::string& python);
+
 }  // namespace plugins::external_python

@@ -82,9 +82,12 @@ runner::PluginManifest make_manifest() {
   m.options = {
       runner::opt_enum("variant", {"fp32_acc_fp32_add", "fp16_acc_fp16_add", "fp32_acc_fp16_add", "fp32_acc_fp16_add_cast"},
                        "fp32_acc_fp32_add", "accumulator and addend dtypes (see README)"),
-      runner::opt_int("count", 1000, "number of additions"),
+      runner::opt_int("count", 1000, "number of additions").in_range(1, 1e9),
       runner::opt_float("addend", 0.01, "value added each time (converted to the addend dtype)"),
   };
+  m.metrics = std::vector<std::string>{"result", "exact", "abs_error", "rel_error", "stored_addend", "result_dtype",
+               "accumulator_dtype", "addend_dtype"};
+  m.labels = std::vector<std::string>{"variant"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<MixedPrecisionAccumulation>();
   };

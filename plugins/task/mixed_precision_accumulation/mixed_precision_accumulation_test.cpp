@@ -54,8 +54,8 @@ TEST_F(MixedPrecisionAccumulationTest, ErrorIsMeasuredAgainstCountTimesAddend) {
   EXPECT_DOUBLE_EQ(number(r, "abs_error"), 0.0);
 }
 
-TEST_F(MixedPrecisionAccumulationTest, ZeroCountIsRejected) {
-  EXPECT_THROW(run_on(c10::kCPU, "{count: 0}"), std::invalid_argument);
+TEST_F(MixedPrecisionAccumulationTest, ZeroCountIsRejectedByTheOptionRange) {
+  EXPECT_THROW(run_on(c10::kCPU, "{count: 0}"), runner::ConfigError);
 }
 
 TEST_F(MixedPrecisionAccumulationTest, CudaGivesTheSameRoundingAsCpu) {

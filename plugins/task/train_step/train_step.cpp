@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_graph_step.hpp"
 #include "runner/ddp.hpp"
 #include "runner/device.hpp"
 #include "runner/measure.hpp"
@@ -117,6 +118,11 @@ class TrainStep : public runner::Task {
     runner::release_cached_memory(ctx.device);
     auto model = ctx.create<runner::Model>(runner::PluginKind::Model, p.plugin("model"));
     torch::nn::Module& module = model->module();
+    // cuda_graph on a CPU device runs eagerly, so one experiment file serves both.
+    const bool graphed = p.flag("cuda_graph") && ctx.device.is_cuda();
+    if (graphed && data_parallel)
+      throw std::invalid_argument("train_step: cuda_graph with ddp is not supported (the collectives would be captured); "
+                                  "use one or the other");
     std::unique_ptr<runner::DataParallel> ddp;
     if (data_parallel) {
       ddp = ctx.create<runner::DataParallel>(runner::PluginKind::Ddp, p.plugin("ddp"));
@@ -126,6 +132,9 @@ class TrainStep : public runner::Task {
     std::unique_ptr<runner::Optimizer> optimizer;
     if (optimize) {
       factory = ctx.create<runner::OptimizerFactory>(runner::PluginKind::Optimizer, p.plugin("optimizer"));
+      if (graphed && !factory->supports_graph_capture())
+        throw std::invalid_argument("train_step: cuda_graph: true needs an optimizer whose step can be captured; "
+                                    "use optimizer: {name: adamw, impl: fused}");
       optimizer = factory->build({torch::optim::OptimizerParamGroup(module.parameters())});
     }
     torch::Generator gen = runner::seeded_generator(ctx.device, ctx.seed);
@@ -187,8 +196,29 @@ class TrainStep : public runner::Task {
       }
     }
 
+    // With cuda_graph the whole step is one phase, "graph" (one replay).
+    std::unique_ptr<plugins::train_step::CudaGraphStep> graph;
+    if (graphed) {
+      if (ctx.measure.warmup_steps < 1)
+        throw std::invalid_argument("train_step: cuda_graph: true needs measure.warmup_steps >= 1 (capture happens there)");
+      graph = std::make_unique<plugins::train_step::CudaGraphStep>(ctx.device, /*eager_steps=*/2);
+    }
+    auto prepare = [&] {
+      if (backward) module.zero_grad(/*set_to_none=*/true);
+    };
+    auto body = [&] {
+      {
+        runner::AutocastScope autocast(ctx.device, ctx.precision);
+        loss = model->loss(model->forward(batch.inputs), batch.targets);
+      }
+      if (!first_loss.defined()) first_loss = loss.detach().clone();
+      if (backward) loss.backward();
+      if (optimize) optimizer->step();
+    };
+    auto graph_step = [&](runner::StepTimer& t) { t.phase("graph", [&] { graph->run(prepare, body); }); };
+
     runner::reset_peak_memory(ctx.device);
-    const runner::PhaseTimes times = runner::measure_steps(ctx, step);
+    const runner::PhaseTimes times = graphed ? runner::measure_steps(ctx, graph_step) : runner::measure_steps(ctx, step);
     ctx.synchronize();
     collect_communication();
     const std::optional<runner::DeviceMemory> memory = runner::device_memory(ctx.device);
@@ -242,6 +272,9 @@ runner::PluginManifest make_manifest() {
       runner::opt_int("batch_size", 4, "examples per (global) batch; one random batch, reused every step"),
       runner::opt_enum("mode", {"forward", "forward_backward", "train_step"}, "train_step",
                        "phases to run: forward (no grad), + backward, + optimizer step"),
+      runner::opt_bool("cuda_graph", false,
+                       "capture the whole step (forward, backward, optimizer) in one CUDA graph and replay it; "
+                       "one phase 'graph'; needs a capturable optimizer (adamw impl: fused); ignored on CPU"),
   };
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<TrainStep>();

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <torch/cuda.h>
+
 #include "task_harness.hpp"
 
 namespace {
@@ -13,10 +15,12 @@ constexpr const char* kTinyModel =
 
 class TrainStepTest : public runner::testing::TaskTest {
  protected:
-  runner::Record run(const std::string& options, const std::string& precision = "fp32", int measured_steps = 2) {
+  runner::Record run(const std::string& options, const std::string& precision = "fp32", int measured_steps = 2,
+                     int warmup_steps = 1, c10::Device device = c10::kCPU) {
     runner::Context ctx;
+    ctx.device = device;
     ctx.precision = runner::Precision::parse(precision);
-    ctx.measure.warmup_steps = 1;
+    ctx.measure.warmup_steps = warmup_steps;
     ctx.measure.measured_steps = measured_steps;
     return run_task_once("train_step", "{" + std::string(kTinyModel) + ", " + options + "}", ctx);
   }
@@ -63,6 +67,43 @@ TEST_F(TrainStepTest, Bf16AutocastStepRunsOnCpu) {
   const auto r = run("mode: train_step", "bf16");
   EXPECT_TRUE(std::isfinite(scalar(r, "loss_last")));
   EXPECT_GT(std::get<runner::Stats>(r.find("backward_ms")->value).mean, 0.0);
+}
+
+TEST_F(TrainStepTest, CudaGraphOnCpuRunsTheEagerStep) {
+  const auto r = run("mode: train_step, cuda_graph: true, optimizer: {name: adamw, impl: fused}");
+  EXPECT_NE(r.find("forward_ms"), nullptr);
+  EXPECT_EQ(r.find("graph_ms"), nullptr);
+}
+
+TEST_F(TrainStepTest, CudaGraphNeedsACapturableOptimizer) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  EXPECT_THROW(run("mode: train_step, cuda_graph: true, optimizer: adamw", "fp32", 2, 1, c10::kCUDA),
+               std::invalid_argument);
+}
+
+// The graph's first step runs 2 eager steps before capturing and replaying, so a
+// graphed run with 1 warm-up step has taken as many steps as an eager run with 3.
+TEST_F(TrainStepTest, CudaGraphStepLosesLikeTheEagerStep) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const std::string precision : {"fp32", "bf16"}) {
+    const std::string options = "mode: train_step, optimizer: {name: adamw, impl: fused, lr: 0.01}";
+    const auto eager = run(options, precision, 4, 3, c10::kCUDA);
+    const auto graphed = run(options + ", cuda_graph: true", precision, 4, 1, c10::kCUDA);
+    EXPECT_NE(graphed.find("graph_ms"), nullptr);
+    EXPECT_EQ(graphed.find("forward_ms"), nullptr);
+    EXPECT_DOUBLE_EQ(scalar(graphed, "loss_first"), scalar(eager, "loss_first")) << precision;
+    const double tol = precision == "fp32" ? 1e-4 : 1e-3;  // same kernels; atomics may reorder sums
+    EXPECT_NEAR(scalar(graphed, "loss_last"), scalar(eager, "loss_last"), tol * scalar(eager, "loss_last"))
+        << precision;
+    EXPECT_LT(scalar(graphed, "loss_last"), scalar(graphed, "loss_first")) << precision;
+  }
+}
+
+TEST_F(TrainStepTest, CudaGraphForwardOnlyMatchesEager) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto eager = run("mode: forward", "bf16", 2, 1, c10::kCUDA);
+  const auto graphed = run("mode: forward, cuda_graph: true", "bf16", 2, 1, c10::kCUDA);
+  EXPECT_DOUBLE_EQ(scalar(graphed, "loss_last"), scalar(eager, "loss_last"));
 }
 
 }  // namespace

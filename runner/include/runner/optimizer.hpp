@@ -54,6 +54,10 @@ class OptimizerFactory : public PluginBase {
   virtual std::unique_ptr<Optimizer> build(std::vector<torch::optim::OptimizerParamGroup> groups) {
     return std::make_unique<TorchOptimizer>(make(std::move(groups)));
   }
+  // True when the optimizers it makes can have step() captured in a CUDA graph
+  // and replayed (no host-side values that change between steps), which
+  // task/train_step's cuda_graph option needs.
+  virtual bool supports_graph_capture() const { return false; }
 };
 
 }  // namespace runner

@@ -66,8 +66,13 @@ std::string machine_clause(const std::vector<const json*>& records) {
     if (!values.empty()) parts.push_back(prefix + join(values, " / "));
   };
   add("", distinct(records, device_name));
-  add("driver ", distinct(records, [](const json& r) { return env_text(r, "driver"); }));
-  add("CUDA ", distinct(records, [](const json& r) { return env_text(r, "cuda_runtime"); }));
+  // A CUDA build records its driver and runtime on any device; they only describe
+  // the run when it ran on the GPU.
+  const auto on_gpu = [](const json& r, const char* key) {
+    return env_text(r, "device") == "cuda" ? env_text(r, key) : std::string();
+  };
+  add("driver ", distinct(records, [&](const json& r) { return on_gpu(r, "driver"); }));
+  add("CUDA ", distinct(records, [&](const json& r) { return on_gpu(r, "cuda_runtime"); }));
   add("LibTorch ", distinct(records, [](const json& r) { return env_text(r, "libtorch"); }));
   return join(parts, ", ");
 }
@@ -87,6 +92,23 @@ std::string n_range(const std::vector<const json*>& records) {
   }
   if (lo < 0) return "";
   return "n = " + std::to_string(lo) + (hi != lo ? "–" + std::to_string(hi) : "");
+}
+
+// Which clock timed the record's steps: the record says so ("timer"), else the
+// device does (the host times CUDA work with events, CPU work with a steady clock).
+std::string timer_of(const json& record) {
+  const auto metrics = record.find("metrics");
+  if (metrics == record.end() || !metrics->is_object()) return "";
+  bool timed = false;
+  for (const auto& [name, metric] : metrics->items())
+    timed = timed || (metric.is_object() && metric.contains("mean") && metric.value("unit", std::string()) == "ms");
+  if (!timed) return "";
+  std::string timer = record.value("timer", std::string());
+  if (timer.empty()) timer = env_text(record, "timer");
+  if (timer.empty()) timer = env_text(record, "device") == "cuda" ? "cuda_events" : "steady_clock";
+  if (timer == "cuda_events") return "timed with CUDA events";
+  if (timer == "steady_clock") return "timed with the host's steady clock";
+  return "timed with " + timer;
 }
 
 std::string steps_clause(const std::vector<const json*>& records) {
@@ -116,6 +138,8 @@ std::string steps_clause(const std::vector<const json*>& records) {
   }
   if (repetitions.size() == 1) parts.push_back(repetitions[0] + " repetitions");
   if (std::find(cache.begin(), cache.end(), "cold") != cache.end()) parts.push_back("cache flushed before every step");
+  const auto timers = distinct(records, timer_of);
+  if (!timers.empty()) parts.push_back(join(timers, " / "));
   return join(parts, ", ");
 }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,12 @@
 #include <yaml-cpp/yaml.h>
 
 namespace runner::report {
+
+// A mistake in the report spec (exit code 2, like other config errors).
+class SpecError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // One column of an explicit column list; exactly one of metric, ratio, key is set.
 struct ColumnSpec {
@@ -55,13 +62,25 @@ struct ReportSpec {
   std::vector<TableSpec> tables;
 };
 
-// Throws std::runtime_error("<file>:<line>:<col>: report.tables[0].colums: unknown
+// Throws SpecError("<file>:<line>:<col>: report.tables[0].colums: unknown
 // key; did you mean 'columns'?") and the like for every spec mistake.
 ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& file);
 
 // One JSON object per line; blank lines skipped; throws "<path>:<line>: ..." on a
-// malformed line.
-std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl);
+// malformed line, except a malformed last line (a record cut off by a kill), which
+// is skipped with a warning in `warnings` (or on stderr when null).
+std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl,
+                                         std::vector<std::string>* warnings = nullptr);
+
+// What the records alone cannot say about the run they came from.
+struct RunSummary {
+  bool smoke = false;              // run with --smoke: shrunk sizes, not measurements
+  std::size_t planned_points = 0;  // points the sweep has (0: unknown)
+};
+// Points with at least one record (distinct part/point pairs).
+std::size_t recorded_points(const std::vector<nlohmann::json>& records);
+// "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points." or "".
+std::string run_sentence(const RunSummary& run, const std::vector<nlohmann::json>& records);
 
 // A table ready to render. `cells` holds display text (formatted numbers, "OOM",
 // "error", "–" for not measured); `csv_rows` holds numbers at full precision, with
@@ -91,9 +110,11 @@ std::string merge_markdown(const std::string& existing, const std::string& title
                            const std::vector<BuiltTable>& tables);
 
 // Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv; returns their paths.
+// `run` adds a smoke/partial-run sentence to every caption.
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const std::vector<nlohmann::json>& records,
-                                                const std::filesystem::path& reports_dir);
+                                                const std::filesystem::path& reports_dir,
+                                                const RunSummary& run = {});
 
 // Helpers shared by the table builder and the tests.
 std::string latex_escape(const std::string& text);

@@ -1,6 +1,8 @@
 // Reading results.jsonl and writing reports/<id>.md|.tex|.<table>.csv. The .md
 // file belongs to the authors too: only text between runner markers is ours.
 #include <fstream>
+#include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,18 +42,29 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
 
 }  // namespace
 
-std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl) {
+std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl,
+                                         std::vector<std::string>* warnings) {
   std::ifstream in(results_jsonl, std::ios::binary);
   if (!in) throw std::runtime_error(results_jsonl.string() + ": cannot open");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  std::size_t last = lines.size();
+  while (last > 0 && lines[last - 1].find_first_not_of(" \t\r") == std::string::npos) --last;
   std::vector<nlohmann::json> records;
-  std::string line;
-  for (std::size_t line_number = 1; std::getline(in, line); ++line_number) {
+  for (std::size_t i = 0; i < last; ++i) {
+    const std::string& line = lines[i];
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = results_jsonl.string() + ":" + std::to_string(line_number) + ": ";
+    const std::string where = results_jsonl.string() + ":" + std::to_string(i + 1) + ": ";
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
+      if (i + 1 == last) {  // records are appended whole; only a kill cuts the last one
+        const std::string warning = where + "skipped a truncated last record (the run was killed while writing it)";
+        if (warnings) warnings->push_back(warning);
+        else std::cerr << "warning: " << warning << "\n";
+        break;
+      }
       throw std::runtime_error(where + "malformed JSON: " + e.what());
     }
     if (!record.is_object()) throw std::runtime_error(where + "expected one JSON object per line");
@@ -82,11 +95,39 @@ std::string merge_markdown(const std::string& existing, const std::string& title
   return out;
 }
 
+std::size_t recorded_points(const std::vector<nlohmann::json>& records) {
+  std::set<std::pair<std::string, long long>> points;
+  for (const auto& r : records) {
+    if (r.value("status", std::string()) == "interrupted") continue;
+    const auto point = r.find("point");
+    if (point == r.end() || !point->is_number_integer()) continue;
+    points.emplace(r.value("part", std::string()), point->get<long long>());
+  }
+  return points.size();
+}
+
+std::string run_sentence(const RunSummary& run, const std::vector<nlohmann::json>& records) {
+  std::string out;
+  if (run.smoke)
+    out += "Smoke run (--smoke): the experiment's smoke overrides shrink sizes and steps; "
+           "these numbers test the pipeline and measure nothing.";
+  const std::size_t recorded = recorded_points(records);
+  if (run.planned_points > 0 && recorded < run.planned_points)
+    out += std::string(out.empty() ? "" : " ") + "Partial run: records for " + std::to_string(recorded) +
+           " of " + std::to_string(run.planned_points) + " points.";
+  return out;
+}
+
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const std::vector<nlohmann::json>& records,
-                                                const std::filesystem::path& reports_dir) {
+                                                const std::filesystem::path& reports_dir,
+                                                const RunSummary& run) {
   std::vector<BuiltTable> tables;
-  for (const auto& table_spec : spec.tables) tables.push_back(build_table(table_spec, records));
+  const std::string about_run = run_sentence(run, records);
+  for (const auto& table_spec : spec.tables) {
+    tables.push_back(build_table(table_spec, records));
+    if (!about_run.empty()) tables.back().caption = about_run + " " + tables.back().caption;
+  }
   std::filesystem::create_directories(reports_dir);
   std::vector<std::filesystem::path> written;
 

@@ -43,7 +43,7 @@ struct SpecParser {
     const YAML::Mark mark = at.IsDefined() ? at.Mark() : YAML::Mark::null_mark();
     if (!mark.is_null())
       where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-    throw std::runtime_error(where + ": " + path + ": " + what);
+    throw SpecError(where + ": " + path + ": " + what);
   }
 
   void check_keys(const YAML::Node& node, const std::string& path,

@@ -247,6 +247,8 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
 // A record belongs to the table when it passes part/where, has every row key (or failed),
 // and could fill some column (has the pivot key / passes a metric column's where).
 bool belongs(const json& record, const TableSpec& spec) {
+  // A point cut short by Ctrl-C has no result; --resume records it again.
+  if (record.value("status", std::string()) == "interrupted") return false;
   if (!spec.part.empty() && record.value("part", std::string()) != spec.part) return false;
   if (!matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
@@ -348,7 +350,12 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
   if (any_percent) table.caption += " ±x% after a value: relative standard error of its mean (std / sqrt(n) / mean).";
   if (any_noisy)
     table.caption += " † noisy: relative standard error of the mean above the run's target_rel_stderr, or above " +
-                     format_number(100 * spec.noise_threshold, "%.3g") + "% where it had none.";
+                     format_number(100 * spec.noise_threshold, "%.3g") +
+                     "% where it had none (a ratio: its two sides' limits in quadrature).";
+  bool any_missing = false;
+  for (const auto& row : grid)
+    for (const Cell& cell : row) any_missing = any_missing || cell.kind == Cell::Kind::missing;
+  if (any_missing) table.caption += " – = no record for this cell (not run, skipped, or the metric does not apply).";
   return table;
 }
 

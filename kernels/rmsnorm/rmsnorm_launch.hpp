@@ -1,0 +1,20 @@
+// Host-side launches of the RMSNorm kernels (rmsnorm.cu). x, y, dy, dx: [rows, dim]
+// contiguous in `dtype`; weight, inv_rms, dw_partial: fp32.
+#pragma once
+#include <cstdint>
+
+#include "common/launch.hpp"
+
+namespace kernels::rmsnorm {
+
+// Rows of dim up to this use the kernels (the backward keeps one fp32 row of dw in shared memory).
+constexpr std::int64_t kMaxDim = 12288;
+
+void launch_forward(const void* x, const float* weight, void* y, float* inv_rms, std::int64_t rows, std::int64_t dim,
+                    float eps, DType dtype, cudaStream_t stream);
+// dw_partial: [blocks, dim]; the caller sums it over blocks.
+void launch_backward(const void* dy, const void* x, const float* weight, const float* inv_rms, void* dx,
+                     float* dw_partial, std::int64_t rows, std::int64_t dim, int blocks, DType dtype,
+                     cudaStream_t stream);
+
+}  // namespace kernels::rmsnorm

@@ -1,0 +1,125 @@
+#include "catalog.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <cmath>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "config.hpp"
+#include "registry.hpp"
+#include "sweep.hpp"
+#include "text_distance.hpp"
+
+namespace runner {
+namespace {
+
+// Prints rows as left-aligned columns two spaces apart; the last column is free text.
+void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t c = 0; c + 1 < row.size(); ++c) {
+      if (width.size() <= c) width.resize(c + 1, 0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c + 1 < row.size()) out << std::left << std::setw(static_cast<int>(width[c] + 2)) << row[c];
+      else out << row[c];
+    }
+    out << "\n";
+  }
+}
+
+std::string range_text(const OptionSpec& o) {
+  const bool lo = std::isfinite(o.min_value), hi = std::isfinite(o.max_value);
+  if (!lo && !hi) return "";
+  std::ostringstream s;
+  if (lo && hi) s << ", " << o.min_value << ".." << o.max_value;
+  else if (lo) s << ", >= " << o.min_value;
+  else s << ", <= " << o.max_value;
+  return s.str();
+}
+
+}  // namespace
+
+std::string runner_version() { return RUNNER_VERSION; }
+
+void list_plugins(const PluginRegistry& registry, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {{"kind", "name", "version", "description  [file]"}};
+  for (const auto& p : registry.plugins()) {
+    const auto* m = p.manifest;
+    rows.push_back({to_string(m->kind), m->name, m->version, m->description + "  [" + p.file.string() + "]"});
+  }
+  print_columns(rows, out);
+  for (const auto& e : registry.load_errors()) out << "skipped " << e.file.string() << ": " << e.message << "\n";
+}
+
+bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out) {
+  const auto slash = what.find('/');
+  PluginKind kind;
+  if (slash == std::string::npos || !parse_plugin_kind(what.substr(0, slash), kind)) return false;
+  const PluginManifest* m = registry.find(kind, what.substr(slash + 1));
+  if (m == nullptr) return false;
+  out << what << " " << m->version << ": " << m->description << "\n";
+  if (m->options.empty()) out << "  (no options)\n";
+  for (const OptionSpec& o : m->options) {
+    std::string type = to_string(o.type);
+    if (o.type == OptionType::Enum) {
+      type = "one of ";
+      for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? "|" : "") + o.choices[i];
+    } else if (o.type == OptionType::Plugin) {
+      type = std::string(to_string(o.plugin_kind)) + " plugin";
+    }
+    type += range_text(o);
+    const std::string def = o.default_value.empty() ? "(required)" : "default " + o.default_value.to_string();
+    out << "  " << std::left << std::setw(20) << o.name << " " << type << ", " << def << "\n      " << o.help << "\n";
+  }
+  auto names = [](const std::vector<std::string>& list) {
+    std::string s;
+    for (const auto& n : list) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (m->metrics) out << "  metrics: " << names(*m->metrics) << "\n";
+  if (m->labels && !m->labels->empty()) out << "  labels: " << names(*m->labels) << "\n";
+  return true;
+}
+
+std::string plugin_suggestion(const PluginRegistry& registry, const std::string& what) {
+  std::vector<std::string> all;
+  for (const auto& p : registry.plugins()) all.push_back(std::string(to_string(p.manifest->kind)) + "/" + p.manifest->name);
+  const std::string best = closest_name(what, all);
+  if (!best.empty()) return "; did you mean '" + best + "'?";
+  // A bare name ("train_step") or a wrong kind ("tasks/train_step"): match the name alone.
+  const std::string name = what.substr(what.find('/') == std::string::npos ? 0 : what.find('/') + 1);
+  for (const auto& p : registry.plugins())
+    if (p.manifest->name == name) return std::string("; did you mean '") + to_string(p.manifest->kind) + "/" + name + "'?";
+  return "";
+}
+
+int list_experiments(const std::filesystem::path& dir, std::ostream& out) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml") files.push_back(entry.path());
+  if (ec) throw ConfigError(dir.string() + ": cannot list experiments (" + ec.message() + ")");
+  std::sort(files.begin(), files.end());
+  std::vector<std::vector<std::string>> rows = {{"file", "experiment", "points", "description"}};
+  int broken = 0;
+  for (const auto& file : files) {
+    try {
+      const Experiment exp = load_experiment(file, {}, false);
+      const YAML::Node description = exp.document["description"];
+      rows.push_back({file.string(), exp.name, std::to_string(count_points(exp)),
+                      description && description.IsScalar() ? description.Scalar() : ""});
+    } catch (const std::exception& e) {
+      ++broken;
+      rows.push_back({file.string(), "-", "-", std::string("does not load: ") + e.what()});
+    }
+  }
+  print_columns(rows, out);
+  return broken;
+}
+
+}  // namespace runner

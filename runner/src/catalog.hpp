@@ -1,0 +1,25 @@
+// What is there to run: plugins (with their options) and the experiments of a
+// directory (with descriptions and point counts).
+#pragma once
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+
+namespace runner {
+
+class PluginRegistry;
+
+// "0.1.0": the project version this runner was built from.
+std::string runner_version();
+
+// Columns sized to the longest entry; skipped files after the plugins, with why.
+void list_plugins(const PluginRegistry& registry, std::ostream& out);
+// `what` is "<kind>/<name>"; returns false if there is no such plugin.
+bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out);
+// "; did you mean 'task/train_step'?" for a `what` that names no plugin.
+std::string plugin_suggestion(const PluginRegistry& registry, const std::string& what);
+// One line per *.yaml of `dir`: file, experiment name, points, description. A file
+// that does not load is listed with its error. Returns the number of such files.
+int list_experiments(const std::filesystem::path& dir, std::ostream& out);
+
+}  // namespace runner

@@ -1,0 +1,249 @@
+#include "history/cli.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "history/compare.hpp"
+#include "history/store.hpp"
+#include "history/time_text.hpp"
+#include "history/trends.hpp"
+
+namespace runner::history {
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Parsed {
+  po::variables_map vm;
+  std::vector<std::string> positional;
+};
+
+// Parses args; prints help (returns false with code 0) or a one-line error (code 2).
+bool parse(const std::vector<std::string>& args, const po::options_description& flags, const char* usage,
+           Parsed& out, int& code) {
+  po::options_description all;
+  all.add(flags).add_options()("args", po::value<std::vector<std::string>>(), "");
+  po::positional_options_description pos;
+  pos.add("args", -1);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), out.vm);
+    po::notify(out.vm);
+  } catch (const po::error& e) {
+    std::cerr << "runner: " << e.what() << "\n" << usage;
+    code = 2;
+    return false;
+  }
+  if (out.vm.count("help")) {
+    std::cout << usage << "\n" << flags;
+    code = 0;
+    return false;
+  }
+  if (out.vm.count("args")) out.positional = out.vm["args"].as<std::vector<std::string>>();
+  return true;
+}
+
+std::string opt(const po::variables_map& vm, const char* name) {
+  return vm.count(name) ? vm[name].as<std::string>() : std::string();
+}
+
+std::vector<fs::path> run_dirs_under(const fs::path& root) {
+  std::vector<fs::path> dirs;
+  if (fs::exists(root / "results.jsonl")) return {root};
+  if (!fs::is_directory(root)) throw std::runtime_error(root.string() + ": no such directory");
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file() && e.path().filename() == "results.jsonl") dirs.push_back(e.path().parent_path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+const char* kHistoryUsage =
+    "usage: runner history [--experiment X] [--since 7d|2026-11-01] [--device NAME] [--limit N]\n"
+    "       runner history --import DIR...   add run directories (or directories of runs) to the history\n"
+    "       runner history --html DIR        write a static trends site (one page per experiment)\n"
+    "       runner history --mark-good ID    accept a run flagged as a regression as the new baseline\n";
+
+}  // namespace
+
+int history_command(const std::vector<std::string>& args) {
+  po::options_description flags("history options");
+  flags.add_options()("help,h", "show this help")
+      ("history", po::value<std::string>(), "history database (default: RUNNER_HISTORY, else ~/.local/share/runner/history.sqlite)")
+      ("experiment,e", po::value<std::string>(), "only this experiment")
+      ("since", po::value<std::string>(), "only runs started since a date or age (7d, 36h)")
+      ("device", po::value<std::string>(), "only runs on this device (as listed)")
+      ("limit", po::value<int>()->default_value(50), "at most this many runs (0: all)")
+      ("import", "import the run directories given as arguments")
+      ("html", po::value<std::string>(), "write the trends site into this directory")
+      ("mark-good", po::value<std::int64_t>(), "clear the regression verdict of this run")
+      ("json", "list runs as JSON lines");
+  Parsed p;
+  int code = 0;
+  if (!parse(args, flags, kHistoryUsage, p, code)) return code;
+  const fs::path file = resolve_history_path(opt(p.vm, "history"), "");
+  if (file.empty()) {
+    std::cerr << "runner history: the history is off (RUNNER_HISTORY=off); set --history FILE\n";
+    return 2;
+  }
+  if (!p.vm.count("import") && !p.positional.empty()) {
+    std::cerr << "runner history: unexpected argument '" << p.positional[0] << "' (did you mean --import?)\n";
+    return 2;
+  }
+  if (!p.vm.count("import") && !fs::exists(file)) {
+    std::cerr << "runner history: no history at " << file.string()
+              << " yet (runs add themselves; `runner history --import runs/` adds old ones)\n";
+    return 2;
+  }
+  HistoryStore store(file);
+  if (p.vm.count("import")) {
+    if (p.positional.empty()) {
+      std::cerr << "runner history --import: give run directories (or a directory of runs, e.g. runs/)\n";
+      return 2;
+    }
+    int added = 0, known = 0;
+    for (const auto& root : p.positional)
+      for (const auto& dir : run_dirs_under(root)) {
+        const std::int64_t id = store.import_run_dir(dir);
+        if (id) std::cout << "imported " << dir.string() << " as run " << id << "\n";
+        id ? ++added : ++known;
+      }
+    std::cout << added << " run(s) imported, " << known << " already in " << file.string() << "\n";
+    return 0;
+  }
+  if (p.vm.count("mark-good")) {
+    const auto id = p.vm["mark-good"].as<std::int64_t>();
+    if (!store.run(id)) {
+      std::cerr << "runner history: no run " << id << " in " << file.string() << "\n";
+      return 2;
+    }
+    store.set_verdict(id, "ok");
+    std::cout << "run " << id << " is good: later `last-good` compares start from it\n";
+    return 0;
+  }
+  RunFilter f;
+  f.experiment = opt(p.vm, "experiment");
+  f.device_name = opt(p.vm, "device");
+  if (p.vm.count("since")) f.since = parse_since(opt(p.vm, "since"));
+  if (p.vm.count("html")) {
+    const fs::path dir = opt(p.vm, "html");
+    const auto pages = write_trends_site(store, f, dir);
+    std::cout << "wrote " << (dir / "index.html").string() << " and " << pages << " experiment page(s)\n";
+    return 0;
+  }
+  f.limit = p.vm["limit"].as<int>();
+  const auto runs = store.runs(f);
+  if (p.vm.count("json")) {
+    for (const auto& r : runs)
+      std::cout << nlohmann::json{{"id", r.id}, {"experiment", r.experiment}, {"started", r.started},
+                                  {"finished", r.finished}, {"status", r.status}, {"verdict", r.verdict},
+                                  {"git_commit", r.git_commit}, {"device_name", r.device_name},
+                                  {"records", r.records}, {"run_dir", r.run_dir}, {"smoke", r.smoke}}
+                       .dump()
+                << "\n";
+    return 0;
+  }
+  std::cout << std::left << std::setw(6) << "id" << std::setw(22) << "started" << std::setw(24) << "experiment"
+            << std::setw(20) << "commit" << std::setw(28) << "device" << std::setw(9) << "records" << std::setw(12)
+            << "status" << "run dir\n";
+  for (const auto& r : runs) {
+    std::string status = r.status;
+    if (r.verdict == "regression") status += ",REGR";
+    if (r.smoke) status += ",smoke";
+    std::cout << std::setw(6) << r.id << std::setw(22) << r.started << std::setw(24) << r.experiment << std::setw(20)
+              << (r.git_commit.empty() ? "?" : r.git_commit) << std::setw(28) << r.device_name.substr(0, 26)
+              << std::setw(9) << r.records << std::setw(12) << status << r.run_dir << "\n";
+  }
+  if (runs.empty()) std::cout << "(no runs match)\n";
+  return 0;
+}
+
+namespace {
+const char* kCompareUsage =
+    "usage: runner compare A B [--format table|markdown|json] [--threshold 0.05] [--alpha 0.05]\n"
+    "                          [--metric NAME]... [--ignore-param NAME]... [--only-changed] [--cross-device]\n"
+    "                          [--output FILE]\n"
+    "  A (baseline) and B: a run directory, run:ID, a commit (abc1234 or commit:abc1234),\n"
+    "  last or last-good (the newest (good) finished run of B's experiment on B's device).\n"
+    "  Exit code 1 when a metric got slower or larger, or a point failed; 2 on bad input.\n";
+}  // namespace
+
+int compare_command(const std::vector<std::string>& args) {
+  po::options_description flags("compare options");
+  flags.add_options()("help,h", "show this help")
+      ("history", po::value<std::string>(), "history database (default: RUNNER_HISTORY, else ~/.local/share/runner/history.sqlite)")
+      ("format,f", po::value<std::string>()->default_value("table"), "table, markdown or json")
+      ("threshold", po::value<double>()->default_value(0.05), "relative change below which a metric is 'same'")
+      ("alpha", po::value<double>()->default_value(0.05), "significance level of the Mann-Whitney U test")
+      ("metric,m", po::value<std::vector<std::string>>()->composing(), "compare only this metric (repeatable)")
+      ("ignore-param", po::value<std::vector<std::string>>()->composing(), "a parameter that differs on purpose (A/B of one knob): not part of the point identity (repeatable)")
+      ("only-changed", "leave out rows whose verdict is 'same'")
+      ("cross-device", "allow A and B from different devices (a warning says so)")
+      ("experiment,e", po::value<std::string>(), "experiment for history queries (last, last-good, commits)")
+      ("output,o", po::value<std::string>(), "also write the rendering to this file");
+  Parsed p;
+  int code = 0;
+  if (!parse(args, flags, kCompareUsage, p, code)) return code;
+  if (p.positional.size() != 2) {
+    std::cerr << "runner compare: expected two sides, A (baseline) and B\n" << kCompareUsage;
+    return 2;
+  }
+  const std::string format = opt(p.vm, "format");
+  if (format != "table" && format != "markdown" && format != "json") {
+    std::cerr << "runner compare: --format '" << format << "' is not one of table, markdown, json\n";
+    return 2;
+  }
+  CompareOptions o;
+  o.threshold = p.vm["threshold"].as<double>();
+  o.alpha = p.vm["alpha"].as<double>();
+  if (o.threshold < 0 || o.alpha <= 0 || o.alpha >= 1) {
+    std::cerr << "runner compare: --threshold must be >= 0 and --alpha in (0, 1)\n";
+    return 2;
+  }
+  o.cross_device = p.vm.count("cross-device") > 0;
+  o.only_changed = p.vm.count("only-changed") > 0;
+  if (p.vm.count("ignore-param")) o.ignore_params = p.vm["ignore-param"].as<std::vector<std::string>>();
+  if (p.vm.count("metric")) o.metrics = p.vm["metric"].as<std::vector<std::string>>();
+  try {
+    const fs::path file = resolve_history_path(opt(p.vm, "history"), "");
+    std::unique_ptr<HistoryStore> store;
+    if (!file.empty() && fs::exists(file)) store = std::make_unique<HistoryStore>(file);
+    const std::string experiment = opt(p.vm, "experiment");
+    const std::string& spec_a = p.positional[0];
+    const std::string& spec_b = p.positional[1];
+    Side a, b;
+    // Resolve concrete sides first: a relative query ("last-good") takes its
+    // experiment and device from the other side.
+    if (is_relative_query(spec_a) && !is_relative_query(spec_b)) {
+      b = resolve_side(spec_b, store.get(), nullptr, experiment);
+      a = resolve_side(spec_a, store.get(), &b, experiment);
+    } else {
+      a = resolve_side(spec_a, store.get(), nullptr, experiment);
+      b = resolve_side(spec_b, store.get(), &a, experiment);
+    }
+    const Comparison c = compare(std::move(a), std::move(b), o);
+    std::ostringstream text;
+    if (format == "json") text << comparison_json(c).dump(2) << "\n";
+    else if (format == "markdown") render_markdown(c, text);
+    else render_table(c, text, isatty(STDOUT_FILENO) != 0);
+    std::cout << text.str();
+    if (p.vm.count("output")) {
+      std::ofstream out(opt(p.vm, "output"));
+      if (format == "table") render_table(c, out, false);
+      else out << text.str();
+      if (!out) throw std::runtime_error("cannot write " + opt(p.vm, "output"));
+    }
+    return c.regression() ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "runner compare: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace runner::history

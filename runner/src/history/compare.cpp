@@ -1,0 +1,298 @@
+#include "history/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "history/mann_whitney.hpp"
+
+namespace runner::history {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Human names for points: the part, the parameters that differ between points
+// of that part (across both sides), and the labels.
+std::unordered_map<std::string, std::string> point_labels(const std::vector<const StoredRecord*>& all,
+                                                          bool with_experiment) {
+  std::map<std::string, std::map<std::string, std::set<std::string>>> values;  // part -> key -> values
+  for (const auto* r : all)
+    for (const auto& [k, v] : r->params.items())
+      if (k != "device" && k.rfind("measure.", 0) != 0) values[r->experiment + "/" + r->part][k].insert(v.dump());
+  std::unordered_map<std::string, std::string> out;
+  for (const auto* r : all) {
+    const std::string id = r->experiment + "\n" + r->key;
+    if (out.count(id)) continue;
+    std::string label = with_experiment ? r->experiment + "/" + r->part : r->part;
+    const auto& varying = values[r->experiment + "/" + r->part];
+    for (const auto& [k, v] : r->params.items())
+      if (auto it = varying.find(k); it != varying.end() && it->second.size() > 1) label += " " + k + "=" + value_text(v);
+    for (const auto& [k, v] : r->labels.items()) label += " " + k + "=" + value_text(v);
+    out[id] = label;
+  }
+  return out;
+}
+
+bool failed(const StoredRecord& r) { return r.status == "error" || r.status == "oom"; }
+
+std::string direction_word(int better, double ratio, const std::string& unit) {
+  const bool up = ratio > 1;
+  if (better == 0) return up ? "higher" : "lower";
+  static const std::set<std::string> sizes = {"bytes", "B", "KiB", "MiB", "GiB", "KB", "MB", "GB"};
+  const bool bytes = sizes.count(unit) > 0;
+  const bool improved = (better > 0) == up;
+  if (bytes) return improved ? "smaller" : "larger";
+  return improved ? "faster" : "slower";
+}
+
+}  // namespace
+
+CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const CompareOptions& o) {
+  CompareRow row;
+  row.unit = b.unit.empty() ? a.unit : b.unit;
+  row.a = a.center;
+  row.b = b.center;
+  row.n_a = a.samples.empty() ? a.n : static_cast<std::int64_t>(a.samples.size());
+  row.n_b = b.samples.empty() ? b.n : static_cast<std::int64_t>(b.samples.size());
+  row.ratio = a.center != 0 ? b.center / a.center : (b.center == 0 ? 1.0 : INFINITY);
+  if (a.samples.size() >= 2 && b.samples.size() >= 2) {
+    const UTest u = mann_whitney_u(a.samples, b.samples);
+    row.p_value = u.p_value;
+    row.test = u.exact ? "U exact" : "U";
+  } else if (a.n >= 2 && b.n >= 2) {
+    // Records without samples (older runs): Welch's statistic with a normal tail.
+    const double se = std::sqrt(a.std * a.std / a.n + b.std * b.std / b.n);
+    row.p_value = se > 0 ? std::erfc(std::fabs(b.mean - a.mean) / se / std::sqrt(2.0)) : (a.mean == b.mean ? 1 : 0);
+    row.test = "z (no samples)";
+  } else {
+    row.test = "-";
+  }
+  const int better = better_direction(row.unit);
+  if (std::fabs(row.ratio - 1) <= o.threshold || (a.center == 0 && b.center == 0)) {
+    row.verdict = "same";
+  } else if (row.p_value >= 0 && row.p_value >= o.alpha) {
+    row.verdict = "noisy";
+  } else {
+    row.verdict = direction_word(better, row.ratio, row.unit);
+    row.regression = row.verdict == "slower" || row.verdict == "larger";
+  }
+  return row;
+}
+
+namespace {
+
+Side side_from_run_dir(const fs::path& dir, HistoryStore* store) {
+  Side side;
+  std::ifstream in(dir / "results.jsonl");
+  std::string line;
+  nlohmann::json env;
+  std::string experiment, started;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      if (in.peek() == EOF) break;  // torn last line of a killed run
+      throw std::runtime_error((dir / "results.jsonl").string() + ": a line is not JSON");
+    }
+    if (env.is_null() && j.contains("env")) env = j["env"];
+    if (started.empty()) started = j.value("time", "");
+    experiment = j.value("experiment", experiment);
+    side.records.push_back(parse_record(j));
+  }
+  std::optional<RunInfo> run = store ? store->run_by_dir(dir) : std::nullopt;
+  if (!run) {
+    RunInfo r;
+    r.experiment = experiment;
+    r.run_dir = dir.string();
+    r.started = started;
+    auto text = [&](const char* k) { return env.contains(k) ? env[k].get<std::string>() : std::string(); };
+    r.git_commit = text("git_commit");
+    r.device = text("device");
+    r.device_name = text("gpu").empty() ? text("cpu") : text("gpu");
+    r.driver = text("driver");
+    r.cuda = text("cuda_runtime");
+    r.libtorch = text("libtorch");
+    r.host = text("host");
+    run = r;
+  }
+  side.runs.push_back(*run);
+  return side;
+}
+
+Side side_from_runs(std::vector<RunInfo> runs, HistoryStore& store) {
+  Side side;
+  for (const RunInfo& r : runs) {
+    auto records = store.records(r.id);
+    side.records.insert(side.records.end(), std::make_move_iterator(records.begin()),
+                        std::make_move_iterator(records.end()));
+  }
+  side.runs = std::move(runs);
+  return side;
+}
+
+std::string describe(const RunInfo& r) {
+  std::string s = r.id ? "run " + std::to_string(r.id) + " " : std::string();
+  s += "(" + r.experiment + ", commit " + (r.git_commit.empty() ? "?" : r.git_commit) + ", " + r.device_name + ", " +
+       r.started + ")";
+  return s;
+}
+
+}  // namespace
+
+bool Comparison::regression() const {
+  return std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.regression; });
+}
+
+int better_direction(const std::string& unit) {
+  if (unit.find("/s") != std::string::npos) return +1;
+  static const std::set<std::string> lower = {"ms", "s", "us", "ns", "bytes", "B", "KiB", "MiB", "GiB", "KB", "MB", "GB"};
+  return lower.count(unit) ? -1 : 0;
+}
+
+bool is_relative_query(const std::string& spec) { return spec == "last" || spec == "last-good"; }
+
+Side resolve_side(const std::string& spec, HistoryStore* store, const Side* context, const std::string& experiment) {
+  auto need_store = [&]() -> HistoryStore& {
+    if (!store) throw std::runtime_error("'" + spec + "' is a history query but the history is off");
+    return *store;
+  };
+  Side side;
+  static const std::regex run_id(R"(^(run:|#)?([0-9]{1,6})$)");
+  static const std::regex commit(R"(^(commit:)?([0-9a-fA-F]{7,40})(-dirty)?$)");
+  std::smatch m;
+  if (fs::is_directory(spec)) {
+    if (!fs::exists(fs::path(spec) / "results.jsonl"))
+      throw std::runtime_error(spec + ": not a run directory (no results.jsonl)");
+    side = side_from_run_dir(spec, store);
+  } else if (std::regex_match(spec, m, run_id)) {
+    auto run = need_store().run(std::stoll(m[2]));
+    if (!run) throw std::runtime_error("no run " + std::string(m[2]) + " in " + store->file().string() + " (see `runner history`)");
+    side = side_from_runs({*run}, *store);
+  } else if (std::regex_match(spec, m, commit)) {
+    RunFilter f;
+    f.commit_prefix = m[2].str() + m[3].str();
+    f.experiment = experiment;
+    f.finished_only = true;
+    if (context && !context->runs.empty()) f.device_name = context->runs.front().device_name;
+    std::map<std::string, RunInfo> newest;  // per experiment
+    for (const RunInfo& r : need_store().runs(f)) newest.emplace(r.experiment, r);
+    if (newest.empty())
+      throw std::runtime_error("no finished run at commit " + f.commit_prefix +
+                               (f.device_name.empty() ? "" : " on " + f.device_name) + " in " + store->file().string());
+    std::vector<RunInfo> runs;
+    for (auto& [_, r] : newest) runs.push_back(r);
+    side = side_from_runs(runs, *store);
+  } else if (is_relative_query(spec)) {
+    RunFilter f;
+    f.finished_only = true;
+    f.good_only = spec == "last-good";
+    f.limit = 1;
+    f.experiment = experiment;
+    if (context && !context->runs.empty()) {
+      const RunInfo& other = context->runs.front();
+      if (f.experiment.empty()) f.experiment = other.experiment;
+      f.device_name = other.device_name;
+      f.smoke = other.smoke;
+      f.exclude_run = other.id;
+    }
+    if (f.experiment.empty())
+      throw std::runtime_error("'" + spec + "' needs an experiment: give --experiment or a run on the other side");
+    auto runs = need_store().runs(f);
+    // A baseline is older than the run it judges.
+    if (context && !context->runs.empty() && !context->runs.front().started.empty())
+      runs.erase(std::remove_if(runs.begin(), runs.end(),
+                                [&](const RunInfo& r) { return r.started > context->runs.front().started; }),
+                 runs.end());
+    if (runs.empty())
+      throw std::runtime_error("no " + std::string(f.good_only ? "good " : "") + "finished run of " + f.experiment +
+                               (f.device_name.empty() ? "" : " on " + f.device_name) + " in " + store->file().string());
+    side = side_from_runs(runs, *store);
+  } else {
+    throw std::runtime_error("'" + spec + "': not a run directory, run:ID, a commit, last or last-good");
+  }
+  side.spec = spec;
+  for (const RunInfo& r : side.runs) side.description += (side.description.empty() ? "" : "; ") + describe(r);
+  return side;
+}
+
+Comparison compare(Side a, Side b, const CompareOptions& o) {
+  Comparison c;
+  c.options = o;
+  std::set<std::string> devices_a, devices_b;
+  for (const auto& r : a.runs) devices_a.insert(r.device_name);
+  for (const auto& r : b.runs) devices_b.insert(r.device_name);
+  if (devices_a != devices_b) {
+    const std::string msg = "A ran on " + *devices_a.begin() + ", B on " + *devices_b.begin();
+    if (!o.cross_device) throw std::invalid_argument(msg + ": pass --cross-device to compare different devices");
+    c.warnings.push_back(msg + ": ratios mix device and code changes");
+  }
+  // Parameters the user changed on purpose (--ignore-param) do not tell points apart.
+  if (!o.ignore_params.empty())
+    for (Side* side : {&a, &b})
+      for (auto& r : side->records) {
+        for (const auto& k : o.ignore_params) r.params.erase(k);
+        r.key = point_key(r.part, r.params, r.labels);
+      }
+  std::vector<const StoredRecord*> all;
+  std::set<std::string> experiments;
+  for (const auto* side : {&a, &b})
+    for (const auto& r : side->records) {
+      all.push_back(&r);
+      experiments.insert(r.experiment);
+    }
+  const auto labels = point_labels(all, experiments.size() > 1);
+  std::unordered_map<std::string, const StoredRecord*> in_a;
+  in_a.reserve(a.records.size());
+  for (const auto& r : a.records) in_a.emplace(r.experiment + "\n" + r.key, &r);
+  std::unordered_map<std::string, bool> seen;
+  const std::set<std::string> wanted(o.metrics.begin(), o.metrics.end());
+  for (const auto& rb : b.records) {
+    const std::string id = rb.experiment + "\n" + rb.key;
+    const auto it = in_a.find(id);
+    if (it == in_a.end()) {
+      c.only_in_b.push_back(labels.at(id));
+      continue;
+    }
+    seen[id] = true;
+    const StoredRecord& ra = *it->second;
+    const std::string& label = labels.at(id);
+    if (failed(ra) || failed(rb)) {
+      CompareRow row;
+      row.experiment = rb.experiment;
+      row.point = label;
+      row.metric = "status";
+      row.test = "-";
+      row.verdict = failed(rb) ? (failed(ra) ? "still-failing" : "failed") : "fixed";
+      row.regression = row.verdict == "failed";
+      if (row.verdict == "failed") row.unit = rb.status;
+      c.rows.push_back(row);
+      continue;
+    }
+    for (const auto& [name, mb] : rb.metrics) {
+      if (!wanted.empty() && !wanted.count(name)) continue;
+      const auto ma = ra.metrics.find(name);
+      if (ma == ra.metrics.end()) continue;
+      CompareRow row = compare_metric(ma->second, mb, o);
+      row.experiment = rb.experiment;
+      row.point = label;
+      row.metric = name;
+      c.rows.push_back(std::move(row));
+    }
+  }
+  for (const auto& ra : a.records)
+    if (!seen.count(ra.experiment + "\n" + ra.key)) c.only_in_a.push_back(labels.at(ra.experiment + "\n" + ra.key));
+  c.a = std::move(a);
+  c.b = std::move(b);
+  return c;
+}
+
+}  // namespace runner::history

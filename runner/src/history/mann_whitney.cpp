@@ -1,0 +1,88 @@
+#include "history/mann_whitney.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace runner::history {
+namespace {
+
+// P(U >= u) under the null hypothesis, from the exact distribution of U for
+// sizes m (small) and n: the coefficients of the Gaussian binomial
+// [m+n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i), in exact 128-bit
+// integers (each partial product is itself a Gaussian binomial, so every
+// division by (1 - q^i) is exact).
+double exact_sf(int m, int n, long u) {
+  const int max_u = m * n;
+  std::vector<__int128> c(static_cast<size_t>(max_u) + 1, 0);
+  c[0] = 1;
+  for (int i = 1; i <= m; ++i) {
+    const int shift = n + i;
+    for (int k = max_u; k >= shift; --k) c[k] -= c[k - shift];
+    for (int k = i; k <= max_u; ++k) c[k] += c[k - i];
+  }
+  long double total = 0, tail = 0;
+  for (int k = 0; k <= max_u; ++k) {
+    total += static_cast<long double>(c[k]);
+    if (k >= u) tail += static_cast<long double>(c[k]);
+  }
+  return static_cast<double>(tail / total);
+}
+
+// The exact counts fit in 128 bits while C(m+n, m) < 2^126 (headroom for the
+// intermediate differences); larger problems use the normal approximation.
+bool exact_fits(int m, int n) {
+  long double log2_binomial = 0;
+  for (int i = 1; i <= m; ++i) log2_binomial += std::log2(static_cast<long double>(n + i) / i);
+  return log2_binomial < 120 && static_cast<long>(m) * n <= 2'000'000;
+}
+
+}  // namespace
+
+UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
+  UTest result;
+  const size_t n1 = a.size(), n2 = b.size();
+  if (n1 == 0 || n2 == 0) return result;
+  const size_t n = n1 + n2;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto value = [&](size_t i) { return i < n1 ? a[i] : b[i - n1]; };
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return value(x) < value(y); });
+
+  // Average ranks over ties; tie_term = sum(t^3 - t) over groups of equal values.
+  double rank_sum_a = 0, tie_term = 0;
+  bool ties = false;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j + 1 < n && value(order[j + 1]) == value(order[i])) ++j;
+    const double t = static_cast<double>(j - i + 1);
+    const double rank = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;
+    if (t > 1) {
+      ties = true;
+      tie_term += t * t * t - t;
+    }
+    for (size_t k = i; k <= j; ++k)
+      if (order[k] < n1) rank_sum_a += rank;
+    i = j + 1;
+  }
+  const double d1 = static_cast<double>(n1), d2 = static_cast<double>(n2);
+  const double u1 = rank_sum_a - d1 * (d1 + 1) / 2;
+  const double u2 = d1 * d2 - u1;
+  const double u = std::max(u1, u2);
+  result.u = u1;
+
+  const int small = static_cast<int>(std::min(n1, n2)), large = static_cast<int>(std::max(n1, n2));
+  if ((n1 <= 8 || n2 <= 8) && !ties && exact_fits(small, large)) {
+    result.exact = true;
+    result.p_value = 2 * exact_sf(small, large, std::lround(u));
+  } else {
+    const double dn = static_cast<double>(n);
+    const double sigma = std::sqrt(d1 * d2 / 12 * ((dn + 1) - tie_term / (dn * (dn - 1))));
+    const double z = (u - d1 * d2 / 2 - 0.5) / sigma;
+    result.p_value = sigma > 0 ? 2 * 0.5 * std::erfc(z / std::sqrt(2.0)) : 1.0;
+  }
+  result.p_value = std::clamp(result.p_value, 0.0, 1.0);
+  return result;
+}
+
+}  // namespace runner::history

@@ -1,0 +1,47 @@
+#include "history/run_recorder.hpp"
+
+#include <iostream>
+
+#include "history/store.hpp"
+
+namespace runner::history {
+
+RunRecorder::RunRecorder(const std::string& flag, const std::string& config_value, const std::string& experiment,
+                         const std::filesystem::path& run_dir, const nlohmann::json& env, bool smoke) {
+  const auto file = resolve_history_path(flag, config_value);
+  if (file.empty()) return;
+  try {
+    store_ = std::make_unique<HistoryStore>(file);
+    run_id_ = store_->begin_run(experiment, run_dir, env, smoke);
+    std::cerr << "history: run " << run_id_ << " in " << file.string() << "\n";
+  } catch (const std::exception& e) {
+    disable(e.what());
+  }
+}
+
+RunRecorder::~RunRecorder() = default;
+
+void RunRecorder::disable(const std::string& why) {
+  std::cerr << "warning: history disabled for this run: " << why << "\n";
+  store_.reset();
+}
+
+void RunRecorder::add_point(const std::vector<nlohmann::json>& records) {
+  if (!store_) return;
+  try {
+    store_->add_point(run_id_, records);
+  } catch (const std::exception& e) {
+    disable(e.what());
+  }
+}
+
+void RunRecorder::finish() {
+  if (!store_) return;
+  try {
+    store_->finish_run(run_id_);
+  } catch (const std::exception& e) {
+    disable(e.what());
+  }
+}
+
+}  // namespace runner::history

@@ -1,0 +1,32 @@
+// The run's side of the history: execute.cpp opens one per run and hands it each
+// point's records. A history that cannot be opened or written costs a warning,
+// never the run (results.jsonl stays the record of truth).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace runner::history {
+
+class HistoryStore;
+
+class RunRecorder {
+ public:
+  // flag: --history; config_value: the experiment's `history:` key.
+  RunRecorder(const std::string& flag, const std::string& config_value, const std::string& experiment,
+              const std::filesystem::path& run_dir, const nlohmann::json& env, bool smoke);
+  ~RunRecorder();
+  void add_point(const std::vector<nlohmann::json>& records);
+  void finish();
+
+ private:
+  void disable(const std::string& why);
+  std::unique_ptr<HistoryStore> store_;
+  std::int64_t run_id_ = 0;
+};
+
+}  // namespace runner::history

@@ -1,0 +1,399 @@
+#include "history/store.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <set>
+
+#include "history/sqlite.hpp"
+#include "history/time_text.hpp"
+
+namespace runner::history {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY,
+  experiment TEXT NOT NULL,
+  run_dir TEXT,
+  started TEXT NOT NULL,
+  finished TEXT,
+  verdict TEXT,
+  git_commit TEXT, device TEXT, device_name TEXT, driver TEXT, cuda TEXT, libtorch TEXT,
+  host TEXT, pid INTEGER, smoke INTEGER NOT NULL DEFAULT 0,
+  env TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_dir ON runs(run_dir);
+CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment, started);
+CREATE TABLE IF NOT EXISTS records (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  part TEXT NOT NULL, point INTEGER NOT NULL, point_key TEXT NOT NULL,
+  params TEXT NOT NULL, labels TEXT NOT NULL,
+  status TEXT NOT NULL, message TEXT, time TEXT, artifacts TEXT
+);
+CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
+CREATE TABLE IF NOT EXISTS metrics (
+  record_id INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+  name TEXT NOT NULL, unit TEXT,
+  value REAL, mean REAL, std REAL, min REAL, max REAL, n INTEGER,
+  samples BLOB, text TEXT
+);
+CREATE INDEX IF NOT EXISTS metrics_by_record ON metrics(record_id);
+-- The key of every record in one place: experiment, point, commit, device,
+-- driver, CUDA, LibTorch and time.
+CREATE VIEW IF NOT EXISTS record_keys AS
+  SELECT r.id AS record_id, u.experiment, r.point_key, u.git_commit, u.device, u.device_name,
+         u.driver, u.cuda, u.libtorch, r.time, u.id AS run_id
+  FROM records r JOIN runs u ON u.id = r.run_id;
+)sql";
+
+std::string env_text(const nlohmann::json& env, const char* key) {
+  return env.contains(key) && env[key].is_string() ? env[key].get<std::string>() : std::string();
+}
+
+std::string device_name_of(const nlohmann::json& env) {
+  const std::string gpu = env_text(env, "gpu");
+  return gpu.empty() ? env_text(env, "cpu") : gpu;
+}
+
+const char* kRunColumns =
+    "id, experiment, run_dir, started, finished, verdict, git_commit, device, device_name, driver, cuda, "
+    "libtorch, host, pid, smoke, (SELECT count(*) FROM records r WHERE r.run_id = runs.id), "
+    "(SELECT count(*) FROM records r WHERE r.run_id = runs.id AND r.status = 'error')";
+
+RunInfo read_run(const Statement& s) {
+  RunInfo r;
+  r.id = s.int64(0);
+  r.experiment = s.text(1);
+  r.run_dir = s.text(2);
+  r.started = s.text(3);
+  r.finished = s.text(4);
+  r.verdict = s.text(5);
+  r.git_commit = s.text(6);
+  r.device = s.text(7);
+  r.device_name = s.text(8);
+  r.driver = s.text(9);
+  r.cuda = s.text(10);
+  r.libtorch = s.text(11);
+  r.host = s.text(12);
+  const std::int64_t pid = s.int64(13);
+  r.smoke = s.int64(14) != 0;
+  r.records = s.int64(15);
+  r.failed_records = s.int64(16);
+  if (r.finished.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    const bool alive = r.host == host && pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    r.status = alive ? "running" : "killed";
+  } else {
+    r.status = r.failed_records ? "failed" : "ok";
+  }
+  return r;
+}
+
+}  // namespace
+
+fs::path resolve_history_path(const std::string& flag, const std::string& config_value) {
+  std::string chosen = flag;
+  if (chosen.empty())
+    if (const char* env = std::getenv("RUNNER_HISTORY"); env && *env) chosen = env;
+  if (chosen.empty()) chosen = config_value;
+  if (chosen == "off" || chosen == "none") return {};
+  if (!chosen.empty()) return chosen;
+  if (const char* data = std::getenv("XDG_DATA_HOME"); data && *data) return fs::path(data) / "runner" / "history.sqlite";
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : ".") / ".local" / "share" / "runner" / "history.sqlite";
+}
+
+std::string point_key(const std::string& part, const nlohmann::json& params, const nlohmann::json& labels) {
+  nlohmann::json key = nlohmann::json::object();
+  key["part"] = part;
+  nlohmann::json p = nlohmann::json::object();
+  for (const auto& [k, v] : params.items())
+    if (k != "device" && k.rfind("measure.", 0) != 0) p[k] = v;
+  key["params"] = p;
+  key["labels"] = labels.is_object() ? labels : nlohmann::json::object();
+  return key.dump();  // nlohmann objects are sorted by key: the dump is canonical
+}
+
+StoredRecord parse_record(const nlohmann::json& j) {
+  StoredRecord r;
+  r.experiment = j.value("experiment", "");
+  r.part = j.value("part", "");
+  r.point = j.value("point", 0);
+  r.params = j.contains("params") ? j["params"] : nlohmann::json::object();
+  r.labels = j.contains("labels") ? j["labels"] : nlohmann::json::object();
+  r.status = j.value("status", "ok");
+  r.message = j.contains("error") ? j["error"].get<std::string>() : j.value("reason", "");
+  r.time = j.value("time", "");
+  r.key = point_key(r.part, r.params, r.labels);
+  if (!j.contains("metrics")) return r;
+  for (const auto& [name, m] : j["metrics"].items()) {
+    MetricValue v;
+    v.unit = m.value("unit", "");
+    if (m.contains("value") && m["value"].is_number()) {
+      v.center = v.mean = v.min = v.max = m["value"].get<double>();
+    } else if (m.contains("median") && m["median"].is_number()) {
+      v.center = m["median"].get<double>();
+      v.mean = m.value("mean", v.center);
+      v.std = m.value("std", 0.0);
+      v.min = m.value("min", v.center);
+      v.max = m.value("max", v.center);
+      v.n = m.value("n", static_cast<std::int64_t>(1));
+      // The U test runs over the repetitions: one mean per repetition when the
+      // point was measured with measure.repetitions > 1, else per-step samples.
+      for (const char* field : {"repetition_means", "samples"}) {
+        if (!m.contains(field) || !m[field].is_array() || m[field].size() < 2) continue;
+        for (const auto& s : m[field])
+          if (s.is_number()) v.samples.push_back(s.get<double>());
+        break;
+      }
+    } else {
+      continue;  // text metrics are not compared
+    }
+    r.metrics.emplace(name, std::move(v));
+  }
+  return r;
+}
+
+HistoryStore::HistoryStore(const fs::path& file) : file_(file) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw std::runtime_error("history " + file.string() + ": cannot open: " + msg +
+                             " (set --history, RUNNER_HISTORY or `history:` to a writable file, or off)");
+  }
+  // Another process may hold the write lock for a while (a long import): wait.
+  sqlite3_busy_timeout(db_, 60'000);
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=NORMAL");
+  exec("PRAGMA foreign_keys=ON");
+  exec(kSchema);
+}
+
+HistoryStore::~HistoryStore() { sqlite3_close(db_); }
+
+void HistoryStore::exec(const char* sql) const {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string msg = err ? err : "?";
+    sqlite3_free(err);
+    throw std::runtime_error("history " + file_.string() + ": " + msg);
+  }
+}
+
+std::int64_t HistoryStore::begin_run(const std::string& experiment, const fs::path& run_dir, const nlohmann::json& env,
+                                     bool smoke, const std::string& started) {
+  Transaction tx(db_);
+  Statement s(db_,
+              "INSERT INTO runs (experiment, run_dir, started, git_commit, device, device_name, driver, cuda, "
+              "libtorch, host, pid, smoke, env) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, experiment);
+  if (run_dir.empty()) s.bind_null(2);
+  else s.bind(2, fs::absolute(run_dir).lexically_normal().string());
+  s.bind(3, started.empty() ? utc_now() : started)
+      .bind(4, env_text(env, "git_commit"))
+      .bind(5, env_text(env, "device"))
+      .bind(6, device_name_of(env))
+      .bind(7, env_text(env, "driver"))
+      .bind(8, env_text(env, "cuda_runtime"))
+      .bind(9, env_text(env, "libtorch"))
+      .bind(10, env_text(env, "host"))
+      .bind(11, static_cast<std::int64_t>(getpid()))
+      .bind(12, static_cast<std::int64_t>(smoke))
+      .bind(13, env.dump());
+  s.step();
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::json>& records) {
+  Transaction tx(db_);
+  Statement rec(db_,
+                "INSERT INTO records (run_id, part, point, point_key, params, labels, status, message, time, "
+                "artifacts) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  Statement met(db_,
+                "INSERT INTO metrics (record_id, name, unit, value, mean, std, min, max, n, samples, text) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  for (const nlohmann::json& j : records) {
+    const StoredRecord r = parse_record(j);
+    rec.reset();
+    rec.bind(1, run_id).bind(2, r.part).bind(3, static_cast<std::int64_t>(r.point)).bind(4, r.key)
+        .bind(5, r.params.dump()).bind(6, r.labels.dump()).bind(7, r.status).bind(8, r.message).bind(9, r.time)
+        .bind(10, j.contains("artifacts") ? j["artifacts"].dump() : std::string("[]"));
+    rec.step();
+    const std::int64_t record_id = sqlite3_last_insert_rowid(db_);
+    for (const auto& [name, v] : r.metrics) {
+      met.reset();
+      met.bind(1, record_id).bind(2, name).bind(3, v.unit).bind(4, v.center).bind(5, v.mean).bind(6, v.std)
+          .bind(7, v.min).bind(8, v.max).bind(9, v.n).bind_blob(10, v.samples).bind_null(11);
+      met.step();
+    }
+    if (j.contains("metrics"))
+      for (const auto& [name, m] : j["metrics"].items())
+        if (m.contains("text")) {
+          met.reset();
+          met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, m["text"].dump());
+          met.step();
+        }
+  }
+  tx.commit();
+}
+
+void HistoryStore::finish_run(std::int64_t run_id, const std::string& finished) {
+  Statement s(db_, "UPDATE runs SET finished = ? WHERE id = ?");
+  s.bind(1, finished.empty() ? utc_now() : finished).bind(2, run_id);
+  s.step();
+}
+
+void HistoryStore::set_verdict(std::int64_t run_id, const std::string& verdict) {
+  Statement s(db_, "UPDATE runs SET verdict = ? WHERE id = ?");
+  s.bind(1, verdict).bind(2, run_id);
+  s.step();
+}
+
+std::vector<RunInfo> HistoryStore::runs(const RunFilter& f) const {
+  std::string sql = std::string("SELECT ") + kRunColumns + " FROM runs WHERE 1";
+  if (!f.experiment.empty()) sql += " AND experiment = ?1";
+  if (!f.device_name.empty()) sql += " AND device_name = ?2";
+  if (!f.since.empty()) sql += " AND started >= ?3";
+  if (!f.commit_prefix.empty()) sql += " AND substr(git_commit, 1, length(?4)) = ?4";
+  if (f.smoke) sql += " AND smoke = ?5";
+  if (f.finished_only || f.good_only) sql += " AND finished IS NOT NULL";
+  if (f.good_only)
+    sql += " AND coalesce(verdict, '') <> 'regression' AND NOT EXISTS (SELECT 1 FROM records r WHERE "
+           "r.run_id = runs.id AND r.status = 'error')";
+  if (f.exclude_run) sql += " AND id <> ?6";
+  sql += " ORDER BY started DESC, id DESC";
+  if (f.limit > 0) sql += " LIMIT " + std::to_string(f.limit);
+  Statement s(db_, sql.c_str());
+  if (!f.experiment.empty()) s.bind(1, f.experiment);
+  if (!f.device_name.empty()) s.bind(2, f.device_name);
+  if (!f.since.empty()) s.bind(3, f.since);
+  if (!f.commit_prefix.empty()) s.bind(4, f.commit_prefix);
+  if (f.smoke) s.bind(5, static_cast<std::int64_t>(*f.smoke));
+  if (f.exclude_run) s.bind(6, f.exclude_run);
+  std::vector<RunInfo> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+std::vector<std::string> HistoryStore::experiments() const {
+  Statement s(db_, "SELECT DISTINCT experiment FROM runs ORDER BY experiment");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+std::optional<RunInfo> HistoryStore::run(std::int64_t id) const {
+  Statement s(db_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::optional<RunInfo> HistoryStore::run_by_dir(const fs::path& run_dir) const {
+  Statement s(db_, (std::string("SELECT ") + kRunColumns + " FROM runs WHERE run_dir = ?").c_str());
+  s.bind(1, fs::absolute(run_dir).lexically_normal().string());
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
+  std::vector<StoredRecord> out;
+  const auto run = this->run(run_id);
+  Statement s(db_, "SELECT id, part, point, point_key, params, labels, status, message, time FROM records "
+                   "WHERE run_id = ? ORDER BY id");
+  s.bind(1, run_id);
+  std::map<std::int64_t, size_t> index;
+  while (s.step()) {
+    StoredRecord r;
+    r.run_id = run_id;
+    r.experiment = run ? run->experiment : "";
+    r.part = s.text(1);
+    r.point = static_cast<int>(s.int64(2));
+    r.key = s.text(3);
+    r.params = nlohmann::json::parse(s.text(4));
+    r.labels = nlohmann::json::parse(s.text(5));
+    r.status = s.text(6);
+    r.message = s.text(7);
+    r.time = s.text(8);
+    index[s.int64(0)] = out.size();
+    out.push_back(std::move(r));
+  }
+  Statement m(db_, "SELECT m.record_id, m.name, m.unit, m.value, m.mean, m.std, m.min, m.max, m.n, m.samples "
+                   "FROM metrics m JOIN records r ON r.id = m.record_id WHERE r.run_id = ? AND m.text IS NULL");
+  m.bind(1, run_id);
+  while (m.step()) {
+    MetricValue v;
+    v.unit = m.text(2);
+    v.center = m.real(3);
+    v.mean = m.real(4);
+    v.std = m.real(5);
+    v.min = m.real(6);
+    v.max = m.real(7);
+    v.n = m.int64(8);
+    v.samples = m.blob_doubles(9);
+    out[index.at(m.int64(0))].metrics.emplace(m.text(1), std::move(v));
+  }
+  return out;
+}
+
+std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
+  const fs::path results = run_dir / "results.jsonl";
+  if (!fs::exists(results))
+    throw std::runtime_error(run_dir.string() + ": not a run directory (no results.jsonl)");
+  if (run_by_dir(run_dir)) return 0;
+  std::ifstream in(results);
+  std::vector<nlohmann::json> lines;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    try {
+      lines.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+      // A run killed mid-write leaves a torn last line: keep the whole ones.
+      if (in.peek() != EOF) throw std::runtime_error(results.string() + ":" + std::to_string(line_no) + ": not JSON");
+    }
+  }
+  if (lines.empty()) throw std::runtime_error(results.string() + ": no records to import");
+  bool smoke = false;
+  {
+    std::ifstream config(run_dir / "config.yaml");
+    std::string first;
+    std::getline(config, first);
+    smoke = first.find("with --smoke") != std::string::npos;
+  }
+  const nlohmann::json& first = lines.front();
+  const std::string started = first.value("time", utc_now());
+  const std::int64_t id =
+      begin_run(first.value("experiment", run_dir.filename().string()), run_dir,
+                first.contains("env") ? first["env"] : nlohmann::json::object(), smoke, started);
+  // Group lines into points (consecutive lines of one part and index).
+  std::vector<nlohmann::json> point;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    point.push_back(lines[i]);
+    const bool last = i + 1 == lines.size() || lines[i + 1].value("part", "") != lines[i].value("part", "") ||
+                      lines[i + 1].value("point", -1) != lines[i].value("point", -1);
+    if (last) {
+      add_point(id, point);
+      point.clear();
+    }
+  }
+  finish_run(id, lines.back().value("time", started));
+  return id;
+}
+
+}  // namespace runner::history

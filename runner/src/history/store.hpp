@@ -1,0 +1,103 @@
+// The run history: every run's records in one SQLite database, so runs can be
+// listed, compared and plotted over commits. Runs carry the environment (commit,
+// device, driver, CUDA, LibTorch, host, time); records carry the point (part,
+// parameters, labels), status and metrics with their repetitions (per-repetition means, else per-step samples).
+// Concurrency: WAL journal plus a busy timeout, and each point's records are one
+// IMMEDIATE transaction, so two runs can write at once and a killed run leaves
+// only whole points (its run stays without `finished`).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+struct sqlite3;
+
+namespace runner::history {
+
+struct RunInfo {
+  std::int64_t id = 0;
+  std::string experiment, run_dir, started, finished;  // times: UTC ISO 8601; finished empty if not
+  std::string status;   // running, ok, failed (a point errored), killed (unfinished, process gone)
+  std::string verdict;  // "" (never compared), ok, regression (set by scheduled compares)
+  std::string git_commit, device, device_name, driver, cuda, libtorch, host;
+  bool smoke = false;
+  std::int64_t records = 0, failed_records = 0;
+};
+
+struct MetricValue {
+  std::string unit;
+  double center = 0;  // median of a Stats metric, else the value
+  double mean = 0, std = 0, min = 0, max = 0;
+  std::int64_t n = 1;
+  std::vector<double> samples;  // per-step or per-repetition values when the record has them
+};
+
+struct StoredRecord {
+  std::int64_t run_id = 0;
+  std::string experiment, part, key;  // key: canonical JSON of part, params and labels (see point_key)
+  int point = 0;
+  nlohmann::json params, labels;
+  std::string status, message, time;
+  std::map<std::string, MetricValue> metrics;  // numeric metrics only
+};
+
+struct RunFilter {
+  std::string experiment, device_name, since, commit_prefix;  // empty: any
+  std::optional<bool> smoke;
+  bool finished_only = false, good_only = false;
+  std::int64_t exclude_run = 0;
+  int limit = 0;  // 0: all
+};
+
+// Where the history lives: --history, else RUNNER_HISTORY, else the experiment's
+// `history:` key, else $XDG_DATA_HOME/runner/history.sqlite (~/.local/share/...).
+// "off" (or "none") disables it.
+std::filesystem::path resolve_history_path(const std::string& flag, const std::string& config_value);
+
+// The identity of a point across runs: part, parameters and labels; the device
+// and measure.* settings are left out (runs on two devices or with more steps
+// still describe the same point).
+std::string point_key(const std::string& part, const nlohmann::json& params, const nlohmann::json& labels);
+
+class HistoryStore {
+ public:
+  explicit HistoryStore(const std::filesystem::path& file);
+  ~HistoryStore();
+  HistoryStore(const HistoryStore&) = delete;
+  HistoryStore& operator=(const HistoryStore&) = delete;
+
+  const std::filesystem::path& file() const { return file_; }
+
+  // A new run from the environment JSON of its records (capture_environment).
+  std::int64_t begin_run(const std::string& experiment, const std::filesystem::path& run_dir,
+                         const nlohmann::json& env, bool smoke, const std::string& started = "");
+  // All records of one point (results.jsonl lines) in one transaction.
+  void add_point(std::int64_t run_id, const std::vector<nlohmann::json>& records);
+  void finish_run(std::int64_t run_id, const std::string& finished = "");
+  void set_verdict(std::int64_t run_id, const std::string& verdict);
+
+  std::vector<RunInfo> runs(const RunFilter& filter) const;
+  std::vector<std::string> experiments() const;
+  std::optional<RunInfo> run(std::int64_t id) const;
+  std::optional<RunInfo> run_by_dir(const std::filesystem::path& run_dir) const;
+  std::vector<StoredRecord> records(std::int64_t run_id) const;
+
+  // Imports a finished run directory (config.yaml + results.jsonl); returns the
+  // run id, or 0 when that directory is already in the store.
+  std::int64_t import_run_dir(const std::filesystem::path& run_dir);
+
+ private:
+  void exec(const char* sql) const;
+  sqlite3* db_ = nullptr;
+  std::filesystem::path file_;
+};
+
+// A results.jsonl line as a StoredRecord (shared by the store and compare of run dirs).
+StoredRecord parse_record(const nlohmann::json& j);
+
+}  // namespace runner::history

@@ -1,0 +1,257 @@
+#include "history/trends.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "history/compare.hpp"
+#include "history/time_text.hpp"
+
+namespace runner::history {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// A page file name from an experiment name: letters, digits, - and _ only.
+std::string page_name(const std::string& experiment) {
+  std::string s;
+  for (char c : experiment) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return s + ".html";
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+struct Sample {
+  const RunInfo* run;
+  const MetricValue* value;
+  double lo, hi;
+  std::string verdict;  // vs the previous run of this series
+  bool regression = false;
+};
+
+const char* kStyle = R"css(
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.5em; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; }
+figure { margin: 0; border: 1px solid #ddd; padding: 6px; }
+figcaption { font-size: 0.8em; max-width: 340px; overflow-wrap: anywhere; }
+svg .band { fill: #9ecae1; fill-opacity: 0.45; stroke: none; }
+svg .trend { fill: none; stroke: #1f77b4; stroke-width: 1.5; }
+svg .run { fill: #1f77b4; } svg .regression { fill: #d62728; } svg .improvement { fill: #2ca02c; }
+svg .axis { stroke: #999; stroke-width: 1; } svg text { font-size: 10px; fill: #555; }
+table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
+.bad { color: #d62728; font-weight: bold; }
+)css";
+
+// Counts the plots after load, and reports any plot without a drawn trend as a
+// console error, so a headless browser test can tell a broken page.
+const char* kCheckScript = R"js(
+window.addEventListener('load', () => {
+  const plots = document.querySelectorAll('svg.trend-plot');
+  let drawn = 0;
+  plots.forEach(svg => {
+    const line = svg.querySelector('.trend');
+    const box = line ? line.getBBox() : null;
+    if (box && (box.width > 0 || svg.querySelectorAll('.run, .regression, .improvement').length === 1)) drawn++;
+    else console.error('plot not drawn: ' + svg.getAttribute('aria-label'));
+  });
+  document.body.setAttribute('data-plots', String(plots.length));
+  document.body.setAttribute('data-plots-drawn', String(drawn));
+});
+)js";
+
+void write_plot(std::ostream& out, const std::string& title, const std::string& unit, const std::vector<Sample>& s) {
+  const double W = 340, H = 150, left = 52, right = 8, top = 8, bottom = 22;
+  double lo = s.front().lo, hi = s.front().hi;
+  for (const auto& x : s) {
+    lo = std::min({lo, x.lo, x.value->center});
+    hi = std::max({hi, x.hi, x.value->center});
+  }
+  if (hi - lo < 1e-12 * std::max(1.0, std::fabs(hi))) {
+    lo -= 0.5 * std::max(std::fabs(lo), 1e-9);
+    hi += 0.5 * std::max(std::fabs(hi), 1e-9);
+  }
+  const double pad = 0.05 * (hi - lo);
+  lo -= pad;
+  hi += pad;
+  auto X = [&](size_t i) {
+    return s.size() == 1 ? (left + W - right) / 2 : left + (W - left - right) * static_cast<double>(i) / (s.size() - 1);
+  };
+  auto Y = [&](double v) { return top + (H - top - bottom) * (hi - v) / (hi - lo); };
+  out << "<figure><svg class=\"trend-plot\" role=\"img\" aria-label=\"" << html_escape(title) << "\" width=\"" << W
+      << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
+  out << "<line class=\"axis\" x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << H - bottom
+      << "\"/><line class=\"axis\" x1=\"" << left << "\" y1=\"" << H - bottom << "\" x2=\"" << W - right << "\" y2=\""
+      << H - bottom << "\"/>";
+  out << "<text x=\"2\" y=\"" << top + 8 << "\">" << fmt(hi) << "</text><text x=\"2\" y=\"" << H - bottom << "\">"
+      << fmt(lo) << "</text><text x=\"2\" y=\"" << (H - bottom + top) / 2 << "\">" << html_escape(unit) << "</text>";
+  out << "<text x=\"" << left << "\" y=\"" << H - 6 << "\">" << html_escape(s.front().run->git_commit.substr(0, 10))
+      << "</text><text x=\"" << W - right << "\" y=\"" << H - 6 << "\" text-anchor=\"end\">"
+      << html_escape(s.back().run->git_commit.substr(0, 10)) << "</text>";
+  out << "<path class=\"band\" d=\"";
+  for (size_t i = 0; i < s.size(); ++i) out << (i ? "L" : "M") << X(i) << "," << Y(s[i].hi);
+  for (size_t i = s.size(); i-- > 0;) out << "L" << X(i) << "," << Y(s[i].lo);
+  out << "Z\"/><path class=\"trend\" d=\"";
+  for (size_t i = 0; i < s.size(); ++i) out << (i ? "L" : "M") << X(i) << "," << Y(s[i].value->center);
+  out << "\"/>";
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto& x = s[i];
+    const char* cls = x.regression ? "regression" : (x.verdict == "faster" || x.verdict == "smaller") ? "improvement" : "run";
+    out << "<a href=\"runs/" << x.run->id << ".json\"><circle class=\"" << cls << "\" cx=\"" << X(i) << "\" cy=\""
+        << Y(x.value->center) << "\" r=\"" << (x.regression ? 4.5 : 3) << "\"><title>run " << x.run->id << ", "
+        << html_escape(x.run->git_commit) << ", " << x.run->started << ": " << fmt(x.value->center) << " "
+        << html_escape(unit) << " (band " << fmt(x.lo) << "–" << fmt(x.hi) << ", n=" << x.value->n << ")"
+        << (x.verdict.empty() ? "" : "; vs previous: " + x.verdict) << "</title></circle></a>";
+  }
+  out << "</svg><figcaption>" << html_escape(title) << "</figcaption></figure>\n";
+}
+
+void write_run_json(const HistoryStore& store, const RunInfo& run, const std::vector<StoredRecord>& records,
+                    const fs::path& file) {
+  nlohmann::json j = {{"id", run.id},           {"experiment", run.experiment}, {"run_dir", run.run_dir},
+                      {"started", run.started}, {"finished", run.finished},     {"status", run.status},
+                      {"git_commit", run.git_commit}, {"device_name", run.device_name}, {"driver", run.driver},
+                      {"cuda", run.cuda},       {"libtorch", run.libtorch},     {"host", run.host}};
+  j["records"] = nlohmann::json::array();
+  for (const auto& r : records) {
+    nlohmann::json rj = {{"part", r.part}, {"point", r.point}, {"params", r.params}, {"labels", r.labels},
+                         {"status", r.status}, {"time", r.time}};
+    if (!r.message.empty()) rj["message"] = r.message;
+    for (const auto& [name, m] : r.metrics) {
+      rj["metrics"][name] = {{"unit", m.unit}, {"median", m.center}, {"mean", m.mean}, {"std", m.std},
+                             {"min", m.min},   {"max", m.max},       {"n", m.n}};
+      if (!m.samples.empty()) rj["metrics"][name]["samples"] = m.samples;
+    }
+    j["records"].push_back(std::move(rj));
+  }
+  (void)store;
+  std::ofstream(file) << j.dump(1) << "\n";
+}
+
+}  // namespace
+
+int write_trends_site(const HistoryStore& store, const RunFilter& filter, const fs::path& dir) {
+  fs::create_directories(dir / "runs");
+  std::ostringstream index;
+  index << "<!doctype html><html><head><meta charset=\"utf-8\"><title>runner trends</title><style>" << kStyle
+        << "</style></head><body><h1>runner trends</h1><p>Generated " << utc_now()
+        << " from " << html_escape(store.file().string()) << ".</p><table><tr><th>experiment</th><th>runs</th>"
+        << "<th>latest run</th><th>latest commit</th><th>regressions (latest run)</th></tr>\n";
+  int pages = 0;
+  CompareOptions options;
+  for (const std::string& experiment : store.experiments()) {
+    if (!filter.experiment.empty() && experiment != filter.experiment) continue;
+    RunFilter f = filter;
+    f.experiment = experiment;
+    f.finished_only = true;
+    std::vector<RunInfo> runs = store.runs(f);  // newest first
+    if (runs.empty()) continue;
+    std::reverse(runs.begin(), runs.end());
+    // series[part][point key][metric] -> samples in run order
+    std::map<std::string, std::map<std::string, std::map<std::string, std::vector<Sample>>>> series;
+    std::map<std::string, std::string> point_titles;
+    std::vector<std::vector<StoredRecord>> records(runs.size());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      records[i] = store.records(runs[i].id);
+      write_run_json(store, runs[i], records[i], dir / "runs" / (std::to_string(runs[i].id) + ".json"));
+    }
+    // Plot titles name only the parameters that differ between points of a part.
+    std::map<std::string, std::map<std::string, std::set<std::string>>> values;
+    for (const auto& run_records : records)
+      for (const auto& r : run_records)
+        for (const auto& [k, v] : r.params.items()) values[r.part][k].insert(v.dump());
+    int latest_regressions = 0;
+    for (size_t i = 0; i < runs.size(); ++i)
+      for (const auto& r : records[i]) {
+        if (r.status != "ok") continue;
+        std::string title;
+        for (const auto& [k, v] : r.params.items())
+          if (k != "device" && k.rfind("measure.", 0) != 0 && values[r.part][k].size() > 1)
+            title += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) + " ";
+        for (const auto& [k, v] : r.labels.items()) title += k + "=" + v.get<std::string>() + " ";
+        point_titles[r.key] = title;
+        for (const auto& [name, m] : r.metrics) {
+          auto& s = series[r.part][r.key][name];
+          Sample x{&runs[i], &m, m.center, m.center, "", false};
+          if (m.samples.size() >= 2) {
+            x.lo = quantile(m.samples, 0.25);
+            x.hi = quantile(m.samples, 0.75);
+          } else if (m.n >= 2) {  // mean +- std, within what was observed
+            x.lo = std::max(m.min, m.mean - m.std);
+            x.hi = std::min(m.max, m.mean + m.std);
+          }
+          if (!s.empty()) {
+            const CompareRow row = compare_metric(*s.back().value, m, options);
+            x.verdict = row.verdict;
+            x.regression = row.regression;
+            if (x.regression && i + 1 == runs.size()) ++latest_regressions;
+          }
+          s.push_back(x);
+        }
+      }
+    const std::string page = page_name(experiment);
+    std::ofstream out(dir / page);
+    out << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << html_escape(experiment)
+        << " trends</title><style>" << kStyle << "</style><script>" << kCheckScript << "</script></head><body>"
+        << "<p><a href=\"index.html\">all experiments</a></p><h1>" << html_escape(experiment) << "</h1><p>"
+        << runs.size() << " runs from " << runs.front().started << " to " << runs.back().started
+        << " on " << html_escape(runs.back().device_name)
+        << ". Line: median per run; band: interquartile range of the repetitions (mean ± std, within min–max, without "
+        << "repetitions); <span class=\"bad\">red</span>: slower or larger than the run before (Mann-Whitney U, "
+        << "alpha " << options.alpha << ", threshold " << options.threshold * 100
+        << "%); green: faster or smaller. Click a marker for that run's records.</p>\n";
+    for (const auto& [part, points] : series) {
+      out << "<h2>" << html_escape(part) << "</h2><div class=\"plots\">\n";
+      for (const auto& [key, metrics] : points)
+        for (const auto& [metric, samples] : metrics)
+          write_plot(out, (point_titles[key].empty() ? part + " " : point_titles[key]) + "· " + metric,
+                     samples.back().value->unit, samples);
+      out << "</div>\n";
+    }
+    out << "<h2>runs</h2><table><tr><th>run</th><th>started</th><th>commit</th><th>status</th><th>run dir</th></tr>\n";
+    for (const auto& r : runs)
+      out << "<tr><td><a href=\"runs/" << r.id << ".json\">" << r.id << "</a></td><td>" << r.started << "</td><td>"
+          << html_escape(r.git_commit) << "</td><td>" << r.status << (r.verdict == "regression" ? ", regression" : "")
+          << "</td><td>" << html_escape(r.run_dir) << "</td></tr>\n";
+    out << "</table></body></html>\n";
+    index << "<tr><td><a href=\"" << page << "\">" << html_escape(experiment) << "</a></td><td>" << runs.size()
+          << "</td><td>" << runs.back().started << "</td><td>" << html_escape(runs.back().git_commit) << "</td><td"
+          << (latest_regressions ? " class=\"bad\"" : "") << ">" << latest_regressions << "</td></tr>\n";
+    ++pages;
+  }
+  index << "</table></body></html>\n";
+  std::ofstream(dir / "index.html") << index.str();
+  return pages;
+}
+
+}  // namespace runner::history

@@ -1,0 +1,78 @@
+// What the host saw of a point besides its records: the measurement loops'
+// summaries and the GPU's state (NVML) before, during and after.
+#include "observation.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace runner {
+namespace {
+
+nlohmann::json gpu_sample_json(const GpuSample& s) {
+  if (!s.valid) return nullptr;
+  return {{"sm_clock_mhz", s.sm_clock_mhz},
+          {"memory_clock_mhz", s.memory_clock_mhz},
+          {"temperature_c", s.temperature_c},
+          {"power_w", s.power_w},
+          {"throttle_reasons", throttle_reason_names(s.throttle_reasons)}};
+}
+
+nlohmann::json summary_json(const MeasureSummary& s) {
+  nlohmann::json j = {{"mode", s.mode},
+                      {"cache", s.cache},
+                      {"repetitions", s.repetitions},
+                      {"n", s.n},
+                      {"rel_stderr", s.n >= 2 ? nlohmann::json(s.rel_stderr) : nlohmann::json(nullptr)},
+                      {"target_rel_stderr", s.target_rel_stderr},
+                      {"target_met", s.target_met},
+                      {"stop_reason", s.stop_reason},
+                      {"measured_seconds", s.measured_seconds}};
+  return j;
+}
+
+}  // namespace
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g%%", 100 * fraction);
+  return buf;
+}
+
+Observation observe_point(const std::vector<MeasureSummary>& summaries, const GpuSample& before,
+                          const GpuSample& after) {
+  Observation outcome;
+  nlohmann::json measurements = nlohmann::json::array();
+  std::uint64_t reasons = after.valid ? after.throttle_reasons : 0;
+  unsigned min_sm = after.valid ? after.sm_clock_mhz : 0, max_sm = min_sm;
+  int samples = 0;
+  for (const MeasureSummary& s : summaries) {
+    measurements.push_back(summary_json(s));
+    if (s.mode == "adaptive" && !s.target_met)
+      outcome.warnings.push_back("relative standard error " + percent(s.rel_stderr) + " is above the target " +
+                                 percent(s.target_rel_stderr) + " after " + std::to_string(s.n) + " steps (" +
+                                 s.stop_reason + ")");
+    if (s.gpu_samples > 0) {
+      reasons |= s.throttle_reasons;
+      min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;
+      max_sm = std::max(max_sm, s.max_sm_clock_mhz);
+      samples += s.gpu_samples;
+    }
+  }
+  if (measurements.size() == 1) outcome.fields["measurement"] = measurements[0];
+  else if (!measurements.empty()) outcome.fields["measurement"] = measurements;
+  if (!before.valid && !after.valid) return outcome;
+  const std::uint64_t slowdown = reasons & kSlowdownReasons;
+  nlohmann::json gpu = {{"before", gpu_sample_json(before)}, {"after", gpu_sample_json(after)},
+                        {"throttled", slowdown != 0}, {"throttle_reasons", throttle_reason_names(slowdown)}};
+  if (samples > 0) gpu["during"] = {{"samples", samples}, {"min_sm_clock_mhz", min_sm}, {"max_sm_clock_mhz", max_sm}};
+  outcome.fields["gpu"] = gpu;
+  if (slowdown) {
+    std::string names;
+    for (const auto& n : throttle_reason_names(slowdown)) names += (names.empty() ? "" : ", ") + n;
+    outcome.warnings.push_back("GPU clocks were throttled during the point (" + names + "; SM clock " +
+                               std::to_string(min_sm) + "-" + std::to_string(max_sm) + " MHz)");
+  }
+  return outcome;
+}
+
+}  // namespace runner

@@ -1,0 +1,135 @@
+#include "report_check.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "registry.hpp"
+#include "report/report.hpp"
+#include "text_distance.hpp"
+
+namespace runner {
+namespace {
+
+// What the records of a set of points can be looked up by.
+struct Vocabulary {
+  std::set<std::string> keys;     // params (dotted) and labels
+  std::set<std::string> metrics;
+  bool labels_known = true;       // every task declared its labels
+  bool metrics_known = true;      // every task and profiler declared its metrics
+};
+
+Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRegistry& registry) {
+  Vocabulary v;
+  std::set<std::string> seen_tasks, seen_profilers;
+  for (const Point* p : points) {
+    for (const auto& [key, value] : p->params.flatten()) v.keys.insert(key);
+    for (const char* key : {"precision", "seed", "device", "measure.warmup_steps", "measure.measured_steps",
+                            "measure.sync_each_step"})
+      v.keys.insert(key);
+    if (seen_tasks.insert(p->task).second) {
+      const PluginManifest* m = registry.find(PluginKind::Task, p->task);
+      if (m == nullptr || !m->labels) v.labels_known = false;
+      else v.keys.insert(m->labels->begin(), m->labels->end());
+      if (m == nullptr || !m->metrics) v.metrics_known = false;
+      else v.metrics.insert(m->metrics->begin(), m->metrics->end());
+    }
+    for (const Params& profiler : p->profilers) {
+      if (!seen_profilers.insert(profiler.plugin_name()).second) continue;
+      const PluginManifest* m = registry.find(PluginKind::Profiler, profiler.plugin_name());
+      if (m == nullptr || !m->metrics) v.metrics_known = false;
+      else v.metrics.insert(m->metrics->begin(), m->metrics->end());
+    }
+  }
+  return v;
+}
+
+struct Checker {
+  const SourceMap& src;
+  const std::string& scope;  // "part matmul" or "this experiment"
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
+    throw ConfigError(src.where(node, path) + ": " + path + ": " + what);
+  }
+
+  void key(const std::string& name, const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
+    if (name.empty() || v.keys.count(name) || !v.labels_known) return;
+    fail(node, path,
+         "no parameter or label '" + name + "' in the records of " + scope +
+             suggestion(name, std::vector<std::string>(v.keys.begin(), v.keys.end())));
+  }
+
+  // `node` is a scalar or a list of scalars naming keys.
+  void keys(const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
+    if (!node) return;
+    if (node.IsScalar()) return key(node.Scalar(), node, path, v);
+    for (size_t i = 0; i < node.size(); ++i)
+      if (node[i].IsScalar()) key(node[i].Scalar(), node[i], path + "[" + std::to_string(i) + "]", v);
+  }
+
+  void where(const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
+    if (!node || !node.IsMap()) return;
+    for (const auto& kv : node) key(kv.first.Scalar(), kv.first, path + "." + kv.first.Scalar(), v);
+  }
+
+  void metric(const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
+    if (!node || !node.IsScalar() || !v.metrics_known || v.metrics.count(node.Scalar())) return;
+    fail(node, path,
+         "no metric '" + node.Scalar() + "' in the records of " + scope +
+             suggestion(node.Scalar(), std::vector<std::string>(v.metrics.begin(), v.metrics.end())));
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// One report spec (`report:` is a map, or a list of them): `where` names it in messages.
+void validate_report_spec(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry,
+                          const YAML::Node& report_node, const std::string& where) {
+  report::parse_report_spec(report_node, exp.source.file);  // shape, names, stats, formats
+  std::vector<std::string> part_names;
+  for (const Point& p : points)
+    if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);
+
+  const YAML::Node tables = report_node["tables"];
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const YAML::Node table = tables[i];
+    const std::string path = where + ".tables[" + std::to_string(i) + "]";
+    std::string part;
+    if (table["part"]) {
+      part = table["part"].Scalar();
+      if (std::find(part_names.begin(), part_names.end(), part) == part_names.end())
+        throw ConfigError(exp.source.where(table["part"], path + ".part") + ": " + path + ".part: no part named '" +
+                          part + "'" + suggestion(part, part_names));
+    }
+    std::vector<const Point*> members;
+    for (const Point& p : points)
+      if (part.empty() || p.part == part) members.push_back(&p);
+    const Vocabulary v = vocabulary_of(members, registry);
+    const std::string scope = part.empty() ? "this experiment" : "part " + part;
+    const Checker check{exp.source, scope};
+    check.keys(table["rows"], path + ".rows", v);
+    check.keys(table["pivot"], path + ".pivot", v);
+    check.where(table["where"], path + ".where", v);
+    check.metric(table["metric"], path + ".metric", v);
+    const YAML::Node columns = table["columns"];
+    for (size_t c = 0; columns && c < columns.size(); ++c) {
+      const std::string at = path + ".columns[" + std::to_string(c) + "]";
+      check.metric(columns[c]["metric"], at + ".metric", v);
+      check.keys(columns[c]["key"], at + ".key", v);
+      check.where(columns[c]["where"], at + ".where", v);
+    }
+  }
+}
+
+}  // namespace
+
+void validate_report(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry) {
+  const YAML::Node report_node = exp.document["report"];
+  if (!report_node) return;
+  if (!report_node.IsSequence()) return validate_report_spec(exp, points, registry, report_node, "report");
+  for (size_t k = 0; k < report_node.size(); ++k)
+    validate_report_spec(exp, points, registry, report_node[k], "report[" + std::to_string(k) + "]");
+}
+
+}  // namespace runner

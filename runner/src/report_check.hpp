@@ -1,0 +1,19 @@
+// Checks an experiment's `report:` section against what its points will record,
+// before anything runs: parts named by tables exist, row/pivot/where/key names are
+// parameters or declared labels of the tasks, metrics are declared by the task or
+// one of its profilers. Errors are ConfigErrors with file:line:col and a hint.
+#pragma once
+#include <vector>
+
+#include "config.hpp"
+#include "sweep.hpp"
+
+namespace runner {
+
+class PluginRegistry;
+
+// Parses the spec (a report::SpecError on a malformed one) and checks it against
+// the expanded points; does nothing when the experiment has no report.
+void validate_report(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry);
+
+}  // namespace runner

@@ -1,0 +1,131 @@
+#include "run_dir.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "results.hpp"
+#include "sweep.hpp"
+
+namespace runner {
+namespace {
+
+constexpr const char* kSmokeMark = " with --smoke";
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// config.yaml without its leading comment lines: the resolved document.
+std::string stored_document(const std::string& config_text) {
+  size_t at = 0;
+  while (at < config_text.size() && config_text[at] == '#') {
+    const size_t nl = config_text.find('\n', at);
+    at = nl == std::string::npos ? config_text.size() : nl + 1;
+  }
+  std::string doc = config_text.substr(at);
+  while (!doc.empty() && doc.back() == '\n') doc.pop_back();
+  return doc;
+}
+
+// First line where two texts differ, for the refusal message.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string lx, ly;
+  for (int line = 1;; ++line) {
+    const bool more_x = static_cast<bool>(std::getline(x, lx)), more_y = static_cast<bool>(std::getline(y, ly));
+    if (!more_x && !more_y) return "";
+    if (!more_x || !more_y || lx != ly)
+      return "run has '" + (more_x ? lx : std::string("(end)")) + "', now '" + (more_y ? ly : std::string("(end)")) + "'";
+  }
+}
+
+void drop_truncated_record(const std::filesystem::path& results) {
+  std::error_code ec;
+  if (!std::filesystem::exists(results, ec)) return;
+  const std::string text = read_text(results);
+  if (text.empty() || text.back() == '\n') return;
+  const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  std::filesystem::resize_file(results, keep);
+}
+
+}  // namespace
+
+std::string config_header(const std::filesystem::path& experiment_file, bool smoke) {
+  return "# resolved from " + experiment_file.string() + (smoke ? kSmokeMark : "") + "\n";
+}
+
+RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+                                   const std::filesystem::path& out, const std::filesystem::path& resume) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  RunDirectory run;
+  const std::string resolved = resolved_text(exp.document);
+  if (!resume.empty()) {
+    const fs::path config = resume / "config.yaml";
+    if (!fs::exists(config, ec))
+      throw ConfigError("--resume " + resume.string() + ": not a run directory (no config.yaml)");
+    const std::string stored = stored_document(read_text(config));
+    if (stored != resolved)
+      throw ConfigError("--resume " + resume.string() + ": the resolved config differs from " + config.string() +
+                        " (" + first_difference(stored, resolved) +
+                        "); resume with the same experiment file, --set and --smoke as the run");
+    drop_truncated_record(resume / "results.jsonl");
+    run.path = resume;
+    run.resumed = true;
+    run.finished = finished_points(resume / "results.jsonl");
+    fs::create_directories(resume / "artifacts");
+    return run;
+  }
+  run.path = out;
+  if (run.path.empty()) {
+    const fs::path base = fs::path("runs") / exp.name / utc_timestamp(true);
+    run.path = base;
+    for (int n = 2; fs::exists(run.path, ec); ++n) run.path = base.string() + "-" + std::to_string(n);
+  } else if (fs::exists(run.path, ec) && (!fs::is_directory(run.path, ec) || !fs::is_empty(run.path, ec))) {
+    // Never mix two runs' records, nor overwrite anything already there.
+    throw ConfigError("--out " + run.path.string() + ": exists and is not empty; a run needs a new (or empty) "
+                      "directory, so nothing in it is overwritten");
+  }
+  fs::create_directories(run.path / "artifacts", ec);
+  if (ec) throw ConfigError("--out " + run.path.string() + ": cannot create the run directory (" + ec.message() + ")");
+  std::ofstream config(run.path / "config.yaml");
+  config << config_header(exp.file, smoke);
+  for (const auto& o : overrides) config << "# --set " << o << "\n";
+  config << resolved << "\n";
+  if (!config.flush()) throw ConfigError(run.path.string() + "/config.yaml: cannot write");
+  return run;
+}
+
+report::RunSummary run_summary(const std::filesystem::path& run_dir) {
+  report::RunSummary summary;
+  const auto config = run_dir / "config.yaml";
+  std::ifstream in(config);
+  std::string first_line;
+  std::getline(in, first_line);
+  summary.smoke = first_line.rfind("# resolved from ", 0) == 0 && first_line.size() >= std::string(kSmokeMark).size() &&
+                  first_line.compare(first_line.size() - std::string(kSmokeMark).size(), std::string::npos, kSmokeMark) == 0;
+  try {
+    summary.planned_points = count_points(load_experiment(config, {}, false));
+  } catch (const std::exception&) {
+    summary.planned_points = 0;  // an older or hand-edited config: no partial-run check
+  }
+  return summary;
+}
+
+std::set<std::pair<std::string, int>> finished_points(const std::filesystem::path& results_jsonl) {
+  std::set<std::pair<std::string, int>> done;
+  if (!std::filesystem::exists(results_jsonl)) return done;
+  std::vector<std::string> warnings;
+  for (const auto& record : report::read_results(results_jsonl, &warnings)) {
+    if (record.value("status", std::string()) == "interrupted") continue;
+    const auto point = record.find("point");
+    if (point == record.end() || !point->is_number_integer()) continue;
+    done.emplace(record.value("part", std::string()), point->get<int>());
+  }
+  return done;
+}
+
+}  // namespace runner

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The fast path (issue 12) on a GPU host, from the project root, after the build
+# (bash .gpu/build.sh, or scripts/setup.sh there):
+#
+#   scripts/gpu/fast_path.sh build  OUT   configure like .gpu/build.sh, build only what the
+#                                         fast path's tests and experiments need
+#   scripts/gpu/fast_path.sh tests  OUT   kernel + fast-path GPU tests (ctest), log in OUT
+#   scripts/gpu/fast_path.sh adamw  OUT   experiments/fused_adamw.yaml (the optimizer alone)
+#   scripts/gpu/fast_path.sh step   OUT [--set ...]  train_step_vs_pytorch, all rows
+#   scripts/gpu/fast_path.sh compile OUT [--set ...] torch_compile_model, all rows
+#   scripts/gpu/fast_path.sh reports OUT  the three experiments with --reports reports,
+#                                         records copied to reports/data/<experiment>/
+#   scripts/gpu/fast_path.sh slice OUT EXPERIMENT SIZE PRECISION [runner args]
+#                                         one size and precision of every part (a run fits
+#                                         one device call; run dir run-EXPERIMENT-SIZE-PRECISION)
+#   scripts/gpu/fast_path.sh merge OUT EXPERIMENT
+#                                         OUT/EXPERIMENT-*.results.jsonl (the slices) into
+#                                         reports/data/EXPERIMENT/, tables into reports/
+#                                         (runs anywhere, RUNNER_BUILD_DIR=build on a CPU)
+# Extra arguments go to the runner (e.g. --set parts.cpp.sweep.model.size=[small]).
+# Run directories go under $RUN_ROOT (default OUT); OUT gets logs and results.jsonl copies.
+set -euo pipefail
+stage="$1"; out="$2"; shift 2
+mkdir -p "$out"
+build="${RUNNER_BUILD_DIR:-build-gpu}"
+export RUNNER_PYTHON="${RUNNER_PYTHON:-$(command -v python3)}"
+export PYTHONUNBUFFERED=1
+run_experiment() {  # name, then runner arguments
+  local name="$1"; shift
+  local dir="${RUN_ROOT:-$out}/run-$name"
+  rm -rf "$dir"
+  local status=0
+  "$build/runner" "experiments/$name.yaml" --out "$dir" "$@" > "$out/$name.log" 2>&1 || status=$?
+  tail -5 "$out/$name.log"
+  # Keep what was measured even when a point failed (exit 1).
+  cp "$dir/results.jsonl" "$out/$name.results.jsonl" || true
+  cp "$dir/reports/$name.md" "$out/$name.md" || true
+  return $status
+}
+case "$stage" in
+  build)
+    prefix=/tmp/gpu-prefix
+    if [[ ! -f $prefix/.done ]]; then
+      mkdir -p $prefix
+      for f in .gpu/debs/*.deb; do dpkg -x "$f" $prefix; done
+      touch $prefix/.done
+    fi
+    torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+    site="$(python3 -c 'import site; print(site.getsitepackages()[0])')"
+    nccl_lib="$site/nvidia/nccl/lib"
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
+      -DNCCL_INCLUDE_DIR="$site/nvidia/nccl/include" -DNCCL_LIBRARY_DIR="$nccl_lib" \
+      -DCMAKE_BUILD_RPATH="$prefix/usr/lib/x86_64-linux-gnu;$site/torch/lib;$nccl_lib" > "$out/configure.log" 2>&1 ||
+      { tail -40 "$out/configure.log"; exit 1; }
+    cmake --build "$build" -j "$(nproc)" --target runner \
+      kernels_adamw_tests kernels_rmsnorm_tests kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests \
+      optimizer_adamw_tests task_train_step_tests model_transformer_lm_tests task_optimizer_step_tests \
+      task_external_python attention_naive 2>&1 | tail -40
+    ;;
+  tests)
+    ctest --test-dir "$build" --output-on-failure -L kernels 2>&1 | tee "$out/tests-kernels.log"
+    ctest --test-dir "$build" --output-on-failure \
+      -R 'FusedAdamW|AdamW|TrainStep|TransformerLm|OptimizerStep' 2>&1 | tee "$out/tests-plugins.log"
+    ;;
+  adamw) run_experiment fused_adamw "$@" ;;
+  step) run_experiment train_step_vs_pytorch "$@" ;;
+  compile) run_experiment torch_compile_model "$@" ;;
+  reports)
+    for name in fused_adamw train_step_vs_pytorch torch_compile_model; do
+      run_experiment "$name" --reports reports "$@" || echo "$name: some points failed (see $out/$name.log)"
+      mkdir -p "reports/data/$name"
+      cp "${RUN_ROOT:-$out}/run-$name/results.jsonl" "${RUN_ROOT:-$out}/run-$name/config.yaml" "reports/data/$name/"
+    done
+    ;;
+  slice)
+    name="$1"; size="$2"; precision="$3"; shift 3
+    case "$name" in
+      train_step_vs_pytorch) parts="cpp cpp_fast python python_compiled" ;;
+      torch_compile_model) parts="cpp_eager cpp_graph cpp_fused_graph py_eager_fwd py_eager_step py_graph_fwd py_graph_step py_compile_fwd py_compile_step" ;;
+      *) echo "slice: unknown experiment $name" >&2; exit 2 ;;
+    esac
+    sets=()
+    for part in $parts; do
+      sets+=(--set "parts.$part.sweep.model.size=[$size]" --set "parts.$part.sweep.precision=[$precision]")
+    done
+    dir="${RUN_ROOT:-$out}/run-$name-$size-$precision"
+    rm -rf "$dir"
+    status=0
+    "$build/runner" "experiments/$name.yaml" --out "$dir" "${sets[@]}" "$@" > "$out/$name-$size-$precision.log" 2>&1 || status=$?
+    tail -5 "$out/$name-$size-$precision.log"
+    cp "$dir/results.jsonl" "$out/$name-$size-$precision.results.jsonl" || true
+    cp "$dir/config.yaml" "$out/$name.config.yaml" || true
+    exit $status
+    ;;
+  merge)
+    # Works where the slices' files were copied to (OUT), e.g. here after device calls.
+    name="$1"
+    mkdir -p "reports/data/$name"
+    cp "$out/$name.config.yaml" "reports/data/$name/config.yaml"
+    cat "$out/$name"-*.results.jsonl > "reports/data/$name/results.jsonl"
+    "$build/runner" report "reports/data/$name" --reports reports
+    ;;
+  *) echo "usage: $0 build|tests|adamw|step|compile|reports|slice|merge OUT ..." >&2; exit 2 ;;
+esac

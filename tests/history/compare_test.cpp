@@ -1,0 +1,146 @@
+// Verdicts of compare on synthetic records: slower/faster only when the change
+// is beyond the threshold and significant, noisy otherwise, memory by value,
+// failed points and one-sided points listed, devices checked, and renderings.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "history/compare.hpp"
+#include "support.hpp"
+
+namespace runner::history {
+namespace {
+
+using testing::around;
+using testing::env_json;
+using testing::record;
+
+Side side(const std::vector<nlohmann::json>& records, const std::string& device = "Test CPU", std::int64_t id = 1) {
+  Side s;
+  s.spec = "test";
+  s.description = "run " + std::to_string(id);
+  RunInfo r;
+  r.id = id;
+  r.experiment = "demo";
+  r.device_name = device;
+  s.runs.push_back(r);
+  for (const auto& j : records) s.records.push_back(parse_record(j));
+  return s;
+}
+
+const CompareRow& row(const Comparison& c, const std::string& metric, size_t point = 0) {
+  size_t seen = 0;
+  for (const auto& r : c.rows)
+    if (r.metric == metric && seen++ == point) return r;
+  throw std::runtime_error("no row " + metric);
+}
+
+TEST(Compare, TwiceTheStepTimeIsSlowerWithASmallPValueAndARegression) {
+  const Comparison c = compare(side({record(0, 1, around(1.0))}), side({record(0, 1, around(2.0))}), {});
+  const CompareRow& r = row(c, "step_ms");
+  EXPECT_NEAR(r.ratio, 2.0, 1e-9);
+  EXPECT_LT(r.p_value, 1e-3);
+  EXPECT_EQ(r.test, "U");
+  EXPECT_EQ(r.verdict, "slower");
+  EXPECT_TRUE(c.regression());
+}
+
+TEST(Compare, HalfTheStepTimeIsFasterAndNoRegression) {
+  const Comparison c = compare(side({record(0, 1, around(2.0))}), side({record(0, 1, around(1.0))}), {});
+  EXPECT_EQ(row(c, "step_ms").verdict, "faster");
+  EXPECT_FALSE(c.regression());
+}
+
+TEST(Compare, SameSamplesAreSame) {
+  const Comparison c = compare(side({record(0, 1, around(1.0))}), side({record(0, 1, around(1.0))}), {});
+  EXPECT_EQ(row(c, "step_ms").verdict, "same");
+  EXPECT_NEAR(row(c, "step_ms").p_value, 1.0, 1e-9);
+  EXPECT_FALSE(c.regression());
+}
+
+TEST(Compare, ABigChangeOverTwoStepsIsNoisyNotARegression) {
+  const Comparison c = compare(side({record(0, 1, {1.0, 1.1})}), side({record(0, 1, {1.5, 1.6})}), {});
+  EXPECT_EQ(row(c, "step_ms").verdict, "noisy");
+  EXPECT_FALSE(c.regression());
+}
+
+TEST(Compare, OverlappingWideSamplesAreNoisy) {
+  const Comparison c =
+      compare(side({record(0, 1, around(1.0, 12, 0.8))}), side({record(0, 1, around(1.1, 12, 0.8))}), {});
+  EXPECT_EQ(row(c, "step_ms").verdict, "noisy");
+}
+
+TEST(Compare, ThresholdDecidesWhatCountsAsSame) {
+  CompareOptions o;
+  o.threshold = 0.5;
+  const Comparison c = compare(side({record(0, 1, around(1.0))}), side({record(0, 1, around(1.3))}), o);
+  EXPECT_EQ(row(c, "step_ms").verdict, "same");
+}
+
+TEST(Compare, MoreMemoryIsLargerWithoutATest) {
+  const Comparison c =
+      compare(side({record(0, 1, around(1.0), 1e6)}), side({record(0, 1, around(1.0), 1.5e6)}), {});
+  const CompareRow& r = row(c, "peak_bytes");
+  EXPECT_EQ(r.verdict, "larger");
+  EXPECT_EQ(r.p_value, -1);
+  EXPECT_TRUE(r.regression);
+}
+
+TEST(Compare, AFailedPointIsARegressionAndAFixedOneIsNot) {
+  const Comparison broke = compare(side({record(0, 1, around(1.0))}), side({record(0, 1, {}, 0, "error")}), {});
+  EXPECT_EQ(row(broke, "status").verdict, "failed");
+  EXPECT_TRUE(broke.regression());
+  const Comparison fixed = compare(side({record(0, 1, {}, 0, "oom")}), side({record(0, 1, around(1.0))}), {});
+  EXPECT_EQ(row(fixed, "status").verdict, "fixed");
+  EXPECT_FALSE(fixed.regression());
+}
+
+TEST(Compare, PointsOnOneSideOnlyAreListed) {
+  const Comparison c = compare(side({record(0, 1, around(1.0)), record(1, 2, around(1.0))}),
+                               side({record(0, 1, around(1.0)), record(1, 3, around(1.0))}), {});
+  ASSERT_EQ(c.only_in_a.size(), 1u);
+  ASSERT_EQ(c.only_in_b.size(), 1u);
+  EXPECT_EQ(c.only_in_a[0], "main size=2");
+  EXPECT_EQ(c.only_in_b[0], "main size=3");
+  std::ostringstream md, table;
+  render_markdown(c, md);
+  render_table(c, table, false);
+  EXPECT_NE(md.str().find("only in A: main size=2"), std::string::npos) << md.str();
+  EXPECT_NE(table.str().find("only in B: main size=3"), std::string::npos) << table.str();
+  const auto j = comparison_json(c);
+  EXPECT_EQ(j["only_in_a"][0], "main size=2");
+}
+
+TEST(Compare, DifferentDevicesNeedTheFlagAndThenWarn) {
+  EXPECT_THROW(compare(side({record(0, 1, around(1.0))}, "CPU A"), side({record(0, 1, around(1.0))}, "CPU B"), {}),
+               std::invalid_argument);
+  CompareOptions o;
+  o.cross_device = true;
+  const Comparison c = compare(side({record(0, 1, around(1.0))}, "CPU A"), side({record(0, 1, around(1.0))}, "CPU B"), o);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("CPU A"), std::string::npos);
+}
+
+TEST(Compare, MarkdownAndJsonCarryEveryRowAndTheVerdict) {
+  const Comparison c = compare(side({record(0, 1, around(1.0)), record(1, 2, around(1.0))}),
+                               side({record(0, 1, around(2.0)), record(1, 2, around(1.0))}), {});
+  std::ostringstream md;
+  render_markdown(c, md);
+  EXPECT_NE(md.str().find("**regression**"), std::string::npos);
+  EXPECT_NE(md.str().find("| main size=1 | step_ms | 0.9996 ms | 1.999 ms | 2.000 |"), std::string::npos) << md.str();
+  const auto j = comparison_json(c);
+  EXPECT_TRUE(j["regression"].get<bool>());
+  EXPECT_EQ(j["rows"].size(), 4u);  // 2 points x (step_ms, peak_bytes)
+  EXPECT_EQ(j["verdicts"]["slower"], 1);
+}
+
+TEST(Compare, BetterDirectionComesFromTheUnit) {
+  EXPECT_EQ(better_direction("ms"), -1);
+  EXPECT_EQ(better_direction("bytes"), -1);
+  EXPECT_EQ(better_direction("TFLOP/s"), +1);
+  EXPECT_EQ(better_direction("GB/s"), +1);
+  EXPECT_EQ(better_direction("units"), 0);
+}
+
+}  // namespace
+}  // namespace runner::history

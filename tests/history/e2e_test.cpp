@@ -1,0 +1,155 @@
+// The runner binary end to end with the history: runs record themselves,
+// compare flags an injected slowdown (exit 1) and not an unchanged rerun,
+// history queries resolve, a killed run keeps whole points, and a scheduled
+// sweep (crontab path) appends one verdict line per run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "history/store.hpp"
+#include "support.hpp"
+
+namespace runner::history {
+namespace {
+
+using testing::fresh_dir;
+using testing::read_text;
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result sh(const std::filesystem::path& dir, const std::string& args, const std::string& env = "") {
+  static int n = 0;
+  const auto log = dir / ("cmd-" + std::to_string(n++) + ".txt");
+  const std::string cmd = "cd " + dir.string() + " && " + env + "RUNNER_PLUGIN_PATH=" RUNNER_ECHO_PLUGIN_DIR " RUNNER_HISTORY=" +
+                          (dir / "history.sqlite").string() + " " RUNNER_EXE " " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(log)};
+}
+
+// Two points; each step sleeps sleep_us, 15 measured steps give the U test
+// enough repetitions.
+const char* kExperiment = R"(experiment: sleepy
+measure: {warmup_steps: 2, measured_steps: 15}
+task: echo
+params: {sleep_us: 2000}
+sweep:
+  value: [1.0, 2.0]
+)";
+
+TEST(HistoryEndToEnd, CompareFlagsAnInjectedSlowdownAndNotAnUnchangedRerun) {
+  const auto dir = fresh_dir("e2e-compare");
+  std::ofstream(dir / "sleepy.yaml") << kExperiment;
+  ASSERT_EQ(sh(dir, "sleepy.yaml --device cpu --out base").code, 0);
+  ASSERT_EQ(sh(dir, "sleepy.yaml --device cpu --out rerun").code, 0);
+  ASSERT_EQ(sh(dir, "sleepy.yaml --device cpu --out slow --set params.sleep_us=6000").code, 0);
+
+  // A shared CI machine jitters sleeps by tens of percent: the threshold says so.
+  const Result same = sh(dir, "compare base rerun --threshold 0.3");
+  EXPECT_EQ(same.code, 0) << same.output;
+  EXPECT_NE(same.output.find("no regression"), std::string::npos) << same.output;
+
+  // The --set changed a parameter; --ignore-param says that is the A/B knob.
+  const Result unmatched = sh(dir, "compare base slow --threshold 0.3");
+  EXPECT_NE(unmatched.output.find("only in A: main sleep_us=2000 value=1.0 item=a"), std::string::npos) << unmatched.output;
+  const Result slow = sh(dir, "compare base slow --threshold 0.3 --format json --metric sleep_ms --ignore-param sleep_us");
+  EXPECT_EQ(slow.code, 1) << slow.output;
+  const auto j = nlohmann::json::parse(slow.output);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& row : j["rows"]) {
+    EXPECT_EQ(row["verdict"], "slower") << row.dump();
+    EXPECT_GT(row["ratio"].get<double>(), 2.0);
+    EXPECT_LT(row["p_value"].get<double>(), 0.05);
+  }
+
+  // History queries: the newest good run before `slow` is `rerun`.
+  const Result query = sh(dir, "compare last-good slow --threshold 0.3 --format markdown --ignore-param sleep_us");
+  EXPECT_EQ(query.code, 1) << query.output;
+  EXPECT_NE(query.output.find("### runner compare: **regression**"), std::string::npos) << query.output;
+  EXPECT_NE(query.output.find("- A: run 2 ("), std::string::npos) << query.output;  // rerun, the newest good run
+
+  const Result listing = sh(dir, "history --experiment sleepy");
+  EXPECT_EQ(listing.code, 0);
+  EXPECT_NE(listing.output.find("/slow"), std::string::npos) << listing.output;
+  EXPECT_EQ(sh(dir, "history --since nonsense").code, 2);
+  EXPECT_EQ(sh(dir, "compare base nowhere").code, 2);
+}
+
+TEST(HistoryEndToEnd, AKilledRunKeepsWholePointsAndIsListedAsKilled) {
+  const auto dir = fresh_dir("e2e-killed");
+  std::ofstream(dir / "many.yaml") << "experiment: many\nmeasure: {warmup_steps: 0, measured_steps: 1}\ntask: echo\n"
+                                      "params: {sleep_us: 20000, labels: [a, b, c]}\nsweep:\n  value: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n";
+  const std::string cmd = "cd " + dir.string() + " && RUNNER_PLUGIN_PATH=" RUNNER_ECHO_PLUGIN_DIR " RUNNER_HISTORY=" +
+                          (dir / "history.sqlite").string() + " exec " RUNNER_EXE " many.yaml --device cpu --out run";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until some points are done (start-up can take seconds on a loaded CI machine), then kill -9.
+  for (int i = 0; i < 12000; ++i) {
+    const std::string results = read_text(dir / "run" / "results.jsonl");
+    if (std::count(results.begin(), results.end(), '\n') >= 9) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  HistoryStore store(dir / "history.sqlite");
+  const auto runs = store.runs({});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "killed");
+  const auto records = store.records(runs[0].id);
+  EXPECT_GE(records.size(), 9u);
+  EXPECT_LT(records.size(), 60u);
+  EXPECT_EQ(records.size() % 3, 0u) << "a point was stored in part";
+  const Result listing = sh(dir, "history");
+  EXPECT_NE(listing.output.find("killed"), std::string::npos) << listing.output;
+}
+
+TEST(HistoryEndToEnd, AScheduledSweepLogsOneVerdictLinePerRunAndKeepsTheGoodBaseline) {
+  const auto dir = fresh_dir("e2e-schedule");
+  std::ofstream(dir / "sleepy.yaml") << kExperiment;
+  const std::string env = "RUNNER_CRONTAB=" + (dir / "crontab").string() + " RUNNER_SCHEDULE_DIR=" +
+                          (dir / "schedules").string() + " ";
+  const std::string common = "--every 24h --cron --device cpu --log " + (dir / "regressions.log").string();
+  ASSERT_EQ(sh(dir, "schedule sleepy.yaml --name nightly --threshold 0.3 " + common, env).code, 0);
+  EXPECT_NE(read_text(dir / "crontab").find("schedule --run 'nightly'"), std::string::npos);
+
+  // What cron runs each night: the first has no baseline, the second compares.
+  Result first = sh(dir, "schedule --run nightly", env);
+  ASSERT_EQ(first.code, 0) << first.output;
+  Result second = sh(dir, "schedule --run nightly", env);
+  ASSERT_EQ(second.code, 0) << second.output;
+  std::string log = read_text(dir / "regressions.log");
+  ASSERT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  EXPECT_NE(log.find("nightly ok run 1, no baseline"), std::string::npos) << log;
+  EXPECT_NE(log.find("nightly ok run 2 vs last-good = run 1"), std::string::npos) << log;
+
+  // The code gets three times slower (the echo plugin's extra sleep stands in).
+  const std::string slower = env + "RUNNER_ECHO_EXTRA_SLEEP_US=4000 ";
+  Result slow = sh(dir, "schedule --run nightly", slower);
+  EXPECT_EQ(slow.code, 1) << slow.output;
+  // The next night still compares with the last good run, so it stays flagged.
+  Result again = sh(dir, "schedule --run nightly", slower);
+  EXPECT_EQ(again.code, 1) << again.output;
+  log = read_text(dir / "regressions.log");
+  EXPECT_NE(log.find("nightly REGRESSION run 3 vs last-good = run 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("nightly REGRESSION run 4 vs last-good = run 2"), std::string::npos) << log;
+  EXPECT_NE(log.find("compare.md"), std::string::npos);
+
+  const Result listing = sh(dir, "schedule --list", env);
+  EXPECT_NE(listing.output.find("last: "), std::string::npos) << listing.output;
+  EXPECT_NE(listing.output.find("REGRESSION run 4"), std::string::npos) << listing.output;
+  EXPECT_NE(sh(dir, "history").output.find("ok,REGR"), std::string::npos);
+  ASSERT_EQ(sh(dir, "schedule --remove nightly", env).code, 0);
+  EXPECT_EQ(read_text(dir / "crontab").find("nightly"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace runner::history

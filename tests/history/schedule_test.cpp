@@ -1,0 +1,108 @@
+// Schedules: intervals as cron and systemd calendars, the unit and script texts,
+// and install/list/remove through the crontab path against a temporary crontab.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "history/cli.hpp"
+#include "history/schedule.hpp"
+#include "support.hpp"
+
+namespace runner::history {
+namespace {
+
+using testing::fresh_dir;
+using testing::read_text;
+
+TEST(Schedule, IntervalsBecomeCronTimes) {
+  EXPECT_EQ(cron_times(86400, "02:30"), "30 2 * * *");
+  EXPECT_EQ(cron_times(7 * 86400, "02:00"), "0 2 * * 0");
+  EXPECT_EQ(cron_times(6 * 3600, "02:15"), "15 */6 * * *");
+  EXPECT_EQ(cron_times(15 * 60, "02:00"), "*/15 * * * *");
+  EXPECT_THROW(cron_times(36 * 3600, "02:00"), std::invalid_argument);
+  EXPECT_THROW(cron_times(86400, "25:00"), std::invalid_argument);
+}
+
+TEST(Schedule, IntervalsBecomeSystemdCalendars) {
+  EXPECT_EQ(systemd_on_calendar(86400, "02:30"), "*-*-* 02:30:00");
+  EXPECT_EQ(systemd_on_calendar(6 * 3600, "02:15"), "*-*-* 00/6:15:00");
+  EXPECT_EQ(systemd_on_calendar(30 * 60, "02:00"), "*-*-* *:00/30:00");
+  EXPECT_THROW(systemd_on_calendar(7 * 3600, "02:00"), std::invalid_argument);
+}
+
+Schedule nightly() {
+  Schedule s;
+  s.name = "nightly";
+  s.experiment = "/proj/experiments/x.yaml";
+  s.workdir = "/proj";
+  s.runner = "/proj/build/runner";
+  s.every = "24h";
+  s.every_seconds = 86400;
+  s.backend = "systemd";
+  return s;
+}
+
+TEST(Schedule, SystemdUnitsRunTheScheduledSweepFromTheProject) {
+  const Schedule s = nightly();
+  EXPECT_NE(systemd_service(s).find("ExecStart='/proj/build/runner' schedule --run 'nightly'"), std::string::npos);
+  EXPECT_NE(systemd_service(s).find("WorkingDirectory=/proj"), std::string::npos);
+  EXPECT_NE(systemd_timer(s).find("OnCalendar=*-*-* 02:00:00"), std::string::npos);
+  EXPECT_NE(systemd_timer(s).find("Persistent=true"), std::string::npos);
+}
+
+TEST(Schedule, SbatchScriptResubmitsItselfWithBegin) {
+  Schedule s = nightly();
+  s.sbatch_args = {"--gres=gpu:1"};
+  const std::string text = sbatch_script(s, "/d/nightly.sbatch");
+  EXPECT_NE(text.find("#SBATCH --job-name=runner-nightly"), std::string::npos);
+  EXPECT_NE(text.find("#SBATCH --gres=gpu:1"), std::string::npos);
+  EXPECT_NE(text.find("sbatch --begin=now+86400 '/d/nightly.sbatch'"), std::string::npos) << text;
+  EXPECT_NE(text.find("schedule --run 'nightly'"), std::string::npos);
+}
+
+TEST(Schedule, CronInstallListAndRemoveEditOnlyTheirOwnLine) {
+  const auto dir = fresh_dir("schedule-cron");
+  const auto crontab = dir / "crontab";
+  std::ofstream(crontab) << "MAILTO=me@example.org\n0 5 * * * /usr/bin/backup # someone else's\n";
+  std::ofstream(dir / "x.yaml") << "experiment: x\ntask: echo\n";
+  setenv("RUNNER_CRONTAB", crontab.c_str(), 1);
+  setenv("RUNNER_SCHEDULE_DIR", (dir / "schedules").c_str(), 1);
+  const std::vector<std::string> args = {(dir / "x.yaml").string(), "--every", "24h", "--at", "03:10", "--cron",
+                                         "--history", (dir / "h.sqlite").string(), "--log", (dir / "regressions.log").string()};
+  ASSERT_EQ(schedule_command(args, "/opt/runner/bin/runner"), 0);
+  const std::string table = read_text(crontab);
+  EXPECT_NE(table.find("/usr/bin/backup"), std::string::npos);
+  EXPECT_NE(table.find("10 3 * * * cd "), std::string::npos) << table;
+  EXPECT_NE(table.find("'/opt/runner/bin/runner' schedule --run 'x' >/dev/null 2>&1 # runner:x"), std::string::npos) << table;
+  EXPECT_EQ(schedule_command(args, "/opt/runner/bin/runner"), 2);  // the name is taken
+
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(schedule_command({"--list"}, ""), 0);
+  const std::string listing = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(listing.find("x: " + (dir / "x.yaml").string() + " every 24h via cron"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("next: cron 10 3 * * *"), std::string::npos) << listing;
+
+  EXPECT_EQ(schedule_command({"--remove", "x"}, ""), 0);
+  const std::string after = read_text(crontab);
+  EXPECT_EQ(after, "MAILTO=me@example.org\n0 5 * * * /usr/bin/backup # someone else's\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "schedules" / "x.json"));
+  EXPECT_EQ(schedule_command({"--remove", "x"}, ""), 1);
+  unsetenv("RUNNER_CRONTAB");
+  unsetenv("RUNNER_SCHEDULE_DIR");
+}
+
+TEST(Schedule, AnIntervalCronCannotExpressIsRefusedBeforeInstalling) {
+  const auto dir = fresh_dir("schedule-bad");
+  std::ofstream(dir / "x.yaml") << "experiment: x\n";
+  setenv("RUNNER_CRONTAB", (dir / "crontab").c_str(), 1);
+  setenv("RUNNER_SCHEDULE_DIR", (dir / "schedules").c_str(), 1);
+  EXPECT_EQ(schedule_command({(dir / "x.yaml").string(), "--every", "36h", "--cron", "--history",
+                              (dir / "h.sqlite").string()}, "/r"), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "crontab"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "schedules" / "x.json"));
+  unsetenv("RUNNER_CRONTAB");
+  unsetenv("RUNNER_SCHEDULE_DIR");
+}
+
+}  // namespace
+}  // namespace runner::history

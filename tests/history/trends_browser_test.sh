@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The trends site in headless Chromium: three runs of a two-point experiment
+# (the last one three times slower), `runner history --html`, then the page must
+# load with no console message, draw every plot, mark the slowdown, and leave a
+# screenshot (trends.png next to this test's files).
+#   trends_browser_test.sh <runner> <work dir> <echo plugin dir>
+set -euo pipefail
+runner=$1 work=$2 plugins=$3
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [[ -z $browser ]]; then
+  echo "SKIP: no chromium here (Debian: apt-get install chromium); the trends site is not checked in a browser"
+  exit 77
+fi
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+export RUNNER_HISTORY=$work/history.sqlite RUNNER_PLUGIN_PATH=$plugins
+cat > sleepy.yaml <<'YAML'
+experiment: sleepy
+measure: {warmup_steps: 1, measured_steps: 12}
+task: echo
+params: {sleep_us: 2000}
+sweep:
+  value: [1.0, 2.0]
+YAML
+"$runner" sleepy.yaml --device cpu --out run1 > run1.log 2>&1
+"$runner" sleepy.yaml --device cpu --out run2 > run2.log 2>&1
+# Three times slower code, same parameters (the echo plugin's extra sleep).
+RUNNER_ECHO_EXTRA_SLEEP_US=4000 "$runner" sleepy.yaml --device cpu --out run3 > run3.log 2>&1
+"$runner" history --html site
+page=file://$work/site/sleepy.html
+flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=3000)
+"$browser" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom "$page" > dom.html 2> console.log
+"$browser" "${flags[@]}" --hide-scrollbars --window-size=1200,900 --screenshot="$work/trends.png" "$page" > /dev/null 2>&1
+fail=0
+if grep -E 'CONSOLE|Uncaught' console.log; then echo "FAIL: the page wrote to the console (above)"; fail=1; fi
+plots=$(grep -o 'data-plots="[0-9]*"' dom.html | grep -o '[0-9]*' || true)
+drawn=$(grep -o 'data-plots-drawn="[0-9]*"' dom.html | grep -o '[0-9]*' || true)
+# Two points x two numeric metrics (value, sleep_ms).
+if [[ "$plots" != 4 || "$drawn" != 4 ]]; then echo "FAIL: expected 4 plots drawn, page says plots=$plots drawn=$drawn"; fail=1; fi
+if ! grep -q 'class="regression"' dom.html; then echo "FAIL: the slower third run is not marked"; fail=1; fi
+if [[ ! -s trends.png ]] || (( $(stat -c %s trends.png) < 5000 )); then echo "FAIL: no screenshot"; fail=1; fi
+grep -q 'href="runs/3.json"' dom.html || { echo "FAIL: no link to run 3's records"; fail=1; }
+python3 -c "import json,sys; d=json.load(open('site/runs/3.json')); sys.exit(0 if len(d['records'])==2 else 1)" ||
+  { echo "FAIL: runs/3.json does not hold run 3's two records"; fail=1; }
+(( fail == 0 )) && echo "ok: 4 plots drawn, regression marked, screenshot $work/trends.png"
+exit $fail
