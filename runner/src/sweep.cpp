@@ -17,7 +17,7 @@ const std::vector<OptionSpec>& measure_options() {
       opt_int("warmup_steps", 5, "untimed steps before measuring").in_range(0, 1e9),
       opt_int("measured_steps", 10, "timed steps per repetition (when target_rel_stderr is 0)").in_range(1, 1e9),
       opt_float("target_rel_stderr", 0.0,
-                "> 0: measure until the relative standard error of the mean step time is at most this").in_range(0, 1),
+                "> 0: measure until the relative standard error of the mean step time is at most this"),
       opt_int("min_steps", 10, "adaptive: at least this many timed steps").in_range(2, 1e9),
       opt_int("max_steps", 1000, "adaptive: at most this many timed steps").in_range(2, 1e9),
       opt_float("max_seconds", 60.0, "adaptive: stop once the timed steps took this long").in_range(0, 1e9),
