@@ -92,9 +92,10 @@ TEST(HistoryEndToEnd, AKilledRunKeepsWholePointsAndIsListedAsKilled) {
     _exit(127);
   }
   // Wait until some points are done (start-up can take seconds on a loaded CI machine), then kill -9.
+  // A point reaches the history just after results.jsonl, so wait for four points to expect three.
   for (int i = 0; i < 12000; ++i) {
     const std::string results = read_text(dir / "run" / "results.jsonl");
-    if (std::count(results.begin(), results.end(), '\n') >= 9) break;
+    if (std::count(results.begin(), results.end(), '\n') >= 12) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid, SIGKILL);
