@@ -1,0 +1,189 @@
+#include "measured.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace plugins::accounting {
+namespace {
+
+using nlohmann::json;
+
+bool as_number(const std::string& text, double& out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return end != nullptr && *end == '\0';
+}
+
+std::string json_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+bool same_value(const std::string& a, const std::string& b) {
+  double x = 0, y = 0;
+  if (as_number(a, x) && as_number(b, y)) return x == y;
+  return a == b;
+}
+
+// The record's value for `key`: a label first, else a param; false when absent.
+bool record_value(const json& record, const std::string& key, std::string& out) {
+  for (const char* section : {"labels", "params"}) {
+    const auto s = record.find(section);
+    if (s == record.end() || !s->is_object()) continue;
+    const auto v = s->find(key);
+    if (v != s->end() && !v->is_null()) {
+      out = json_text(*v);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string describe(const Selection& sel) {
+  std::string out = sel.part.empty() ? "" : "part=" + sel.part;
+  for (const auto& [k, v] : sel.where) out += (out.empty() ? "" : ", ") + k + "=" + (v.empty() ? "(absent)" : v);
+  return out.empty() ? "(any)" : out;
+}
+
+std::vector<json> read_records(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in)
+    throw std::invalid_argument("measured_file '" + file.string() +
+                                "': cannot be read; run that experiment with --reports reports first, or set "
+                                "measured_file: \"\" to report the analytic value alone");
+  std::vector<json> records;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json record = json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.is_object())
+      throw std::invalid_argument("measured_file '" + file.string() + "':" + std::to_string(number) +
+                                  ": not a JSON record; point measured_file at a run's results.jsonl");
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+bool matches(const json& record, const Selection& sel) {
+  if (!sel.part.empty() && record.value("part", "") != sel.part) return false;
+  for (const auto& [key, want] : sel.where) {
+    std::string have;
+    const bool present = record_value(record, key, have);
+    if (want.empty() ? present : !(present && same_value(have, want))) return false;
+  }
+  return true;
+}
+
+MeasuredRecord reduce(const json& record, const std::string& stat) {
+  MeasuredRecord out;
+  out.status = record.value("status", "ok");
+  const auto metrics = record.find("metrics");
+  if (metrics == record.end() || !metrics->is_object()) return out;
+  for (const auto& [name, m] : metrics->items()) {
+    if (!m.is_object()) continue;
+    const json* v = nullptr;
+    if (m.contains("value") && m["value"].is_number()) v = &m["value"];
+    else if (m.contains(stat) && m[stat].is_number()) v = &m[stat];
+    if (v == nullptr) continue;
+    out.numbers[name] = v->get<double>();
+    out.units[name] = m.value("unit", "");
+  }
+  return out;
+}
+
+// Why nothing matched: the first condition no record meets, with the values there are.
+std::string no_match_hint(const std::vector<json>& records, const Selection& sel) {
+  Selection partial;
+  partial.part = sel.part;
+  for (const auto& condition : sel.where) {
+    std::set<std::string> seen;
+    bool any = false;
+    for (const json& r : records) {
+      if (!matches(r, partial)) continue;
+      std::string v;
+      seen.insert(record_value(r, condition.first, v) ? v : "(absent)");
+      Selection one = partial;
+      one.where.push_back(condition);
+      any = any || matches(r, one);
+    }
+    if (!any) {
+      std::string values;
+      for (const auto& v : seen) values += (values.empty() ? "" : ", ") + v;
+      return "; " + condition.first + " has " + (values.empty() ? "no values" : values) + " there";
+    }
+    partial.where.push_back(condition);
+  }
+  if (!sel.part.empty()) {
+    bool part_seen = false;
+    for (const json& r : records) part_seen = part_seen || r.value("part", "") == sel.part;
+    if (!part_seen) return "; the file has no part '" + sel.part + "' (measured_part)";
+  }
+  return "";
+}
+
+std::vector<json> matching(const Selection& sel, std::vector<json>& all) {
+  all = read_records(sel.file);
+  std::vector<json> hits;
+  for (const json& r : all)
+    if (matches(r, sel)) hits.push_back(r);
+  if (hits.empty())
+    throw std::invalid_argument("measured_file '" + sel.file.string() + "': no record with " + describe(sel) +
+                                " (measured_part, measured_where)" + no_match_hint(all, sel) +
+                                "; fix the selection or re-run that experiment");
+  return hits;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> parse_where(const std::vector<std::string>& entries,
+                                                             const std::map<std::string, std::string>& options,
+                                                             const std::string& option_name) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& entry : entries) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument(option_name + " entry '" + entry + "': expected key=value (key= for an absent key)");
+    std::string value = entry.substr(eq + 1);
+    for (std::size_t open = value.find('{'); open != std::string::npos; open = value.find('{', open)) {
+      const auto close = value.find('}', open);
+      if (close == std::string::npos)
+        throw std::invalid_argument(option_name + " entry '" + entry + "': '{' without '}'");
+      const std::string name = value.substr(open + 1, close - open - 1);
+      const auto it = options.find(name);
+      if (it == options.end())
+        throw std::invalid_argument(option_name + " entry '" + entry + "': {" + name +
+                                    "} is not an option of this task; use one of its options, e.g. {seq}");
+      value.replace(open, close - open + 1, it->second);
+      open += it->second.size();
+    }
+    out.emplace_back(entry.substr(0, eq), value);
+  }
+  return out;
+}
+
+MeasuredRecord find_measured(const Selection& selection, const std::string& stat) {
+  std::vector<json> all;
+  const std::vector<json> hits = matching(selection, all);
+  if (hits.size() > 1)
+    throw std::invalid_argument("measured_file '" + selection.file.string() + "': " + std::to_string(hits.size()) +
+                                " records match " + describe(selection) +
+                                "; add a measured_where entry that tells them apart (e.g. rank= for the aggregate)");
+  return reduce(hits.front(), stat);
+}
+
+std::vector<MeasuredRecord> find_all_measured(const Selection& selection, const std::string& stat) {
+  std::vector<json> all;
+  std::vector<MeasuredRecord> out;
+  for (const json& r : matching(selection, all)) out.push_back(reduce(r, stat));
+  return out;
+}
+
+}  // namespace plugins::accounting
