@@ -31,7 +31,7 @@ const std::map<std::string, std::vector<std::string>>& analytic_metrics() {
        {"linear_gflop", "lm_head_gflop", "attention_scores_gflop", "softmax_gflop", "attention_values_gflop", "total_gflop",
         "matmul_share_pct", "softmax_per_attention_matmul_pct"}},
       {"bucket_overhead",
-       {"gradient_mb", "bandwidth_gbps", "call_overhead_ms", "buckets", "overhead_ms", "best_bucket_mb", "best_buckets",
+       {"gradient_mb", "bandwidth_gbps", "call_overhead_ms", "buckets", "overhead_ms", "last_bucket_ms", "best_bucket_mb", "best_buckets",
         "best_overhead_ms"}},
       {"optimizer_memory",
        {"parameters_gib", "gradients_gib", "optimizer_state_gib", "total_gib", "traffic_gb_per_step"}},
@@ -153,6 +153,7 @@ runner::Record bucket_overhead(runner::Context& ctx, const runner::Params& p) {
   r.add("call_overhead_ms", o * 1e3, "ms");
   r.add("buckets", n_b, "count");
   r.add("overhead_ms", m.overhead(n_b) * 1e3, "ms");
+  r.add("last_bucket_ms", m.last_bucket(n_b) * 1e3, "ms");
   r.add("best_bucket_mb", m.best_bucket_bytes() / kMB, "MB");
   r.add("best_buckets", m.best_buckets(), "count");
   r.add("best_overhead_ms", m.best_overhead() * 1e3, "ms");

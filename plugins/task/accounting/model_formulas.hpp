@@ -51,6 +51,8 @@ struct BucketModel {
 
   double buckets(double bucket_bytes) const { return std::ceil(s / bucket_bytes); }
   double overhead(double n_b) const { return n_b * o + s / (n_b * w); }
+  // When the calls themselves overlap backward too, only the last bucket is left.
+  double last_bucket(double n_b) const { return o + s / (n_b * w); }
   double best_buckets() const { return std::sqrt(s / (w * o)); }
   double best_bucket_bytes() const { return std::sqrt(s * w * o); }
   double best_overhead() const { return 2 * std::sqrt(s * o / w); }

@@ -69,8 +69,18 @@ runner::Record memory_record(const runner::Params& p) {
   r.add("devices_to_hold", std::ceil(whole / limit), "count");
   r.add("per_device_gb", per_device / kBytesPerGB, "GB");
   r.add_text("fits", per_device < limit ? "yes" : "no");
-  if (smallest > 0) r.add("smallest_devices", static_cast<double>(smallest), "count");
-  else r.add_text("smallest_devices", "none (unsharded activations alone exceed the device)");
+  const double shardable = s.model_state() + sharded * activations, room = limit - (1.0 - sharded) * activations;
+  if (smallest > 0) {
+    r.add("smallest_devices", static_cast<double>(smallest), "count");
+    r.add_text("smallest_derivation", "N > (" + fixed(s.model_state() / kBytesPerGB, 1) + " + " + fixed(sharded, 2) +
+                                          " x " + fixed(activations / kBytesPerGB, 1) + ") / (" +
+                                          fixed(limit / kBytesPerGB, 0) + " - " + fixed(1.0 - sharded, 2) + " x " +
+                                          fixed(activations / kBytesPerGB, 1) + ") = " + fixed(shardable / room, 2) +
+                                          ", so N = " + std::to_string(smallest));
+  } else {
+    r.add_text("smallest_devices", "none (unsharded activations alone exceed the device)");
+    r.add_text("smallest_derivation", "(1 - f) x activations >= device memory");
+  }
   r.add_text("derivation",
              "P = 2 x " + std::to_string(s.blocks) + " x " + std::to_string(s.d_model) + " x " + std::to_string(s.d_ff) +
                  " = " + fixed(s.parameters() / 1e9, 2) + "e9; state = P x (" + fixed(s.weight_bytes, 0) + " + " +
@@ -162,7 +172,7 @@ runner::PluginManifest make_manifest() {
   };
   m.metrics = std::vector<std::string>{
       "parameters", "weights_gb", "gradients_gb", "optimizer_state_gb", "model_state_gb", "activations_per_token_mb",
-      "activations_gb", "single_device_gb", "devices_to_hold", "per_device_gb", "fits", "smallest_devices",
+      "activations_gb", "single_device_gb", "devices_to_hold", "per_device_gb", "fits", "smallest_devices", "smallest_derivation",
       "derivation", "trick", "chips", "alpha", "fsdp_tokens_per_chip", "max_tp_degree", "tp_compute_bound",
       "best_tokens_per_chip", "tokens_per_chip", "tokens_per_replica", "global_batch", "math_us", "fsdp_comm_us",
       "tp_comm_us"};
