@@ -305,9 +305,12 @@ runner::PluginManifest make_manifest() {
                                              p.text("measured_stat"));
       for (const std::string& entry : p.texts("compare")) {
         const std::string theirs = entry.substr(entry.find('=') + 1);
-        if (r.status == "ok" && r.numbers.count(theirs) == 0)
+        if (r.status == "ok" && r.numbers.count(theirs) == 0) {
+          std::string names;
+          for (const auto& [k, v] : r.numbers) names += (names.empty() ? "" : ", ") + k;
           throw std::invalid_argument("measured_file '" + p.text("measured_file") + "': the matched record has no numeric metric '" +
-                                      theirs + "' (compare entry '" + entry + "')");
+                                      theirs + "' (compare entry '" + entry + "'); it has: " + names);
+        }
       }
     }
     if (p.text("quantity") == "bucket_overhead" && !p.text("fit_file").empty()) {
