@@ -185,6 +185,31 @@ TEST_F(MeasuredFile, CompareNamingAMetricTheQuantityLacksIsRefused) {
                std::invalid_argument);
 }
 
+TEST_F(MeasuredFile, PreflightRefusesASelectionThatMatchesNothingBeforeAnythingRuns) {
+  const runner::PluginManifest* m = registry.find(runner::PluginKind::Task, "accounting");
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->preflight);
+  const runner::Params p = runner::resolve_plugin_options(
+      registry, runner::PluginKind::Task, "accounting",
+      "{quantity: attention_memory, seq: 64, measured_file: '" + file.string() +
+          "', measured_where: ['seq={seq}'], compare: [saved_gib=memory_gib]}");
+  try {
+    m->preflight(p);
+    FAIL() << "seq 64 has no record";
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("measured_file '" + file.string() + "'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("measured_where"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("seq has 16, 32"), std::string::npos) << msg;
+  }
+  // The same selection at a measured seq passes.
+  const runner::Params ok = runner::resolve_plugin_options(
+      registry, runner::PluginKind::Task, "accounting",
+      "{quantity: attention_memory, seq: 16, measured_file: '" + file.string() +
+          "', measured_where: ['seq={seq}', 'rank='], compare: [saved_gib=memory_gib]}");
+  EXPECT_NO_THROW(m->preflight(ok));
+}
+
 TEST_F(MeasuredFile, KernelFlopsReadTheModelsFacts) {
   // xl at context 256, batch 4: d_head 64, so softmax / attention matmuls = 5 / 256.
   const auto r = run_task_once("accounting", "{quantity: kernel_flops, batch_size: 4, "
