@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -198,6 +199,31 @@ TEST(EndToEnd, DuplicateMetricNameMakesThePointAnError) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["status"], "error");
   EXPECT_NE(records[0]["error"].get<std::string>().find("metric 'value' added twice"), std::string::npos);
+}
+
+TEST(EndToEnd, ADisabledPartIsLeftOutAndItsTablesStayValid) {
+  const auto dir = fresh_dir("e2e-disabled");
+  const auto file = write_file(dir / "two.yaml", R"(experiment: two
+measure: {warmup_steps: 0, measured_steps: 1}
+parts:
+  - {name: kept, task: echo, sweep: {value: [1, 2]}}
+  - {name: dropped, task: echo, params: {word: only_here}, sweep: {value: [3]}}
+report:
+  id: two
+  tables:
+    - {name: dropped_only, part: dropped, rows: [word], pivot: value, metric: value}
+)");
+  const Result r = run(file.string() + " --device cpu --set parts.dropped.enabled=false --out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string results = read(dir / "run" / "results.jsonl");
+  EXPECT_EQ(std::count(results.begin(), results.end(), '\n'), 2) << results;
+  EXPECT_EQ(results.find("dropped"), std::string::npos) << results;
+  const Result none = run(file.string() + " --device cpu --dry-run --set parts.kept.enabled=false --set parts.dropped.enabled=no");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("every part has enabled: false"), std::string::npos) << none.output;
+  const Result bad = run(file.string() + " --device cpu --dry-run --set parts.kept.enabled=maybe");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("parts.kept.enabled: expected true or false"), std::string::npos) << bad.output;
 }
 
 }  // namespace
