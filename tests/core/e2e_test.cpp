@@ -226,5 +226,38 @@ report:
   EXPECT_NE(bad.output.find("parts.kept.enabled: expected true or false"), std::string::npos) << bad.output;
 }
 
+TEST(EndToEnd, ReportMergesRunsOfOneExperimentAndRefusesOthers) {
+  const auto dir = fresh_dir("e2e-merge");
+  const auto file = write_file(dir / "merge.yaml", R"(experiment: merge
+measure: {warmup_steps: 0, measured_steps: 1}
+task: echo
+sweep: {value: [1, 2]}
+report:
+  id: merge
+  tables:
+    - {name: values, rows: [word], pivot: value, metric: value, format: "%.0f"}
+)");
+  ASSERT_EQ(run(file.string() + " --device cpu --out " + (dir / "a").string()).exit_code, 0);
+  ASSERT_EQ(run(file.string() + " --device cpu --set sweep.value=[3] --out " + (dir / "b").string()).exit_code, 0);
+  const Result merged = run("report " + (dir / "a").string() + " " + (dir / "b").string() + " --reports " +
+                            (dir / "merged").string());
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  const std::string md = read(dir / "merged" / "merge.md");
+  EXPECT_NE(md.find("| 1 | 2 | 3 |"), std::string::npos) << md;  // pivot headers from both runs
+  EXPECT_EQ(md.find("Partial run"), std::string::npos) << md;      // each run is complete on its own
+
+  const auto other = write_file(dir / "other.yaml", R"(experiment: other
+task: echo
+report:
+  id: merge
+  tables:
+    - {name: values, rows: [word], pivot: value, metric: value}
+)");
+  ASSERT_EQ(run(other.string() + " --device cpu --out " + (dir / "c").string()).exit_code, 0);
+  const Result refused = run("report " + (dir / "a").string() + " " + (dir / "c").string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("not the experiment or report spec of"), std::string::npos) << refused.output;
+}
+
 }  // namespace
 }  // namespace runner
