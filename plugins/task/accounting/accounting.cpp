@@ -53,6 +53,9 @@ double fact(const std::map<std::string, double>& facts, const runner::Params& mo
 }
 
 std::map<std::string, double> model_facts(runner::Context& ctx, const runner::Params& p) {
+  if (p.plugin("model").plugin_name() == "none")
+    throw std::invalid_argument("accounting: quantity " + p.text("quantity") +
+                                " needs a model; set model: {name: transformer_lm, size: ...}");
   try {
     return ctx.facts(runner::PluginKind::Model, p.plugin("model"));
   } catch (const std::runtime_error& e) {
@@ -265,8 +268,9 @@ runner::PluginManifest make_manifest() {
   m.options = {
       runner::opt_enum("quantity", {"attention_memory", "kernel_flops", "bucket_overhead", "optimizer_memory"},
                        "attention_memory", "which analytic answer this point computes"),
-      runner::opt_plugin("model", runner::PluginKind::Model, "transformer_lm",
-                         "model whose declared facts (sizes, parameters) the formulas use"),
+      runner::opt_plugin("model", runner::PluginKind::Model, "none",
+                         "kernel_flops, bucket_overhead, optimizer_memory: the model whose declared facts "
+                         "(sizes, parameters) the formulas use, e.g. {name: transformer_lm, size: xl}"),
       runner::opt_int("batch_size", 8, "batch (sequences)").in_range(1, 1e9),
       runner::opt_int("seq", 1024, "attention_memory: sequence length").in_range(1, 1 << 24),
       runner::opt_int("d_head", 64, "attention_memory: head dimension").in_range(1, 1 << 16),

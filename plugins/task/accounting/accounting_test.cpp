@@ -219,6 +219,10 @@ TEST_F(MeasuredFile, KernelFlopsReadTheModelsFacts) {
   EXPECT_NEAR(metric_number(r, "linear_gflop"), 48.0 * 2 * 4 * 256 * (4 * 1600.0 * 1600 + 3 * 1600.0 * 6400) / 1e9, 1e-6);
 }
 
+TEST_F(MeasuredFile, QuantitiesOfAModelNeedOne) {
+  EXPECT_THROW(run_task_once("accounting", "{quantity: kernel_flops}"), std::invalid_argument);
+}
+
 TEST_F(MeasuredFile, ShardedOptimizerHalvesAdamStateOnTwoRanks) {
   const auto r = run_task_once("accounting", "{quantity: optimizer_memory, scheme: sharded, world_size: 2, "
                                              "model: {name: transformer_lm, size: xl}}");
