@@ -251,7 +251,10 @@ int run_scheduled(const std::string& name) {
     Side a = resolve_side(s.compare_to, &store, &b, "");
     const Comparison c = compare(std::move(a), std::move(b), o);
     regression = c.regression();
-    std::ofstream(run_dir / "compare.json") << comparison_json(c).dump(2) << "\n";
+    {
+      std::ofstream json(run_dir / "compare.json");
+      write_json(c, json);
+    }
     std::ofstream md(run_dir / "compare.md");
     render_markdown(c, md);
     std::map<std::string, int> verdicts;
