@@ -150,7 +150,7 @@ int history_command(const std::vector<std::string>& args) {
     return 0;
   }
   std::cout << std::left << std::setw(6) << "id" << std::setw(22) << "started" << std::setw(24) << "experiment"
-            << std::setw(20) << "commit" << std::setw(28) << "device" << std::setw(9) << "records" << std::setw(12)
+            << std::setw(20) << "commit" << std::setw(28) << "device" << std::setw(9) << "records" << std::setw(15)
             << "status" << "run dir\n";
   for (const auto& r : runs) {
     std::string status = r.status;
@@ -158,7 +158,7 @@ int history_command(const std::vector<std::string>& args) {
     if (r.smoke) status += ",smoke";
     std::cout << std::setw(6) << r.id << std::setw(22) << r.started << std::setw(24) << r.experiment << std::setw(20)
               << (r.git_commit.empty() ? "?" : r.git_commit) << std::setw(28) << r.device_name.substr(0, 26)
-              << std::setw(9) << r.records << std::setw(12) << status << r.run_dir << "\n";
+              << std::setw(9) << r.records << std::setw(15) << status << r.run_dir << "\n";
   }
   if (runs.empty()) std::cout << "(no runs match)\n";
   return 0;
