@@ -58,6 +58,8 @@ bool is_history_verb(const std::string& s) { return s == "history" || s == "comp
 
 int main(int argc, char** argv) {
   const fs::path self = self_path();
+  // Own buffering for std::cout: a compare prints 20,000 rows.
+  std::ios::sync_with_stdio(false);
   if (argc >= 2 && is_history_verb(argv[1]))
     return history_verb(argv[1], std::vector<std::string>(argv + 2, argv + argc), self);
   // `runner --help compare` is the same as `runner compare --help`.

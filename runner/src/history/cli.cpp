@@ -230,15 +230,16 @@ int compare_command(const std::vector<std::string>& args) {
     // Deliberately leaked: the process ends right after, and freeing two sides of
     // 10,000 records and 20,000 rows one by one costs a tenth of the compare.
     const Comparison& c = *new Comparison(compare(std::move(a), std::move(b), o));
-    std::ostringstream text;
-    if (format == "json") write_json(c, text);
-    else if (format == "markdown") render_markdown(c, text);
-    else render_table(c, text, isatty(STDOUT_FILENO) != 0);
-    std::cout << text.str();
+    auto render = [&](std::ostream& out, bool color) {
+      if (format == "json") write_json(c, out);
+      else if (format == "markdown") render_markdown(c, out);
+      else render_table(c, out, color);
+    };
+    render(std::cout, isatty(STDOUT_FILENO) != 0);
+    std::cout.flush();
     if (p.vm.count("output")) {
       std::ofstream out(opt(p.vm, "output"));
-      if (format == "table") render_table(c, out, false);
-      else out << text.str();
+      render(out, false);
       if (!out) throw std::runtime_error("cannot write " + opt(p.vm, "output"));
     }
     return c.regression() ? 1 : 0;

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <algorithm>
 #include <set>
-#include <unordered_map>
 
 #include "history/sqlite.hpp"
 #include "history/time_text.hpp"
@@ -325,10 +325,12 @@ std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
     e.bind(1, run_id);
     if (e.step()) experiment = e.text(0);
   }
+  // Rows come in index order (status, id); they are put back in id order below,
+  // which is cheaper than SQLite's sort of whole rows.
   Statement s(db_, "SELECT id, part, point, point_key, params, labels, status, message, time FROM records "
-                   "WHERE run_id = ? ORDER BY id");
+                   "WHERE run_id = ?");
   s.bind(1, run_id);
-  std::unordered_map<std::int64_t, size_t> index;
+  std::vector<std::pair<std::int64_t, size_t>> ids;  // record id, position in out
   while (s.step()) {
     StoredRecord r;
     r.run_id = run_id;
@@ -342,13 +344,32 @@ std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
     r.status = s.text(6);
     r.message = s.text(7);
     r.time = s.text(8);
-    index[s.int64(0)] = out.size();
+    ids.emplace_back(s.int64(0), out.size());
     out.push_back(std::move(r));
   }
-  Statement m(db_, "SELECT m.record_id, m.name, m.unit, m.value, m.mean, m.std, m.min, m.max, m.n, m.samples "
-                   "FROM metrics m JOIN records r ON r.id = m.record_id WHERE r.run_id = ? AND m.text IS NULL");
-  m.bind(1, run_id);
+  if (out.empty()) return out;
+  std::sort(ids.begin(), ids.end());
+  {
+    std::vector<StoredRecord> sorted;
+    sorted.reserve(out.size());
+    for (auto& [id, pos] : ids) {
+      sorted.push_back(std::move(out[pos]));
+      pos = sorted.size() - 1;
+    }
+    out = std::move(sorted);
+  }
+  // The metrics of a run's records lie in one range of record ids (a record of
+  // another run written meanwhile may sit inside it: skipped).
+  Statement m(db_, "SELECT record_id, name, unit, value, mean, std, min, max, n, samples FROM metrics "
+                   "WHERE record_id BETWEEN ? AND ? AND text IS NULL");
+  m.bind(1, ids.front().first).bind(2, ids.back().first);
+  auto at = ids.begin();
   while (m.step()) {
+    const std::int64_t record_id = m.int64(0);
+    if (at == ids.end() || at->first != record_id) {
+      at = std::lower_bound(ids.begin(), ids.end(), std::make_pair(record_id, size_t{0}));
+      if (at == ids.end() || at->first != record_id) continue;
+    }
     MetricValue v;
     v.unit = m.text(2);
     v.center = m.real(3);
@@ -358,7 +379,7 @@ std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
     v.max = m.real(7);
     v.n = m.int64(8);
     v.samples = m.blob_doubles(9);
-    out[index.at(m.int64(0))].metrics.emplace(m.text(1), std::move(v));
+    out[at->second].metrics.emplace(m.text(1), std::move(v));
   }
   return out;
 }
