@@ -40,10 +40,10 @@ CREATE TABLE IF NOT EXISTS records (
   params TEXT NOT NULL, labels TEXT NOT NULL,
   status TEXT NOT NULL, message TEXT, time TEXT, artifacts TEXT
 );
+CREATE INDEX IF NOT EXISTS records_by_run ON records(run_id);
 -- (run_id, status) answers the per-run counts of records and of failed ones from
--- the index alone; it replaces the first index, records(run_id).
+-- the index alone (a store made before it gets it on first open).
 CREATE INDEX IF NOT EXISTS records_by_run_status ON records(run_id, status);
-DROP INDEX IF EXISTS records_by_run;
 CREATE TABLE IF NOT EXISTS metrics (
   record_id INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
   name TEXT NOT NULL, unit TEXT,
