@@ -26,7 +26,7 @@ const char* kUsage =
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
-    "       runner report <run-dir>        re-render a run's tables from its stored records\n"
+    "       runner report <run-dir>...     re-render a run's tables from its stored records\n"
     "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
     "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
     "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n"
@@ -55,11 +55,13 @@ const Command kCommands[] = {
      "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
      "its records carry (what report tables can name).\n"},
     {"report",
-     "usage: runner report <run-dir> [--reports DIR]\n"
+     "usage: runner report <run-dir> [<run-dir>...] [--reports DIR]\n"
      "Re-renders the tables of a run from its stored config.yaml and results.jsonl, without\n"
      "re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
      "--reports reports to update the project's committed reports). A truncated last record (a killed\n"
-     "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"},
+     "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"
+     "Several runs of one experiment with the same report spec (e.g. `runner launch` with 2, 4 and 6\n"
+     "processes) merge into one report, written into the first run's reports/ unless --reports.\n"},
 };
 
 const char* command_help(const std::string& name) {
@@ -150,12 +152,12 @@ int main(int argc, char** argv) {
       return runner::list_experiments(args.size() == 2 ? args[1] : "experiments", std::cout) ? 2 : 0;
     }
     if (command == "report") {
-      if (args.size() != 2) throw runner::ConfigError("runner report: expected a run directory (runner report --help)");
+      if (args.size() < 2) throw runner::ConfigError("runner report: expected a run directory (runner report --help)");
       // Never the project's reports/ unless asked: a quick re-render must not
       // replace committed tables.
-      const std::filesystem::path run_dir = args[1];
-      return runner::render_reports(run_dir, vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
-                                                                 : run_dir / "reports");
+      const std::vector<std::filesystem::path> run_dirs(args.begin() + 1, args.end());
+      return runner::render_reports(run_dirs, vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
+                                                                  : run_dirs.front() / "reports");
     }
 
     std::vector<std::filesystem::path> extra;
