@@ -108,12 +108,18 @@ int history_command(const std::vector<std::string>& args) {
       return 2;
     }
     int added = 0, known = 0;
-    for (const auto& root : p.positional)
-      for (const auto& dir : run_dirs_under(root)) {
+    for (const auto& root : p.positional) {
+      const auto dirs = run_dirs_under(root);
+      if (dirs.empty()) {
+        std::cerr << "runner history --import: no run directory (one with results.jsonl) under " << root << "\n";
+        return 2;
+      }
+      for (const auto& dir : dirs) {
         const std::int64_t id = store.import_run_dir(dir);
         if (id) std::cout << "imported " << dir.string() << " as run " << id << "\n";
         id ? ++added : ++known;
       }
+    }
     std::cout << added << " run(s) imported, " << known << " already in " << file.string() << "\n";
     return 0;
   }
