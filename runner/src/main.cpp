@@ -1,4 +1,6 @@
-// runner: run an experiment, list or describe plugins and experiments, re-render reports.
+// runner-torch: the LibTorch host behind `runner` (front_main.cpp execs it with the user's
+// arguments): run an experiment, launch ranks, list or describe plugins and experiments,
+// re-render reports. history, compare and schedule never reach it.
 #include <cstdlib>
 #include <iostream>
 
@@ -6,7 +8,6 @@
 
 #include "catalog.hpp"
 #include "execute.hpp"
-#include "history/cli.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "sweep.hpp"
@@ -96,20 +97,6 @@ void check_paths(const po::variables_map& vm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The history verbs parse their own options.
-  if (argc >= 2) {
-    const std::string verb = argv[1];
-    const std::vector<std::string> rest(argv + 2, argv + argc);
-    try {
-      if (verb == "history") return runner::history::history_command(rest);
-      if (verb == "compare") return runner::history::compare_command(rest);
-      if (verb == "schedule")
-        return runner::history::schedule_command(rest, std::filesystem::canonical("/proc/self/exe").string());
-    } catch (const std::exception& e) {
-      std::cerr << "runner " << verb << ": " << e.what() << "\n";
-      return 2;
-    }
-  }
   po::options_description flags("options");
   flags.add_options()
       ("help,h", "show this help (after a command: that command's help)")

@@ -134,6 +134,27 @@ TEST(Compare, MarkdownAndJsonCarryEveryRowAndTheVerdict) {
   EXPECT_EQ(j["verdicts"]["slower"], 1);
 }
 
+// JSON is streamed, not built with nlohmann: text that needs escaping (a label
+// with quotes, a backslash, a newline, a control character) and a ratio that is
+// not finite must still come out as valid JSON with the same values.
+TEST(Compare, JsonEscapesTextAndWritesNonFiniteRatiosAsNull) {
+  nlohmann::json a = record(0, 1, around(1.0)), b = record(0, 1, around(2.0));
+  for (auto* j : {&a, &b}) (*j)["labels"] = {{"name", "say \"hi\"\\path\nnext\x01"}};
+  a["metrics"]["peak_bytes"]["value"] = 0.0;
+  Comparison c = compare(side({a}), side({b}), {});
+  c.warnings.push_back("tab\there");
+  std::ostringstream text;
+  write_json(c, text);
+  const auto j = nlohmann::json::parse(text.str());
+  ASSERT_EQ(j["rows"].size(), 2u) << text.str();
+  EXPECT_EQ(j["rows"][0]["point"], "main name=say \"hi\"\\path\nnext\x01");
+  EXPECT_EQ(j["warnings"][0], "tab\there");
+  const auto& peak = j["rows"][0]["metric"] == "peak_bytes" ? j["rows"][0] : j["rows"][1];
+  EXPECT_TRUE(peak["ratio"].is_null()) << peak.dump();  // 0 -> 1e6 bytes: B/A is infinite
+  EXPECT_TRUE(peak["p_value"].is_null());
+  EXPECT_EQ(j["verdicts"]["slower"], 1);
+}
+
 TEST(Compare, BetterDirectionComesFromTheUnit) {
   EXPECT_EQ(better_direction("ms"), -1);
   EXPECT_EQ(better_direction("bytes"), -1);

@@ -42,6 +42,34 @@ sweep:
   value: [1.0, 2.0]
 )";
 
+// The history verbs never need LibTorch: a copy of the front-end alone (no
+// runner-torch beside it) answers them, and refuses other commands with a message
+// that names what is missing; in the build, other commands reach runner-torch.
+TEST(HistoryEndToEnd, TheFrontEndAnswersHistoryVerbsWithoutTheLibTorchHost) {
+  const auto dir = fresh_dir("e2e-front-end");
+  std::filesystem::create_directories(dir / "alone");
+  std::filesystem::copy_file(RUNNER_EXE, dir / "alone" / "runner");
+  const auto run = [&](const std::string& exe, const std::string& args) {
+    const auto log = dir / "out.txt";
+    const int status = std::system((exe + " " + args + " > " + log.string() + " 2>&1").c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(log)};
+  };
+  const std::string alone = (dir / "alone" / "runner").string();
+  const Result help = run(alone, "compare --help");
+  EXPECT_EQ(help.code, 0) << help.output;
+  EXPECT_NE(help.output.find("usage: runner compare A B"), std::string::npos) << help.output;
+  const Result history = run("RUNNER_HISTORY=" + (dir / "h.sqlite").string() + " " + alone, "history --import " +
+                             dir.string());
+  EXPECT_EQ(history.code, 2) << history.output;  // no run directories there: a clear error, not a crash
+  EXPECT_NE(history.output.find("no run directory (one with results.jsonl) under"), std::string::npos) << history.output;
+  const Result version = run(alone, "--version");
+  EXPECT_EQ(version.code, 127) << version.output;
+  EXPECT_NE(version.output.find("cannot find runner-torch"), std::string::npos) << version.output;
+  const Result built = run(RUNNER_EXE, "--version");
+  EXPECT_EQ(built.code, 0) << built.output;
+  EXPECT_NE(built.output.find("libtorch="), std::string::npos) << built.output;
+}
+
 TEST(HistoryEndToEnd, CompareFlagsAnInjectedSlowdownAndNotAnUnchangedRerun) {
   const auto dir = fresh_dir("e2e-compare");
   std::ofstream(dir / "sleepy.yaml") << kExperiment;

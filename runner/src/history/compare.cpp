@@ -7,7 +7,9 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "history/mann_whitney.hpp"
 
@@ -19,23 +21,30 @@ namespace {
 std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 // Human names for points: the part, the parameters that differ between points
-// of that part (across both sides), and the labels.
-std::unordered_map<std::string, std::string> point_labels(const std::vector<const StoredRecord*>& all,
-                                                          bool with_experiment) {
+// of that part (across both sides), and the labels. `ids[i]` identifies all[i]
+// (experiment and point key); both sides mostly share their points, so each
+// distinct point is looked at once.
+std::unordered_map<std::string_view, std::string> point_labels(const std::vector<const StoredRecord*>& all,
+                                                               const std::vector<std::string>& ids,
+                                                               bool with_experiment) {
+  std::unordered_map<std::string_view, std::string> out;
+  out.reserve(all.size());
+  std::vector<const StoredRecord*> distinct;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (out.emplace(ids[i], std::string()).second) distinct.push_back(all[i]);
   std::map<std::string, std::map<std::string, std::set<std::string>>> values;  // part -> key -> values
-  for (const auto* r : all)
+  for (const auto* r : distinct)
     for (const auto& [k, v] : r->params.items())
       if (k != "device" && k.rfind("measure.", 0) != 0) values[r->experiment + "/" + r->part][k].insert(v.dump());
-  std::unordered_map<std::string, std::string> out;
-  for (const auto* r : all) {
-    const std::string id = r->experiment + "\n" + r->key;
-    if (out.count(id)) continue;
-    std::string label = with_experiment ? r->experiment + "/" + r->part : r->part;
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string& label = out[ids[i]];
+    if (!label.empty()) continue;
+    const StoredRecord* r = all[i];
+    label = with_experiment ? r->experiment + "/" + r->part : r->part;
     const auto& varying = values[r->experiment + "/" + r->part];
     for (const auto& [k, v] : r->params.items())
       if (auto it = varying.find(k); it != varying.end() && it->second.size() > 1) label += " " + k + "=" + value_text(v);
     for (const auto& [k, v] : r->labels.items()) label += " " + k + "=" + value_text(v);
-    out[id] = label;
   }
   return out;
 }
@@ -243,27 +252,34 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
         r.key = point_key(r.part, r.params, r.labels);
       }
   std::vector<const StoredRecord*> all;
+  std::vector<std::string> ids;  // experiment and point key of all[i]
+  all.reserve(a.records.size() + b.records.size());
+  ids.reserve(all.capacity());
   std::set<std::string> experiments;
   for (const auto* side : {&a, &b})
     for (const auto& r : side->records) {
       all.push_back(&r);
+      ids.push_back(r.experiment + "\n" + r.key);
       experiments.insert(r.experiment);
     }
-  const auto labels = point_labels(all, experiments.size() > 1);
-  std::unordered_map<std::string, const StoredRecord*> in_a;
-  in_a.reserve(a.records.size());
-  for (const auto& r : a.records) in_a.emplace(r.experiment + "\n" + r.key, &r);
-  std::unordered_map<std::string, bool> seen;
+  const auto labels = point_labels(all, ids, experiments.size() > 1);
+  const size_t n_a = a.records.size();
+  std::unordered_map<std::string_view, size_t> in_a;
+  in_a.reserve(n_a);
+  for (size_t i = 0; i < n_a; ++i) in_a.emplace(ids[i], i);
+  std::vector<bool> seen(n_a, false);
   const std::set<std::string> wanted(o.metrics.begin(), o.metrics.end());
-  for (const auto& rb : b.records) {
-    const std::string id = rb.experiment + "\n" + rb.key;
+  c.rows.reserve(b.records.size() * (wanted.empty() ? 2 : wanted.size()));
+  for (size_t j = 0; j < b.records.size(); ++j) {
+    const StoredRecord& rb = b.records[j];
+    const std::string_view id = ids[n_a + j];
     const auto it = in_a.find(id);
     if (it == in_a.end()) {
       c.only_in_b.push_back(labels.at(id));
       continue;
     }
-    seen[id] = true;
-    const StoredRecord& ra = *it->second;
+    seen[it->second] = true;
+    const StoredRecord& ra = a.records[it->second];
     const std::string& label = labels.at(id);
     if (failed(ra) || failed(rb)) {
       CompareRow row;
@@ -288,8 +304,8 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
       c.rows.push_back(std::move(row));
     }
   }
-  for (const auto& ra : a.records)
-    if (!seen.count(ra.experiment + "\n" + ra.key)) c.only_in_a.push_back(labels.at(ra.experiment + "\n" + ra.key));
+  for (size_t i = 0; i < n_a; ++i)
+    if (!seen[i]) c.only_in_a.push_back(labels.at(ids[i]));
   c.a = std::move(a);
   c.b = std::move(b);
   return c;

@@ -68,6 +68,8 @@ bool is_relative_query(const std::string& spec);
 
 void render_table(const Comparison& c, std::ostream& out, bool color);
 void render_markdown(const Comparison& c, std::ostream& out);
+// JSON for tools, streamed (rows one per line); comparison_json parses it back.
+void write_json(const Comparison& c, std::ostream& out);
 nlohmann::json comparison_json(const Comparison& c);
 
 }  // namespace runner::history

@@ -1,10 +1,12 @@
 // Renderers of a Comparison: an aligned terminal table, Markdown for a pull
 // request comment, and JSON for tools. All three list points found on one side
 // only and the warnings.
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "history/compare.hpp"
 
@@ -118,41 +120,142 @@ void render_markdown(const Comparison& c, std::ostream& out) {
   for (const auto& p : c.only_in_b) out << "- only in B: " << escape(p) << "\n";
 }
 
-nlohmann::json comparison_json(const Comparison& c) {
-  auto side = [](const Side& s) {
-    nlohmann::json runs = nlohmann::json::array();
-    for (const auto& r : s.runs)
-      runs.push_back({{"id", r.id}, {"experiment", r.experiment}, {"run_dir", r.run_dir}, {"started", r.started},
-                      {"git_commit", r.git_commit}, {"device", r.device}, {"device_name", r.device_name},
-                      {"driver", r.driver}, {"cuda", r.cuda}, {"libtorch", r.libtorch}, {"host", r.host}});
-    return nlohmann::json{{"spec", s.spec}, {"description", s.description}, {"runs", runs}};
-  };
-  nlohmann::json rows = nlohmann::json::array();
+namespace {
+
+// A streamed JSON writer: a compare of two 10,000-point runs has 20,000 rows, and
+// building them as a nlohmann tree first costs more than the whole comparison.
+void put_string(std::ostream& out, const std::string& s) {
+  out << '"';
+  size_t plain = 0;  // start of the run of characters that need no escape
+  auto flush = [&](size_t i) { out.write(s.data() + plain, static_cast<std::streamsize>(i - plain)); };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char ch = static_cast<unsigned char>(s[i]);
+    if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+    flush(i);
+    plain = i + 1;
+    switch (ch) {
+      case '"': out << "\\\""; break;
+      case '\\': out << "\\\\"; break;
+      case '\n': out << "\\n"; break;
+      case '\t': out << "\\t"; break;
+      case '\r': out << "\\r"; break;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+        out << buf;
+      }
+    }
+  }
+  flush(s.size());
+  out << '"';
+}
+
+// Shortest text that reads back as the same double; null when not finite.
+void put_number(std::ostream& out, double v) {
+  if (!std::isfinite(v)) {
+    out << "null";
+    return;
+  }
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out.write(buf, end - buf);
+}
+
+void put_strings(std::ostream& out, const std::vector<std::string>& list) {
+  out << '[';
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i) out << ", ";
+    put_string(out, list[i]);
+  }
+  out << ']';
+}
+
+void put_side(std::ostream& out, const Side& s) {
+  out << "{\"spec\": ";
+  put_string(out, s.spec);
+  out << ", \"description\": ";
+  put_string(out, s.description);
+  out << ", \"runs\": [";
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    const RunInfo& r = s.runs[i];
+    out << (i ? ", " : "") << "{\"id\": " << r.id;
+    const std::pair<const char*, const std::string*> fields[] = {
+        {"experiment", &r.experiment}, {"run_dir", &r.run_dir}, {"started", &r.started},
+        {"git_commit", &r.git_commit}, {"device", &r.device},   {"device_name", &r.device_name},
+        {"driver", &r.driver},         {"cuda", &r.cuda},       {"libtorch", &r.libtorch},
+        {"host", &r.host}};
+    for (const auto& [key, value] : fields) {
+      out << ", \"" << key << "\": ";
+      put_string(out, *value);
+    }
+    out << '}';
+  }
+  out << "]}";
+}
+
+}  // namespace
+
+void write_json(const Comparison& c, std::ostream& out) {
+  out << "{\n  \"a\": ";
+  put_side(out, c.a);
+  out << ",\n  \"b\": ";
+  put_side(out, c.b);
+  out << ",\n  \"threshold\": ";
+  put_number(out, c.options.threshold);
+  out << ",\n  \"alpha\": ";
+  put_number(out, c.options.alpha);
+  out << ",\n  \"regression\": " << (c.regression() ? "true" : "false") << ",\n  \"verdicts\": {";
+  bool first = true;
+  for (const auto& [v, n] : counts(c)) {
+    out << (first ? "" : ", ");
+    first = false;
+    put_string(out, v);
+    out << ": " << n;
+  }
+  out << "},\n  \"rows\": [";
+  first = true;
   for (const auto& r : c.rows) {
     if (!shown(r, c.options)) continue;
-    nlohmann::json j = {{"experiment", r.experiment}, {"point", r.point},   {"metric", r.metric},
-                        {"unit", r.unit},             {"test", r.test},     {"verdict", r.verdict},
-                        {"regression", r.regression}, {"n_a", r.n_a},       {"n_b", r.n_b}};
+    out << (first ? "\n    " : ",\n    ");
+    first = false;
+    out << "{\"experiment\": ";
+    put_string(out, r.experiment);
+    out << ", \"point\": ";
+    put_string(out, r.point);
+    out << ", \"metric\": ";
+    put_string(out, r.metric);
+    out << ", \"unit\": ";
+    put_string(out, r.unit);
     if (r.metric != "status") {
-      j["a"] = r.a;
-      j["b"] = r.b;
-      j["ratio"] = std::isfinite(r.ratio) ? nlohmann::json(r.ratio) : nlohmann::json(nullptr);
+      out << ", \"a\": ";
+      put_number(out, r.a);
+      out << ", \"b\": ";
+      put_number(out, r.b);
+      out << ", \"ratio\": ";
+      put_number(out, r.ratio);
     }
-    j["p_value"] = r.p_value >= 0 ? nlohmann::json(r.p_value) : nlohmann::json(nullptr);
-    rows.push_back(std::move(j));
+    out << ", \"p_value\": ";
+    if (r.p_value >= 0) put_number(out, r.p_value);
+    else out << "null";
+    out << ", \"test\": ";
+    put_string(out, r.test);
+    out << ", \"n_a\": " << r.n_a << ", \"n_b\": " << r.n_b << ", \"verdict\": ";
+    put_string(out, r.verdict);
+    out << ", \"regression\": " << (r.regression ? "true" : "false") << '}';
   }
-  nlohmann::json verdicts = nlohmann::json::object();
-  for (const auto& [v, n] : counts(c)) verdicts[v] = n;
-  return {{"a", side(c.a)},
-          {"b", side(c.b)},
-          {"threshold", c.options.threshold},
-          {"alpha", c.options.alpha},
-          {"regression", c.regression()},
-          {"verdicts", verdicts},
-          {"rows", rows},
-          {"only_in_a", c.only_in_a},
-          {"only_in_b", c.only_in_b},
-          {"warnings", c.warnings}};
+  out << (first ? "" : "\n  ") << "],\n  \"only_in_a\": ";
+  put_strings(out, c.only_in_a);
+  out << ",\n  \"only_in_b\": ";
+  put_strings(out, c.only_in_b);
+  out << ",\n  \"warnings\": ";
+  put_strings(out, c.warnings);
+  out << "\n}\n";
+}
+
+nlohmann::json comparison_json(const Comparison& c) {
+  std::ostringstream out;
+  write_json(c, out);
+  return nlohmann::json::parse(out.str());
 }
 
 }  // namespace runner::history

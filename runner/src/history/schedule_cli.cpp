@@ -79,7 +79,8 @@ std::string read_crontab() {
     ss << in.rdbuf();
     return ss.str();
   }
-  if (!have("crontab")) throw std::runtime_error("no crontab command here: install cron, or use --slurm");
+  if (!have("crontab"))
+    throw std::runtime_error("no crontab command here: install cron (Debian: apt-get install cron), or use --slurm");
   std::string out;
   shell("crontab -l 2>/dev/null", &out);  // exit 1 with "no crontab for user" is an empty table
   return out;
@@ -96,6 +97,17 @@ void write_crontab(const std::string& text) {
   if (shell("crontab " + quote(tmp.string()) + " 2>&1", &out) != 0)
     throw std::runtime_error("crontab refused the new table: " + out);
   fs::remove(tmp);
+}
+
+// Whether a cron daemon runs here: a crontab line without one never fires.
+bool cron_daemon_running() {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::ifstream comm(e.path() / "comm");
+    std::string name;
+    if (comm >> name && (name == "cron" || name == "crond" || name == "cronie")) return true;
+  }
+  return false;
 }
 
 std::string without_entry(const std::string& table, const std::string& name) {
@@ -129,6 +141,9 @@ void install(const Schedule& s, bool dry_run) {
     std::cout << "crontab entry" << (std::getenv("RUNNER_CRONTAB") ? std::string(" (in ") + std::getenv("RUNNER_CRONTAB") + ")" : "")
               << ":\n" << line << "\n";
     if (!dry_run) write_crontab(without_entry(read_crontab(), s.name) + line + "\n");
+    if (!std::getenv("RUNNER_CRONTAB") && !cron_daemon_running())
+      std::cerr << "warning: no cron daemon runs on this machine, so the entry will not fire until one does "
+                   "(Debian: `systemctl enable --now cron`, or `service cron start`)\n";
   } else if (s.backend == "systemd") {
     const fs::path dir = systemd_dir();
     const std::string unit = "runner-" + s.name;
@@ -251,7 +266,10 @@ int run_scheduled(const std::string& name) {
     Side a = resolve_side(s.compare_to, &store, &b, "");
     const Comparison c = compare(std::move(a), std::move(b), o);
     regression = c.regression();
-    std::ofstream(run_dir / "compare.json") << comparison_json(c).dump(2) << "\n";
+    {
+      std::ofstream json(run_dir / "compare.json");
+      write_json(c, json);
+    }
     std::ofstream md(run_dir / "compare.md");
     render_markdown(c, md);
     std::map<std::string, int> verdicts;
