@@ -10,10 +10,11 @@ kernels, shares within --tolerance percentage points).
 TRACE is the point's trace.json (or .json.gz), RESULTS the run's results.jsonl (or
 reports/data/<experiment>/results.jsonl). GPU traces: HTA's get_gpu_kernel_breakdown
 (kernels, memcpy and memset, every stream). CPU traces have no GPU kernels; there the
-runner's "kernels" are the innermost aten ops, so the check takes HTA's parsed trace
-(its own parser and symbol table) and sums the innermost cpu_op events per name.
+runner's "kernels" are the aten ops with their self time, so the check takes HTA's
+parsed trace (its own parser and symbol table) and sums the cpu_op events' self time
+per name.
 The runner's phase must be one covering the whole trace: `step` (the default).
-Exit 1 when they disagree, 2 on bad input.
+Exit 1 when they disagree, 2 on bad input, 77 without HTA (ctest: skipped).
 """
 import argparse
 import os
@@ -26,7 +27,12 @@ import kernel_compare  # noqa: E402
 
 def hta_totals(trace_path):
     """{name: summed duration} and whether these are GPU kernels, as HTA sees the trace."""
-    from hta.trace_analysis import TraceAnalysis
+    try:
+        from hta.trace_analysis import TraceAnalysis
+    except ImportError:
+        print("hta_kernel_check: HolisticTraceAnalysis is not installed (pip install HolisticTraceAnalysis==0.5.0; "
+              "scripts/setup.sh does it); skipped")
+        sys.exit(77)
 
     with tempfile.TemporaryDirectory() as folder:
         suffix = ".json.gz" if trace_path.endswith(".gz") else ".json"
@@ -39,14 +45,10 @@ def hta_totals(trace_path):
                                                            num_kernels=10**9, include_memory_kernels=True)
             return {row["name"]: float(row["sum"]) for _, row in kernels.iterrows()}, True
         cpu_op = symbols.index("cpu_op")
-        ops = df[df["cat"] == cpu_op].sort_values(["tid", "ts", "dur"], ascending=[True, True, False])
-        totals = {}
-        rows = list(ops[["tid", "ts", "dur", "name"]].itertuples(index=False))
-        for i, (tid, ts, dur, name) in enumerate(rows):
-            nxt = rows[i + 1] if i + 1 < len(rows) else None
-            if nxt is not None and nxt.tid == tid and nxt.ts < ts + dur:
-                continue  # it holds another op: not innermost
-            totals[symbols[name]] = totals.get(symbols[name], 0.0) + float(dur)
+        ops = df[df["cat"] == cpu_op]
+        totals = kernel_compare.self_times(
+            [(tid, float(ts), float(dur), symbols[name]) for tid, ts, dur, name in
+             ops[["tid", "ts", "dur", "name"]].itertuples(index=False)])
         return totals, False
 
 
@@ -70,7 +72,7 @@ def main():
     totals, gpu = hta_totals(args.trace)
     theirs = kernel_compare.shares(totals)
     table = kernel_compare.markdown(ours, theirs, args.top, "HTA")
-    what = "GPU kernel breakdown" if gpu else "innermost CPU ops of HTA's parsed trace"
+    what = "GPU kernel breakdown" if gpu else "CPU op self time in HTA's parsed trace"
     print(f"{args.point}, phase {args.phase}: runner vs HTA ({what}), top {args.top}\n\n{table}")
     if args.markdown:
         with open(args.markdown, "w") as f:

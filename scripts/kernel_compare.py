@@ -37,6 +37,25 @@ def shares(totals):
     return {k: 100.0 * v / whole for k, v in totals.items()} if whole > 0 else {}
 
 
+def self_times(ops):
+    """CPU ops as (thread, start, duration, name), nested per thread -> {name: summed self
+    time}: each op's duration less that of the ops directly inside it (on a CPU these
+    stand in for kernels, as in profiler/kernels)."""
+    totals = {}
+    ops = sorted(ops, key=lambda o: (o[0], o[1], -o[2]))
+    own = [o[2] for o in ops]
+    open_ops = []
+    for i, (thread, start, dur, _) in enumerate(ops):
+        while open_ops and (ops[open_ops[-1]][0] != thread or ops[open_ops[-1]][1] + ops[open_ops[-1]][2] <= start):
+            open_ops.pop()
+        if open_ops:
+            own[open_ops[-1]] -= dur
+        open_ops.append(i)
+    for (_, _, _, name), t in zip(ops, own):
+        totals[name] = totals.get(name, 0.0) + max(0.0, t)
+    return totals
+
+
 def top(table, n):
     return sorted(table, key=lambda k: -table[k])[:n]
 

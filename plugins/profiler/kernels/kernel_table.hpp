@@ -18,8 +18,8 @@ struct Span {
   std::int64_t start_ns = 0, end_ns = 0;
 };
 
-// A unit of timed work: a GPU kernel, memcpy or memset, or on a CPU an innermost
-// aten op. `launch_*` is where the host issued it (for a CPU op: the op itself).
+// A unit of timed work: a GPU kernel, memcpy or memset, or on a CPU an aten op
+// (its self time). `launch_*` is where the host issued it (for a CPU op: the op itself).
 struct Activity {
   std::string name;
   std::int64_t start_ns = 0, dur_ns = 0;

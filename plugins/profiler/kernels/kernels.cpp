@@ -14,11 +14,12 @@
 // and chrome://tracing) and the profiler adds its own records: per phase a
 // kernel table, a phase summary (classes by kernel_classes.yaml), attention's
 // scores/softmax/weighted-sum times beside their FLOPs, and the profiler's cost.
-// On a CPU the "kernels" are the innermost aten ops.
+// On a CPU the "kernels" are the aten ops, each with its self time.
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -206,26 +207,32 @@ class KernelProfiler : public runner::Profiler {
       activities[index].launch_ns = it->second.ns;
     }
     link_.clear();
-    if (!device_kernels) activities = innermost(activities);
+    if (!device_kernels) activities = self_times(activities);
     breakdown_ = build_breakdown(activities, spans, home_id_, rules_, "measure");
     for (const std::string phase : {"forward", "backward"})
       flops_[phase] = attention_flops(ops, spans, home_id_, "measure", phase, breakdown_.steps);
   }
 
-  // CPU ops nest (aten::linear > aten::addmm); the innermost ones are the work.
-  static std::vector<Activity> innermost(std::vector<Activity> ops) {
+  // CPU ops nest (aten::linear > aten::addmm > aten::copy_): each op's own work is
+  // its self time, its duration less that of the ops directly inside it.
+  static std::vector<Activity> self_times(std::vector<Activity> ops) {
     std::sort(ops.begin(), ops.end(), [](const Activity& a, const Activity& b) {
       if (a.launch_thread != b.launch_thread) return a.launch_thread < b.launch_thread;
       if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
       return a.dur_ns > b.dur_ns;
     });
-    std::vector<Activity> leaves;
+    std::vector<std::int64_t> self(ops.size());
+    std::vector<std::size_t> open;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const bool has_child = i + 1 < ops.size() && ops[i + 1].launch_thread == ops[i].launch_thread &&
-                             ops[i + 1].start_ns < ops[i].start_ns + ops[i].dur_ns;
-      if (!has_child) leaves.push_back(ops[i]);
+      self[i] = ops[i].dur_ns;
+      while (!open.empty() && (ops[open.back()].launch_thread != ops[i].launch_thread ||
+                               ops[open.back()].start_ns + ops[open.back()].dur_ns <= ops[i].start_ns))
+        open.pop_back();
+      if (!open.empty()) self[open.back()] -= ops[i].dur_ns;
+      open.push_back(i);
     }
-    return leaves;
+    for (std::size_t i = 0; i < ops.size(); ++i) ops[i].dur_ns = std::max<std::int64_t>(0, self[i]);
+    return ops;
   }
 
   static const runner::Metric* task_metric(const std::vector<runner::Record>& records, const std::string& name) {
@@ -324,7 +331,8 @@ class KernelProfiler : public runner::Profiler {
   std::uint64_t home_id_ = 0;
   std::set<prof::ActivityType> activities_;
   std::mutex mutex_;
-  bool active_ = false, done_ = false, in_warmup_ = false;
+  std::atomic<bool> active_{false};  // read by range callbacks on every thread
+  bool done_ = false, in_warmup_ = false;
   Clock::time_point step_start_{};
   std::vector<double> warmup_wall_ms_, profiled_wall_ms_, ignored_;
   std::unique_ptr<torch::autograd::profiler::ProfilerResult> result_;
