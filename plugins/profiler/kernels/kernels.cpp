@@ -145,7 +145,7 @@ class KernelProfiler : public runner::Profiler {
       for (std::size_t i = 0; i < t.rows.size() && static_cast<std::int64_t>(i) < o_.top_k; ++i) {
         const KernelRow& row = t.rows[i];
         runner::Record r;
-        r.label("table", "kernels").label("phase", t.phase).label("rank", std::to_string(i + 1));
+        r.label("table", "kernels").label("phase", t.phase).label("position", std::to_string(i + 1));
         r.label("kernel", row.short_name).label("class", row.kernel_class);
         r.add("calls", row.calls / steps, "calls/step");
         r.add("total_ms", row.total_ns / steps / 1e6, "ms/step");
@@ -363,7 +363,7 @@ runner::PluginManifest make_manifest() {
       "softmax_vs_matmul_time", "attention_matmul_gflop", "softmax_gflop", "softmax_vs_matmul_flop",
       "unprofiled_wall_ms", "profiled_wall_ms", "profiler_overhead", "profiled_step_ms", "profiled_steps",
       "trace_events", "trace_mib", "processing_ms"};
-  m.labels = std::vector<std::string>{"table", "phase", "rank", "kernel", "class"};
+  m.labels = std::vector<std::string>{"table", "phase", "position", "kernel", "class"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     Options o;
     o.trace = p.flag("trace");
