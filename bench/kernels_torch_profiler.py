@@ -44,12 +44,7 @@ def parse_args():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--mode", default="train_step", choices=["forward", "forward_backward", "train_step"])
-    p.add_argument("--model.size", dest="size", default="small", choices=list(twin.SIZES) + ["custom"])
-    for name in ("d_model", "d_ff", "num_layers", "num_heads"):
-        p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
-    p.add_argument("--model.vocab_size", dest="vocab_size", type=int, default=10000)
-    p.add_argument("--model.context_length", dest="context_length", type=int, default=256)
-    p.add_argument("--model.rope_theta", dest="rope_theta", type=float, default=10000.0)
+    twin.add_model_args(p)
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--runner-results", help="results.jsonl of a runner run with profiler/kernels")
     p.add_argument("--point", help="<part>-<index> of that run (its artifacts/ folder name)")
@@ -61,12 +56,7 @@ def parse_args():
     args = p.parse_args()
     if bool(args.runner_results) != bool(args.point):
         p.error("--runner-results and --point go together")
-    dims = list(twin.SIZES.get(args.size, (0, 0, 0, 0)))
-    for i, name in enumerate(("d_model", "d_ff", "num_layers", "num_heads")):
-        dims[i] = getattr(args, name) or dims[i]
-    if min(dims) <= 0:
-        p.error("--model.size custom needs --model.d_model, --model.d_ff, --model.num_layers, --model.num_heads")
-    args.d_model, args.d_ff, args.num_layers, args.num_heads = dims
+    twin.resolve_model_dims(p, args)
     return args
 
 
