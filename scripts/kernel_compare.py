@@ -4,17 +4,19 @@ against another tool's breakdown of the same work (HTA, torch.profiler).
 Shared by scripts/hta_kernel_check.py and bench/kernels_torch_profiler.py.
 Standard library only.
 """
+import gzip
 import json
 
 
 def runner_table(results_path, point, phase="step"):
     """{full kernel name: (share %, short name)} of one point's phase, from results.jsonl.
 
-    `point` is "<part>-<index>" as in the run's artifacts/ folder names.
+    `point` is "<part>-<index>" as in the run's artifacts/ folder names; a path ending
+    in .gz is read through gzip.
     """
     part, _, index = point.rpartition("-")
     table = {}
-    with open(results_path) as f:
+    with (gzip.open(results_path, "rt") if results_path.endswith(".gz") else open(results_path)) as f:
         for line in f:
             if not line.strip():
                 continue
