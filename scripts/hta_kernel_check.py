@@ -61,10 +61,11 @@ def main():
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--tolerance", type=float, default=3.0, help="percentage points")
     p.add_argument("--markdown", help="also write the side-by-side table here")
+    p.add_argument("--skip-missing", action="store_true", help="exit 77 (ctest: skipped) when a file is missing")
     args = p.parse_args()
     for path in (args.trace, args.results):
         if not os.path.isfile(path):
-            p.exit(2, f"hta_kernel_check: no such file: {path}\n")
+            p.exit(77 if args.skip_missing else 2, f"hta_kernel_check: no such file: {path}\n")
 
     runner = kernel_compare.runner_table(args.results, args.point, args.phase)
     ours = {name: share for name, (share, _) in runner.items()}
