@@ -80,12 +80,7 @@ def parse_args():
     p.add_argument("--mode", default="train_step", choices=["forward", "forward_backward", "train_step"])
     # The runner's model/transformer_lm options, as task/external_python passes them.
     p.add_argument("--model", default="transformer_lm", choices=["transformer_lm"])
-    p.add_argument("--model.size", dest="size", default="small", choices=list(SIZES) + ["custom"])
-    for name in ("d_model", "d_ff", "num_layers", "num_heads"):
-        p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
-    p.add_argument("--model.vocab_size", dest="vocab_size", type=int, default=10000)
-    p.add_argument("--model.context_length", dest="context_length", type=int, default=256)
-    p.add_argument("--model.rope_theta", dest="rope_theta", type=float, default=10000.0)
+    add_model_args(p)
     p.add_argument("--model.attention", dest="attention", default="naive", choices=["naive", "sdpa", "flash"],
                    help="naive: the reference's textbook attention; sdpa/flash: F.scaled_dot_product_attention")
     p.add_argument("--model.fused_kernels", dest="fused_kernels", default="false", choices=["true", "false"],
@@ -99,6 +94,22 @@ def parse_args():
     args.sdpa = args.sdpa or args.attention in ("sdpa", "flash")
     if args.cuda_graph and (args.device != "cuda" or args.mode == "train_step" and not args.fused_adamw):
         p.error("--cuda-graph needs --device cuda and, for --mode train_step, --fused-adamw")
+    resolve_model_dims(p, args)
+    return args
+
+
+def add_model_args(p):
+    """The shape options of the runner's model/transformer_lm, as task/external_python passes them."""
+    p.add_argument("--model.size", dest="size", default="small", choices=list(SIZES) + ["custom"])
+    for name in ("d_model", "d_ff", "num_layers", "num_heads"):
+        p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
+    p.add_argument("--model.vocab_size", dest="vocab_size", type=int, default=10000)
+    p.add_argument("--model.context_length", dest="context_length", type=int, default=256)
+    p.add_argument("--model.rope_theta", dest="rope_theta", type=float, default=10000.0)
+
+
+def resolve_model_dims(p, args):
+    """Sets args.d_model, d_ff, num_layers, num_heads from --model.size and explicit overrides."""
     dims = list(SIZES.get(args.size, (0, 0, 0, 0)))
     for i, name in enumerate(("d_model", "d_ff", "num_layers", "num_heads")):
         if getattr(args, name):
@@ -106,7 +117,6 @@ def parse_args():
     if min(dims) <= 0:
         p.error("--model.size custom needs --model.d_model, --model.d_ff, --model.num_layers, --model.num_heads")
     args.d_model, args.d_ff, args.num_layers, args.num_heads = dims
-    return args
 
 
 # The reference builds its RoPE tables and causal mask on the CPU at every call (it is

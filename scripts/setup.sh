@@ -60,6 +60,9 @@ fi
 "$python_bin" -c 'import numpy' 2>/dev/null || "$python_bin" -m pip install -q numpy || true
 # SciPy only checks runner's Mann-Whitney U test (tests/history); that test skips without it.
 "$python_bin" -c 'import scipy' 2>/dev/null || "$python_bin" -m pip install -q scipy || true
+# Holistic Trace Analysis reads profiler/kernels' traces for the cross-check
+# (scripts/hta_kernel_check.py); its ctest skips without it.
+"$python_bin" -c 'import hta' 2>/dev/null || "$python_bin" -m pip install -q HolisticTraceAnalysis==0.5.0 || true
 
 # Absolute, without resolving symlinks (a venv's python is a link to the system one,
 # but only through the venv path does it see the venv's torch).

@@ -1,5 +1,6 @@
 #include "execute.hpp"
 
+#include <chrono>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -82,15 +83,36 @@ struct PointOutcome {
   Observation observed;  // how it was measured, what the GPU did
 };
 
+// A point's profiler, with the host time spent in its point hooks (its cost
+// outside the measured steps; what it costs inside them, it measures itself).
+struct ActiveProfiler {
+  std::string name;
+  std::unique_ptr<Profiler> profiler;
+  double hook_ms = 0;
+};
+
+template <typename Fn>
+void timed_hook(ActiveProfiler& p, Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    fn();
+  } catch (...) {
+    p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    throw;
+  }
+  p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs the task inside its profilers; turns exceptions into statuses.
-PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
+PointOutcome run_task(const Point& point, Context& ctx, std::vector<ActiveProfiler>& profilers) {
   PointOutcome outcome;
   try {
     at::manual_seed(ctx.dist.rank_seed(point.seed));
-    for (const Params& p : point.profilers) profilers.push_back(ctx.create<Profiler>(PluginKind::Profiler, p));
+    for (const Params& p : point.profilers)
+      profilers.push_back({p.plugin_name(), ctx.create<Profiler>(PluginKind::Profiler, p)});
     for (auto& p : profilers) {
-      add_range_listener(p.get());
-      p->point_begin(ctx);
+      add_range_listener(p.profiler.get());
+      timed_hook(p, [&] { p.profiler->point_begin(ctx); });
     }
     RecordList recorder;
     {
@@ -119,18 +141,39 @@ PointOutcome run_task(const Point& point, Context& ctx, std::vector<std::unique_
 }
 
 // Ends the profilers and returns what they add to every record of the point.
-Record end_profilers(Context& ctx, std::vector<std::unique_ptr<Profiler>>& profilers) {
+Record end_profilers(Context& ctx, std::vector<ActiveProfiler>& profilers) {
   Record summary;
   for (auto& p : profilers) {
+    remove_range_listener(p.profiler.get());
     try {
-      p->point_end(ctx, summary);
+      timed_hook(p, [&] { p.profiler->point_end(ctx, summary); });
     } catch (const std::exception& e) {
-      ctx.log->warn("profiler failed at point end: " + std::string(e.what()));
+      ctx.log->warn("profiler " + p.name + " failed at point end: " + std::string(e.what()));
     }
-    remove_range_listener(p.get());
   }
-  profilers.clear();
   return summary;
+}
+
+// The profilers' own records (after the task's, labelled profiler=<name>), and
+// which profilers ran with their hook time, in every record of the point.
+void add_profiler_records(Context& ctx, std::vector<ActiveProfiler>& profilers, PointOutcome& outcome) {
+  if (outcome.status == "ok") {
+    const std::vector<Record> task_records = outcome.records;
+    for (auto& p : profilers) {
+      RecordList own;
+      try {
+        timed_hook(p, [&] { p.profiler->emit_records(ctx, task_records, own); });
+      } catch (const std::exception& e) {
+        ctx.log->warn("profiler " + p.name + " failed to emit its records: " + std::string(e.what()));
+        continue;
+      }
+      for (Record& r : own.records) outcome.records.push_back(std::move(r.label("profiler", p.name)));
+    }
+  }
+  nlohmann::json ran = nlohmann::json::array();
+  for (const auto& p : profilers) ran.push_back({{"name", p.name}, {"hook_ms", p.hook_ms}});
+  if (!profilers.empty()) outcome.observed.fields["profilers"] = ran;
+  profilers.clear();
 }
 
 void merge_summary(PointOutcome& outcome, const Record& summary) {
@@ -149,7 +192,7 @@ void merge_summary(PointOutcome& outcome, const Record& summary) {
 // Runs one point with its profilers. A failed point keeps one record (with
 // the profilers' summary) so tables show the failure in its cell.
 PointOutcome run_point(const Point& point, Context& ctx) {
-  std::vector<std::unique_ptr<Profiler>> profilers;
+  std::vector<ActiveProfiler> profilers;
   const GpuSample before = sample_gpu(ctx.device);
   PointOutcome outcome = run_task(point, ctx, profilers);
   if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, before, sample_gpu(ctx.device));
@@ -174,6 +217,7 @@ PointOutcome run_point(const Point& point, Context& ctx) {
   if (outcome.records.empty()) outcome.records.emplace_back();
   merge_summary(outcome, summary);
   if (outcome.records.empty()) outcome.records.emplace_back(summary);
+  add_profiler_records(ctx, profilers, outcome);
   return outcome;
 }
 

@@ -38,6 +38,9 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
       const PluginManifest* m = registry.find(PluginKind::Profiler, profiler.plugin_name());
       if (m == nullptr || !m->metrics) v.metrics_known = false;
       else v.metrics.insert(m->metrics->begin(), m->metrics->end());
+      // A profiler's own records (Profiler::emit_records) carry its labels and the host's.
+      if (m != nullptr && m->labels) v.keys.insert(m->labels->begin(), m->labels->end());
+      v.keys.insert("profiler");
     }
   }
   return v;

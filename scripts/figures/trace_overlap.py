@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws one GPU's kernels from a Kineto Chrome trace (profiler/kineto_trace) as SVG:
+"""Draws one GPU's kernels from a Kineto Chrome trace (profiler/kernels) as SVG:
 compute kernels on one lane, NCCL kernels on another, so all-reduces that overlap
 backward show as bars under the compute bars. Prints how much NCCL kernel time
 overlaps compute kernels.

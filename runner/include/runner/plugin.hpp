@@ -21,7 +21,7 @@
 namespace runner {
 
 // Bump when any public header changes layout or virtual interface.
-inline constexpr int kPluginApiVersion = 4;
+inline constexpr int kPluginApiVersion = 5;
 
 enum class PluginKind { Task, Model, Attention, Optimizer, Ddp, Profiler };
 const char* to_string(PluginKind kind);
