@@ -25,7 +25,8 @@ const char* kUsage =
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
-    "       runner report <run-dir>        re-render a run's tables from its stored records\n"
+    "       runner report <run-dir>        re-render a run's tables and figures from its stored records\n"
+    "       runner report --pdf            build reports/writeup.pdf (latexmk) from the rendered reports\n"
     "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
     "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
     "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n"
@@ -54,11 +55,16 @@ const Command kCommands[] = {
      "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
      "its records carry (what report tables can name).\n"},
     {"report",
-     "usage: runner report <run-dir> [--reports DIR]\n"
-     "Re-renders the tables of a run from its stored config.yaml and results.jsonl, without\n"
-     "re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
+     "usage: runner report <run-dir> [--reports DIR] [--pdf]\n"
+     "       runner report --pdf [--reports DIR]\n"
+     "Re-renders the tables and figures of a run from its stored config.yaml and results.jsonl,\n"
+     "without re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
      "--reports reports to update the project's committed reports). A truncated last record (a killed\n"
-     "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"},
+     "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"
+     "Figures are drawn by scripts/figures/plot.py with $RUNNER_PYTHON (default: the build's Python),\n"
+     "which needs matplotlib; without it the tables still render and a warning says why.\n"
+     "--pdf then builds DIR/writeup.pdf (default DIR: reports) from DIR/writeup.tex with latexmk and\n"
+     "fails on an undefined reference or a missing input (read from the LaTeX log).\n"},
 };
 
 const char* command_help(const std::string& name) {
@@ -116,6 +122,7 @@ int main(int argc, char** argv) {
       ("device", po::value<std::string>(), "cpu or cuda (default: the experiment's, else cuda when present)")
       ("out,o", po::value<std::string>(), "run directory, new or empty (default runs/<experiment>/<UTC time>)")
       ("reports", po::value<std::string>(), "also write reports into this directory (e.g. reports)")
+      ("pdf", "runner report: build <reports>/writeup.pdf with latexmk")
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
       ("max-points", po::value<std::size_t>()->default_value(runner::kDefaultMaxPoints),
@@ -163,12 +170,19 @@ int main(int argc, char** argv) {
       return runner::list_experiments(args.size() == 2 ? args[1] : "experiments", std::cout) ? 2 : 0;
     }
     if (command == "report") {
-      if (args.size() != 2) throw runner::ConfigError("runner report: expected a run directory (runner report --help)");
+      const bool pdf = vm.count("pdf") > 0;
+      if (args.size() > 2 || (args.size() == 1 && !pdf))
+        throw runner::ConfigError("runner report: expected a run directory, or --pdf (runner report --help)");
       // Never the project's reports/ unless asked: a quick re-render must not
       // replace committed tables.
-      const std::filesystem::path run_dir = args[1];
-      return runner::render_reports(run_dir, vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
-                                                                 : run_dir / "reports");
+      const std::filesystem::path reports_dir =
+          vm.count("reports")  ? std::filesystem::path(vm["reports"].as<std::string>())
+          : args.size() == 2 ? std::filesystem::path(args[1]) / "reports"
+                             : std::filesystem::path("reports");
+      if (args.size() == 2)
+        if (const int code = runner::render_reports(args[1], reports_dir); code != 0 || !pdf) return code;
+      std::cerr << "wrote " << runner::report::build_pdf(reports_dir).string() << "\n";
+      return 0;
     }
 
     std::vector<std::filesystem::path> extra;
@@ -209,6 +223,7 @@ int main(int argc, char** argv) {
     if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
+    if (vm.count("pdf")) throw runner::ConfigError("--pdf belongs to `runner report` (runner report --help)");
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
     if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;
