@@ -20,6 +20,7 @@ except ImportError:
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 matplotlib.rcParams.update({
     "svg.hashsalt": "runner",
@@ -42,25 +43,57 @@ def format_category(text):
         return text
 
 
+COLOURS = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+STYLES = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"), ((0, (1, 3)), "x")]
+
+
+def series_styles(panel):
+    """Colour by the first series key, line style and marker by the others, so twelve lines of
+    (attention, d_head) read as three colours times four styles; one key: colours only."""
+    firsts, rests = [], []
+    for s in panel["series"]:
+        parts = s.get("parts") or [s["label"]]
+        if parts[0] not in firsts:
+            firsts.append(parts[0])
+        if tuple(parts[1:]) not in rests:
+            rests.append(tuple(parts[1:]))
+    styles = []
+    for i, s in enumerate(panel["series"]):
+        parts = s.get("parts") or [s["label"]]
+        if len(rests) <= 1:
+            styles.append((COLOURS[i % len(COLOURS)], "-", "o"))
+        else:
+            line, marker = STYLES[rests.index(tuple(parts[1:])) % len(STYLES)]
+            styles.append((COLOURS[firsts.index(parts[0]) % len(COLOURS)], line, marker))
+    return styles
+
+
+def tick_label(x):
+    return format_category(repr(x))
+
+
 def draw_line(ax, figure, panel):
     categories = figure["categories"]
-    for series in panel["series"]:
+    for series, (colour, line, marker) in zip(panel["series"], series_styles(panel)):
         points = series["points"]
         xs = [categories.index(p["x"]) if categories else p["x"] for p in points]
         ys = [p["y"] for p in points]
         errors = [p.get("std", 0.0) for p in points]
         label = series["label"] or figure["ylabel"]
+        style = {"color": colour, "linestyle": line, "marker": marker, "markersize": 3, "label": label}
         if any(errors):
-            ax.errorbar(xs, ys, yerr=errors, marker="o", markersize=3, capsize=2, label=label)
+            ax.errorbar(xs, ys, yerr=errors, capsize=2, **style)
         else:
-            ax.plot(xs, ys, marker="o", markersize=3, label=label)
+            ax.plot(xs, ys, **style)
     if categories:
         ax.set_xticks(range(len(categories)), [format_category(c) for c in categories])
     if figure["logx"] and not categories:
         xs = sorted({p["x"] for s in panel["series"] for p in s["points"]})
-        ax.set_xscale("log", base=2 if all(x > 0 and math.log2(x).is_integer() for x in xs) else 10)
+        powers_of_two = all(x > 0 and math.log2(x).is_integer() for x in xs)
+        ax.set_xscale("log", base=2 if powers_of_two else 10)
         if len(xs) <= 12:
-            ax.set_xticks(xs, [format_category(repr(x)) for x in xs])
+            many = powers_of_two and len(xs) > 6  # 16384 32768 65536 would collide: 2^14 ...
+            ax.set_xticks(xs, [f"$2^{{{int(math.log2(x))}}}$" if many else tick_label(x) for x in xs])
             ax.minorticks_off()
 
 
@@ -88,6 +121,10 @@ def draw(figure):
         (draw_bar if figure["kind"] == "bar" else draw_line)(ax, figure, panel)
         if figure["logy"]:
             ax.set_yscale("log")
+            plain = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")  # 600, not 6x10^2
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain if ax.get_ylim()[1] / ax.get_ylim()[0] < 100 else
+                                         matplotlib.ticker.NullFormatter())
         ax.set_title(panel["title"], fontsize=9)
         ax.set_xlabel(figure["xlabel"])
         ax.set_ylabel(figure["ylabel"])

@@ -3,11 +3,13 @@
 // The selection follows the tables' rules (part, where, the last record of a point
 // wins, interrupted points never count) and plots only aggregate records (no
 // `rank` label), so a figure and a table of the same run show the same numbers.
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "report/process.hpp"
 #include "report/record_fields.hpp"
@@ -104,6 +106,7 @@ json figure_data(const FigureSpec& spec, const std::vector<json>& records) {
   std::vector<std::tuple<std::string, std::string, std::string>> point_order;
   std::vector<std::string> x_values;
   std::map<std::string, int> failed;  // status -> count
+  std::map<std::string, json> series_parts;  // series label -> its key values (colour by the first, style by the rest)
   bool numeric_x = true;
   for (const json& record : records) {
     if (!selected(record, spec)) continue;
@@ -116,8 +119,14 @@ json figure_data(const FigureSpec& spec, const std::vector<json>& records) {
     double y = 0, std = -1;
     if (!x || !metric_value(record, spec, &y, &std)) continue;
     const std::string panel = spec.panel.empty() ? "" : figure_key(record, spec.panel).value_or("?");
-    std::string series = joined_keys(record, spec.series);
+    const std::string series_text = joined_keys(record, spec.series);
+    std::string series = series_text;
     if (const auto named = spec.legend.find(series); named != spec.legend.end()) series = named->second;
+    json& parts = series_parts[series];
+    if (parts.is_null()) {
+      parts = json::array();
+      for (const auto& key : spec.series) parts.push_back(figure_key(record, key).value_or("?"));
+    }
     if (std::find(panels.begin(), panels.end(), panel) == panels.end()) panels.push_back(panel);
     auto& in_panel = series_of_panel[panel];
     if (std::find(in_panel.begin(), in_panel.end(), series) == in_panel.end()) in_panel.push_back(series);
@@ -136,7 +145,7 @@ json figure_data(const FigureSpec& spec, const std::vector<json>& records) {
   for (const auto& panel : panels) {
     json panel_json = {{"title", spec.panel.empty() ? "" : spec.panel + " = " + panel}, {"series", json::array()}};
     for (const auto& series : series_of_panel[panel]) {
-      json series_json = {{"label", series}, {"points", json::array()}};
+      json series_json = {{"label", series}, {"parts", series_parts[series]}, {"points", json::array()}};
       for (const auto& key : point_order) {
         if (std::get<0>(key) != panel || std::get<1>(key) != series) continue;
         json point = points[key];
