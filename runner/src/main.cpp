@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
                              : std::filesystem::path("reports");
       if (args.size() == 2)
         if (const int code = runner::render_reports(args[1], reports_dir); code != 0 || !pdf) return code;
-      std::cerr << "wrote " << runner::report::build_pdf(reports_dir).string() << "\n";
+      const std::filesystem::path pdf_path = runner::report::build_pdf(reports_dir);
+      std::cerr << "wrote " << pdf_path.string() << "\n";
       return 0;
     }
 

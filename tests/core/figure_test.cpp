@@ -138,9 +138,9 @@ TEST(FigureFiles, WithoutPythonTheTablesStillRenderAndTheLatexSaysTheFigureIsMis
   const char* saved = std::getenv("RUNNER_PYTHON");
   const std::string saved_value = saved ? saved : "";
   setenv("RUNNER_PYTHON", "/nonexistent/python3", 1);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const auto written = write_report(spec, {record("p", "1", 2.0)}, dir);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   if (saved) setenv("RUNNER_PYTHON", saved_value.c_str(), 1);
   else unsetenv("RUNNER_PYTHON");
   EXPECT_EQ(err, "warning: r: figures not drawn: cannot run Python '/nonexistent/python3' (set RUNNER_PYTHON or run "

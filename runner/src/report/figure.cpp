@@ -196,7 +196,7 @@ std::string figure_markdown(const FigureSpec& spec, const std::string& report_id
 
 std::string figure_latex(const FigureSpec& spec, const std::string& report_id, const std::string& caption) {
   const std::string file = "figures/" + figure_stem(spec, report_id) + ".pdf";
-  return "\\begin{figure}[ht]\\centering\n\\IfFileExists{" + file + "}{\\includegraphics[width=\\linewidth]{" + file +
+  return "\\begin{figure}[ht]\\centering\n\\IfFileExists{" + file + "}{\\includegraphics[width=" + std::string(spec.panel.empty() ? "0.75" : "") + "\\linewidth]{" + file +
          "}}{\\fbox{\\parbox{0.9\\linewidth}{\\centering Figure not drawn: " + latex_escape(file) +
          " is missing (runner report draws it with matplotlib; see scripts/setup.sh).}}}\n\\caption{" +
          latex_escape(spec.title + ". " + caption) + "}\n\\label{fig:" + report_id + ":" + spec.name +

@@ -57,7 +57,7 @@ std::filesystem::path build_pdf(const std::filesystem::path& reports_dir) {
   if (status == -1 || status == 127)
     throw std::runtime_error(
         "latexmk not found: install it and TeX Live (Debian: apt-get install latexmk texlive-latex-base "
-        "texlive-latex-recommended texlive-fonts-recommended lmodern; scripts/setup.sh does)");
+        "texlive-latex-recommended lmodern; scripts/setup.sh does)");
   std::ifstream log_in(build_dir / "writeup.log", std::ios::binary);
   std::ostringstream log;
   log << log_in.rdbuf();
