@@ -17,7 +17,7 @@ const std::vector<std::string> kTopLevelKeys = {
     "task",       "params",      "sweep",  "parts", "smoke",    "report", "history", "processes"};
 const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
                                             "measure", "precision", "seed",     "profilers",
-                                            "description"};
+                                            "description", "enabled"};
 // Keys whose children are dotted paths themselves, so new entries stay flat.
 const std::set<std::string> kFlatMaps = {"sweep", "smoke"};
 
@@ -267,7 +267,7 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
   return exp;
 }
 
-std::vector<PartNode> experiment_parts(const Experiment& exp) {
+std::vector<PartNode> experiment_parts(const Experiment& exp, bool include_disabled) {
   const YAML::Node& doc = exp.document;
   const std::vector<std::string> inherited = {"seed", "precision", "measure", "profilers"};
   std::vector<PartNode> parts;
@@ -305,8 +305,18 @@ std::vector<PartNode> experiment_parts(const Experiment& exp) {
       check_path_component(pname, exp.source.where(list[i]["name"], where + ".name") + ": " + where + ".name");
       if (!seen.insert(pname).second)
         throw ConfigError(exp.source.where(list[i]["name"], where) + ": part name '" + pname + "' repeats");
+      if (const YAML::Node enabled = list[i]["enabled"]) {
+        bool on = true;
+        if (!enabled.IsScalar() || !YAML::convert<bool>::decode(enabled, on))
+          throw ConfigError(exp.source.where(enabled, where + ".enabled") + ": parts." + pname +
+                            ".enabled: expected true or false");
+        if (!on && !include_disabled) continue;
+      }
       parts.push_back({pname, with_defaults(list[i])});
     }
+    if (parts.empty() && !include_disabled)
+      throw ConfigError(exp.source.where(list, "parts") +
+                        ": parts: every part has enabled: false, so nothing would run; enable one");
   } else {
     YAML::Node part(YAML::NodeType::Map);
     for (const char* key : {"task", "params", "sweep"})

@@ -52,6 +52,8 @@ struct PartNode {
   std::string name;
   YAML::Node node;  // has task, params, sweep, measure, precision, seed, profilers
 };
-std::vector<PartNode> experiment_parts(const Experiment& exp);
+// The parts to run; with include_disabled also those marked `enabled: false`
+// (`--set parts.<name>.enabled=false` leaves a part out of one run).
+std::vector<PartNode> experiment_parts(const Experiment& exp, bool include_disabled = false);
 
 }  // namespace runner

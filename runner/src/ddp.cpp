@@ -85,4 +85,34 @@ CommunicationStats CollectiveClock::take() {
   return out;
 }
 
+BlockingDataParallel::~BlockingDataParallel() = default;
+
+void BlockingDataParallel::attach(torch::nn::Module& module, Context& ctx) {
+  require_ranks(ctx, plugin_);
+  dist_ = ctx.dist;
+  for (const auto& p : module.parameters())
+    if (p.requires_grad()) params_.push_back(p);
+  broadcast_module_state(module, dist_);
+  clock_ = std::make_unique<CollectiveClock>(dist_, ctx.is_cuda());
+}
+
+CommunicationStats BlockingDataParallel::take_communication() { return clock_ ? clock_->take() : CommunicationStats{}; }
+
+const std::vector<torch::Tensor>& BlockingDataParallel::parameters_with_gradients() {
+  for (auto& p : params_)
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+  return params_;
+}
+
+void BlockingDataParallel::allreduce_mean(const at::Tensor& tensor) {
+  const bool avg = backend_averages(dist_);
+  std::vector<at::Tensor> one = {tensor};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
+  auto work = dist_.group->allreduce(one, opts);
+  clock_->launched(work, static_cast<std::int64_t>(tensor.nbytes()));
+  work->wait();
+  if (!avg) one[0].div_(dist_.world_size);
+}
+
 }  // namespace runner

@@ -188,6 +188,15 @@ std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const
   return specs;
 }
 
+void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<nlohmann::json>& records,
+                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
+  for (const auto& dir : reports_dirs) {
+    std::filesystem::create_directories(dir);
+    for (const auto& spec : specs)
+      for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
+  }
+}
+
 void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
                    const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
   if (!report_node) return;
@@ -195,11 +204,7 @@ void write_reports(const YAML::Node& report_node, const std::string& file, const
   const auto records = report::read_results(results);
   if (const std::string about = report::run_sentence(run, records); !about.empty())
     std::cerr << "warning: " << run_dir_of(results).string() << ": " << lower_first(about) << "\n";
-  for (const auto& dir : reports_dirs) {
-    std::filesystem::create_directories(dir);
-    for (const auto& spec : specs)
-      for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
-  }
+  write_reports(specs, records, reports_dirs, run);
 }
 
 // What runs, checked before anything does.
@@ -212,7 +217,10 @@ Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegi
   Plan plan;
   plan.points = expand_points(exp, registry, options.max_points);
   plan.device = choose_device(options.device, exp.document, exp.source);
-  validate_report(exp, plan.points, registry);
+  // Tables are checked against every part, so leaving one out of a run
+  // (`enabled: false`) does not make a valid report spec invalid.
+  const bool all_enabled = count_points(exp, true) == count_points(exp);
+  validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
   return plan;
 }
 
@@ -452,19 +460,48 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
   std::_Exit(code);
 }
 
-int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir) {
-  const auto config = run_dir / "config.yaml";
-  const auto results = run_dir / "results.jsonl";
-  if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
-    throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-  YAML::Node doc;
-  try {
-    doc = YAML::LoadFile(config.string());
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(config.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir) {
+  if (run_dirs.empty()) throw ConfigError("runner report: expected a run directory (runner report --help)");
+  // Several runs of one experiment (e.g. `runner launch` with 2, 4 and 6 processes)
+  // fill one report: same experiment, same report spec; the first run's spec renders.
+  YAML::Node first_report;
+  std::string first_name, first_config;
+  std::vector<nlohmann::json> records;
+  report::RunSummary summary;
+  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+    const auto& run_dir = run_dirs[i];
+    const auto config = run_dir / "config.yaml";
+    const auto results = run_dir / "results.jsonl";
+    if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
+      throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
+    YAML::Node doc;
+    try {
+      doc = YAML::LoadFile(config.string());
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(config.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+    }
+    if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
+    const std::string name = doc["experiment"] ? YAML::Dump(doc["experiment"]) : "";
+    if (i == 0) {
+      first_report = doc["report"];
+      first_name = name;
+      first_config = config.string();
+    } else if (name != first_name || YAML::Dump(doc["report"]) != YAML::Dump(first_report)) {
+      throw ConfigError(config.string() + ": not the experiment or report spec of " + first_config +
+                        "; only runs of one experiment with the same report: merge into one report");
+    }
+    const report::RunSummary run = run_summary(run_dir);
+    auto run_records = report::read_results(results);
+    if (const std::string about = report::run_sentence(run, run_records); !about.empty())
+      std::cerr << "warning: " << run_dir.string() << ": " << lower_first(about) << "\n";
+    summary.smoke = summary.smoke || run.smoke;
+    summary.planned_points += run.planned_points;
+    for (auto& r : run_records) {
+      if (run_dirs.size() > 1) r[report::kSourceRunKey] = static_cast<long long>(i);
+      records.push_back(std::move(r));
+    }
   }
-  if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
-  write_reports(doc["report"], config.string(), results, {reports_dir}, run_summary(run_dir));
+  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary);
   return 0;
 }
 

@@ -31,7 +31,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry);
 // run `rank_args`. Returns the first failed rank's exit code, else 0.
 int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
                  const std::vector<std::string>& rank_args);
-// Re-renders the reports of a finished run from its stored config and records.
-int render_reports(const std::filesystem::path& run_dir, const std::filesystem::path& reports_dir);
+// Re-renders the reports of finished runs from their stored configs and records;
+// several runs of one experiment (same report spec) merge into one report.
+int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir);
 
 }  // namespace runner

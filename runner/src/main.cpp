@@ -25,7 +25,7 @@ const char* kUsage =
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
-    "       runner report <run-dir>        re-render a run's tables and figures from its stored records\n"
+    "       runner report <run-dir>...     re-render a run's tables and figures from its stored records\n"
     "       runner report --pdf            build reports/writeup.pdf (latexmk) from the rendered reports\n"
     "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
     "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
@@ -55,12 +55,14 @@ const Command kCommands[] = {
      "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
      "its records carry (what report tables can name).\n"},
     {"report",
-     "usage: runner report <run-dir> [--reports DIR] [--pdf]\n"
+     "usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--pdf]\n"
      "       runner report --pdf [--reports DIR]\n"
      "Re-renders the tables and figures of a run from its stored config.yaml and results.jsonl,\n"
      "without re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
      "--reports reports to update the project's committed reports). A truncated last record (a killed\n"
      "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"
+     "Several runs of one experiment with the same report spec (e.g. `runner launch` with 2, 4 and 6\n"
+     "processes) merge into one report, written into the first run's reports/ unless --reports.\n"
      "Figures are drawn by scripts/figures/plot.py with $RUNNER_PYTHON (default: the build's Python),\n"
      "which needs matplotlib; without it the tables still render and a warning says why.\n"
      "--pdf then builds DIR/writeup.pdf (default DIR: reports) from DIR/writeup.tex with latexmk and\n"
@@ -171,16 +173,16 @@ int main(int argc, char** argv) {
     }
     if (command == "report") {
       const bool pdf = vm.count("pdf") > 0;
-      if (args.size() > 2 || (args.size() == 1 && !pdf))
+      if (args.size() < 2 && !pdf)
         throw runner::ConfigError("runner report: expected a run directory, or --pdf (runner report --help)");
       // Never the project's reports/ unless asked: a quick re-render must not
       // replace committed tables.
-      const std::filesystem::path reports_dir =
-          vm.count("reports")  ? std::filesystem::path(vm["reports"].as<std::string>())
-          : args.size() == 2 ? std::filesystem::path(args[1]) / "reports"
-                             : std::filesystem::path("reports");
-      if (args.size() == 2)
-        if (const int code = runner::render_reports(args[1], reports_dir); code != 0 || !pdf) return code;
+      const std::vector<std::filesystem::path> run_dirs(args.begin() + 1, args.end());
+      const std::filesystem::path reports_dir = vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
+                                                : !run_dirs.empty()  ? run_dirs.front() / "reports"
+                                                                     : std::filesystem::path("reports");
+      if (!run_dirs.empty())
+        if (const int code = runner::render_reports(run_dirs, reports_dir); code != 0 || !pdf) return code;
       const std::filesystem::path pdf_path = runner::report::build_pdf(reports_dir);
       std::cerr << "wrote " << pdf_path.string() << "\n";
       return 0;

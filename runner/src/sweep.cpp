@@ -135,26 +135,27 @@ std::size_t count_of(const std::vector<Factor>& factors) {
 
 }  // namespace
 
-std::size_t count_points(const Experiment& exp) {
+std::size_t count_points(const Experiment& exp, bool include_disabled) {
   std::size_t total = 0;
-  for (const PartNode& part : experiment_parts(exp)) {
+  for (const PartNode& part : experiment_parts(exp, include_disabled)) {
     const std::size_t n = count_of(factors_of(part.node["sweep"], exp.source));
     total = n > std::numeric_limits<std::size_t>::max() - total ? std::numeric_limits<std::size_t>::max() : total + n;
   }
   return total;
 }
 
-std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry, std::size_t max_points) {
+std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry, std::size_t max_points,
+                                 bool include_disabled) {
   // Counted from the axis lengths before anything is expanded: a sweep of 10^7
   // points must be refused in microseconds, not after gigabytes of points.
-  if (const std::size_t n = count_points(exp); n > max_points) {
+  if (const std::size_t n = count_points(exp, include_disabled); n > max_points) {
     const std::string count = n == std::numeric_limits<std::size_t>::max() ? "more than 10^19" : std::to_string(n);
     throw ConfigError(exp.source.file + ": sweep: expands to " + count + " points, more than the limit of " +
                       std::to_string(max_points) + "; shrink the axes or raise the limit with --max-points");
   }
   std::vector<Point> points;
   const SourceMap& src = exp.source;
-  for (const PartNode& part : experiment_parts(exp)) {
+  for (const PartNode& part : experiment_parts(exp, include_disabled)) {
     const YAML::Node& node = part.node;
     const std::string task = node["task"].as<std::string>();
     const PluginManifest* manifest = registry.find(PluginKind::Task, task);

@@ -32,12 +32,13 @@ inline constexpr std::size_t kDefaultMaxPoints = 100000;
 
 // Points the sweep of every part makes (product of axis lengths), without
 // expanding them; saturates at SIZE_MAX.
-std::size_t count_points(const Experiment& exp);
+std::size_t count_points(const Experiment& exp, bool include_disabled = false);
 
-// Expands every part of `exp`. Throws ConfigError on any invalid key or value, and
-// when the sweep has more than `max_points` points (before expanding any).
+// Expands every enabled part of `exp` (with include_disabled, every part). Throws
+// ConfigError on any invalid key or value, and when the sweep has more than
+// `max_points` points (before expanding any).
 std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry,
-                                 std::size_t max_points = kDefaultMaxPoints);
+                                 std::size_t max_points = kDefaultMaxPoints, bool include_disabled = false);
 
 // Runs each task's preflight check on every point (before the sweep, not on
 // --dry-run); a failure is a ConfigError naming the part and task.

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """C++ vs PyTorch step-time ratios of train_step_vs_pytorch runs, with their noise.
 
+Pairs: runner naive (part cpp) vs PyTorch eager (part python), and the runner's fast
+path (cpp_fast) vs PyTorch compiled (python_compiled). Records of older runs without
+a part name pair by the `script` parameter (PyTorch side) alone.
+
   compare_runs.py RUN/results.jsonl              one run: ratio PyTorch/C++ per cell, ± its standard error
   compare_runs.py RUN1/results.jsonl RUN2/...    two runs: do the ratios agree within their stated noise?
 
@@ -13,6 +17,11 @@ import math
 import sys
 
 
+# part -> (pair label, side)
+PAIRS = {"cpp": ("naive/eager", "cpp"), "python": ("naive/eager", "py"),
+         "cpp_fast": ("fast/compiled", "cpp"), "python_compiled": ("fast/compiled", "py")}
+
+
 def load(path):
     cells = {}
     for line in open(path):
@@ -20,8 +29,11 @@ def load(path):
         if r.get("status") != "ok" or "step_ms" not in r.get("metrics", {}):
             continue
         p = r["params"]
-        key = (str(p.get("model.size")), p.get("precision"))
-        side = "py" if "script" in p else "cpp"
+        part = r.get("part") or ("python" if "script" in p else "cpp")
+        pair, side = PAIRS.get(part, (None, None))
+        if pair is None:
+            continue
+        key = (str(p.get("model.size")), p.get("precision"), pair)
         m = r["metrics"]["step_ms"]
         rse = m.get("rel_stderr")
         if rse is None:
@@ -42,7 +54,7 @@ def load(path):
 
 def main(paths):
     runs = [load(p) for p in paths]
-    keys = sorted(set().union(*runs), key=lambda k: (k[1], k[0]))
+    keys = sorted(set().union(*runs), key=lambda k: (k[2], k[1], k[0]))
     agree = disagree = 0
     for key in keys:
         parts = []
@@ -65,7 +77,7 @@ def main(paths):
             agree += ok
             disagree += not ok
             verdict = f"  -> {'agree' if ok else 'DISAGREE'} (|diff| = {abs(a - b):.3f} = {z:.1f} combined SE)"
-        print(f"{key[0]:>5} {key[1]}: " + " | ".join(parts) + verdict)
+        print(f"{key[2]:>13} {key[0]:>5} {key[1]}: " + " | ".join(parts) + verdict)
     if len(runs) == 2:
         print(f"{agree} cells agree within 2 combined standard errors, {disagree} do not")
 

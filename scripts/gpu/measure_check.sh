@@ -41,6 +41,7 @@ for line in open(sys.argv[1]):
     test -x build-gpu/runner || { echo "build first: bash $0 build \$OUT"; exit 1; }
     rm -rf "/tmp/$step"
     build-gpu/runner experiments/train_step_vs_pytorch.yaml \
+      --set parts.cpp_fast.enabled=false --set parts.python_compiled.enabled=false \
       --set measure.target_rel_stderr=0.01 --set measure.min_steps=10 --set measure.max_steps=300 \
       --set measure.max_seconds=8 --set measure.warmup_steps=3 --out "/tmp/$step" > "$out/$step.log" 2>&1 || true
     tar -C /tmp -czf "$out/$step.tar.gz" "$step"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -198,6 +199,64 @@ TEST(EndToEnd, DuplicateMetricNameMakesThePointAnError) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["status"], "error");
   EXPECT_NE(records[0]["error"].get<std::string>().find("metric 'value' added twice"), std::string::npos);
+}
+
+TEST(EndToEnd, ADisabledPartIsLeftOutAndItsTablesStayValid) {
+  const auto dir = fresh_dir("e2e-disabled");
+  const auto file = write_file(dir / "two.yaml", R"(experiment: two
+measure: {warmup_steps: 0, measured_steps: 1}
+parts:
+  - {name: kept, task: echo, sweep: {value: [1, 2]}}
+  - {name: dropped, task: echo, params: {word: only_here}, sweep: {value: [3]}}
+report:
+  id: two
+  tables:
+    - {name: dropped_only, part: dropped, rows: [word], pivot: value, metric: value}
+)");
+  const Result r = run(file.string() + " --device cpu --set parts.dropped.enabled=false --out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string results = read(dir / "run" / "results.jsonl");
+  EXPECT_EQ(std::count(results.begin(), results.end(), '\n'), 2) << results;
+  EXPECT_EQ(results.find("dropped"), std::string::npos) << results;
+  const Result none = run(file.string() + " --device cpu --dry-run --set parts.kept.enabled=false --set parts.dropped.enabled=no");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("every part has enabled: false"), std::string::npos) << none.output;
+  const Result bad = run(file.string() + " --device cpu --dry-run --set parts.kept.enabled=maybe");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("parts.kept.enabled: expected true or false"), std::string::npos) << bad.output;
+}
+
+TEST(EndToEnd, ReportMergesRunsOfOneExperimentAndRefusesOthers) {
+  const auto dir = fresh_dir("e2e-merge");
+  const auto file = write_file(dir / "merge.yaml", R"(experiment: merge
+measure: {warmup_steps: 0, measured_steps: 1}
+task: echo
+sweep: {value: [1, 2]}
+report:
+  id: merge
+  tables:
+    - {name: values, rows: [word], pivot: value, metric: value, format: "%.0f"}
+)");
+  ASSERT_EQ(run(file.string() + " --device cpu --out " + (dir / "a").string()).exit_code, 0);
+  ASSERT_EQ(run(file.string() + " --device cpu --set sweep.value=[3] --out " + (dir / "b").string()).exit_code, 0);
+  const Result merged = run("report " + (dir / "a").string() + " " + (dir / "b").string() + " --reports " +
+                            (dir / "merged").string());
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  const std::string md = read(dir / "merged" / "merge.md");
+  EXPECT_NE(md.find("| 1 | 2 | 3 |"), std::string::npos) << md;  // pivot headers from both runs
+  EXPECT_EQ(md.find("Partial run"), std::string::npos) << md;      // each run is complete on its own
+
+  const auto other = write_file(dir / "other.yaml", R"(experiment: other
+task: echo
+report:
+  id: merge
+  tables:
+    - {name: values, rows: [word], pivot: value, metric: value}
+)");
+  ASSERT_EQ(run(other.string() + " --device cpu --out " + (dir / "c").string()).exit_code, 0);
+  const Result refused = run("report " + (dir / "a").string() + " " + (dir / "c").string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("not the experiment or report spec of"), std::string::npos) << refused.output;
 }
 
 }  // namespace

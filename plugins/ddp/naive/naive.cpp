@@ -6,50 +6,22 @@
 // the mean over ranks (NCCL: ReduceOp::AVG; Gloo: SUM, then divided by the world
 // size). The optimizer may step once finish_gradient_synchronization() returns.
 // Nothing overlaps backward: the baseline the other strategies improve on.
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-
-#include <optional>
-
 #include "runner/ddp.hpp"
 
 namespace {
 
-class NaiveDdp : public runner::DataParallel {
+class NaiveDdp : public runner::BlockingDataParallel {
  public:
-  void attach(torch::nn::Module& module, runner::Context& ctx) override {
-    runner::require_ranks(ctx, "ddp/naive");
-    dist_ = ctx.dist;
-    for (const auto& p : module.parameters())
-      if (p.requires_grad()) params_.push_back(p);
-    runner::broadcast_module_state(module, dist_);
-    clock_.emplace(dist_, ctx.is_cuda());
-  }
+  NaiveDdp() : BlockingDataParallel("ddp/naive") {}
 
   void finish_gradient_synchronization() override {
     if (!gradient_sync()) return;
-    const bool avg = runner::backend_averages(dist_);
-    for (auto& p : params_) {
-      // A parameter unused this step still joins, so every rank runs the same collectives.
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      std::vector<at::Tensor> one = {p.grad()};
-      c10d::AllreduceOptions opts;
-      opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
-      auto work = dist_.group->allreduce(one, opts);
-      clock_->launched(work, static_cast<std::int64_t>(p.grad().nbytes()));
-      work->wait();
-      if (!avg) p.grad().div_(dist_.world_size);
-    }
+    for (const auto& p : parameters_with_gradients()) allreduce_mean(p.grad());
   }
 
-  runner::CommunicationStats take_communication() override { return clock_->take(); }
   void report(runner::Record& record) override {
-    record.add("collectives_per_step", static_cast<double>(params_.size()), "count");
+    record.add("collectives_per_step", static_cast<double>(parameters_with_gradients().size()), "count");
   }
-
- private:
-  runner::Distributed dist_;
-  std::vector<torch::Tensor> params_;
-  std::optional<runner::CollectiveClock> clock_;
 };
 
 runner::PluginManifest make_manifest() {

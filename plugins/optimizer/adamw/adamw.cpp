@@ -31,6 +31,20 @@ void check_options(const AdamWOptions& o) {
   if (o.amsgrad()) throw std::invalid_argument("adamw: amsgrad is not supported");
 }
 
+void check_groups(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  for (const auto& group : groups) {
+    const auto* options = dynamic_cast<const AdamWOptions*>(&group.options());
+    if (options == nullptr) throw std::invalid_argument("adamw: a parameter group carries non-AdamW options");
+    check_options(*options);
+  }
+}
+
+torch::Tensor evaluate_closure(const torch::optim::Optimizer::LossClosure& closure) {
+  if (!closure) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
 namespace {
 
 // The tensors of one group that take part in this step, in parallel lists.
@@ -44,20 +58,12 @@ struct GroupStep {
 
 AdamW::AdamW(const std::vector<torch::optim::OptimizerParamGroup>& groups, const AdamWOptions& defaults)
     : Optimizer(groups, std::make_unique<AdamWOptions>(defaults)) {
-  for (const auto& group : param_groups_) {
-    const auto* options = dynamic_cast<const AdamWOptions*>(&group.options());
-    if (options == nullptr) throw std::invalid_argument("adamw: a parameter group carries non-AdamW options");
-    check_options(*options);
-  }
+  check_groups(param_groups_);
 }
 
 torch::Tensor AdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  const torch::Tensor loss = evaluate_closure(closure);
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
     const auto [beta1, beta2] = o.betas();

@@ -21,6 +21,13 @@ namespace plugins::adamw {
 // Throws std::invalid_argument for lr/eps/weight_decay < 0, betas outside [0, 1), amsgrad.
 void check_options(const torch::optim::AdamWOptions& options);
 
+// check_options on every group, which must carry AdamWOptions (both AdamW classes).
+void check_groups(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+
+// The closure's loss, computed with gradients on (the step itself runs without);
+// an undefined tensor without a closure.
+torch::Tensor evaluate_closure(const torch::optim::Optimizer::LossClosure& closure);
+
 class AdamW : public torch::optim::Optimizer {
  public:
   // Groups without options take `defaults`; groups with options must carry AdamWOptions.

@@ -16,10 +16,8 @@ using torch::optim::AdamWOptions;
 
 FusedAdamW::FusedAdamW(const std::vector<torch::optim::OptimizerParamGroup>& groups, const AdamWOptions& defaults)
     : Optimizer(groups, std::make_unique<AdamWOptions>(defaults)) {
+  check_groups(param_groups_);
   for (const auto& group : param_groups_) {
-    const auto* options = dynamic_cast<const AdamWOptions*>(&group.options());
-    if (options == nullptr) throw std::invalid_argument("adamw: a parameter group carries non-AdamW options");
-    check_options(*options);
     for (const auto& p : group.params())
       if (p.scalar_type() != at::kFloat)
         throw std::invalid_argument("adamw (impl: fused): parameters must be float32, got " +
@@ -29,11 +27,7 @@ FusedAdamW::FusedAdamW(const std::vector<torch::optim::OptimizerParamGroup>& gro
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  const torch::Tensor loss = evaluate_closure(closure);
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;

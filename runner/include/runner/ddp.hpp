@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <c10/util/intrusive_ptr.h>
@@ -93,6 +94,30 @@ class CollectiveClock {
   bool use_event_timing_ = false;
   std::vector<std::shared_ptr<Pending>> pending_;
   CommunicationStats done_;
+};
+
+// Base of the strategies that synchronize after backward with blocking collectives
+// (ddp/naive, ddp/flat): attach() keeps the trainable parameters, copies rank 0's
+// state to every rank and starts the clock; a subclass only decides what to reduce.
+class BlockingDataParallel : public DataParallel {
+ public:
+  explicit BlockingDataParallel(std::string plugin) : plugin_(std::move(plugin)) {}
+  ~BlockingDataParallel() override;
+  void attach(torch::nn::Module& module, Context& ctx) override;
+  CommunicationStats take_communication() override;
+
+ protected:
+  // The trainable parameters, each with a .grad: one that backward left undefined (an
+  // unused parameter) becomes zeros, so every rank runs the same collectives.
+  const std::vector<torch::Tensor>& parameters_with_gradients();
+  // All-reduces `tensor` in place to its mean over ranks and waits for it.
+  void allreduce_mean(const at::Tensor& tensor);
+
+ private:
+  std::string plugin_;
+  Distributed dist_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<CollectiveClock> clock_;
 };
 
 }  // namespace runner

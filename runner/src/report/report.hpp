@@ -95,7 +95,10 @@ struct RunSummary {
   bool smoke = false;              // run with --smoke: shrunk sizes, not measurements
   std::size_t planned_points = 0;  // points the sweep has (0: unknown)
 };
-// Points with at least one record (distinct part/point pairs).
+// Records merged from several runs (`runner report RUN RUN...`) carry the index of
+// their run under this key, so each run's points count on their own.
+inline constexpr const char* kSourceRunKey = "source_run";
+// Points with at least one record (distinct run/part/point).
 std::size_t recorded_points(const std::vector<nlohmann::json>& records);
 // "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points." or "".
 std::string run_sentence(const RunSummary& run, const std::vector<nlohmann::json>& records);

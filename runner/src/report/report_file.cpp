@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -101,12 +102,12 @@ std::string merge_markdown(const std::string& existing, const std::string& title
 }
 
 std::size_t recorded_points(const std::vector<nlohmann::json>& records) {
-  std::set<std::pair<std::string, long long>> points;
+  std::set<std::tuple<long long, std::string, long long>> points;
   for (const auto& r : records) {
     if (r.value("status", std::string()) == "interrupted") continue;
     const auto point = r.find("point");
     if (point == r.end() || !point->is_number_integer()) continue;
-    points.emplace(r.value("part", std::string()), point->get<long long>());
+    points.emplace(r.value(kSourceRunKey, 0LL), r.value("part", std::string()), point->get<long long>());
   }
   return points.size();
 }
