@@ -34,11 +34,24 @@ missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if (( ${#missing[@]} )); then
-  echo "setup: installing Debian packages: ${missing[*]}"
+# The writeup PDF (runner report --pdf, ctest -R writeup): pdflatex, latexmk and the few
+# packages reports/writeup.tex uses (booktabs, float, caption, xcolor, hyperref, lmodern),
+# without recommends, so a clean clone pulls no TeX documentation or extra fonts.
+tex_packages=(latexmk texlive-latex-base texlive-latex-recommended lmodern)
+tex_missing=()
+for p in "${tex_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || tex_missing+=("$p")
+done
+if (( ${#missing[@]} + ${#tex_missing[@]} )); then
+  echo "setup: installing Debian packages: ${missing[*]} ${tex_missing[*]}"
   sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+  if (( ${#missing[@]} )); then
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+  fi
+  if (( ${#tex_missing[@]} )); then
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${tex_missing[@]}"
+  fi
 fi
 
 # PyTorch: use one that is already importable at the right version (the GPU host),
@@ -63,6 +76,8 @@ fi
 # Holistic Trace Analysis reads profiler/kernels' traces for the cross-check
 # (scripts/hta_kernel_check.py); its ctest skips without it.
 "$python_bin" -c 'import hta' 2>/dev/null || "$python_bin" -m pip install -q HolisticTraceAnalysis==0.5.0 || true
+# matplotlib draws the report figures (scripts/figures/plot.py); without it tables still render.
+"$python_bin" -c 'import matplotlib' 2>/dev/null || "$python_bin" -m pip install -q matplotlib || true
 
 # Absolute, without resolving symlinks (a venv's python is a link to the system one,
 # but only through the venv path does it see the venv's torch).

@@ -26,7 +26,8 @@ const char* kUsage =
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
-    "       runner report <run-dir>...     re-render a run's tables from its stored records\n"
+    "       runner report <run-dir>...     re-render a run's tables and figures from its stored records\n"
+    "       runner report --pdf            build reports/writeup.pdf (latexmk) from the rendered reports\n"
     "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
     "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
     "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n"
@@ -55,13 +56,18 @@ const Command kCommands[] = {
      "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
      "its records carry (what report tables can name).\n"},
     {"report",
-     "usage: runner report <run-dir> [<run-dir>...] [--reports DIR]\n"
-     "Re-renders the tables of a run from its stored config.yaml and results.jsonl, without\n"
-     "re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
+     "usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--pdf]\n"
+     "       runner report --pdf [--reports DIR]\n"
+     "Re-renders the tables and figures of a run from its stored config.yaml and results.jsonl,\n"
+     "without re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
      "--reports reports to update the project's committed reports). A truncated last record (a killed\n"
      "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"
      "Several runs of one experiment with the same report spec (e.g. `runner launch` with 2, 4 and 6\n"
-     "processes) merge into one report, written into the first run's reports/ unless --reports.\n"},
+     "processes) merge into one report, written into the first run's reports/ unless --reports.\n"
+     "Figures are drawn by scripts/figures/plot.py with $RUNNER_PYTHON (default: the build's Python),\n"
+     "which needs matplotlib; without it the tables still render and a warning says why.\n"
+     "--pdf then builds DIR/writeup.pdf (default DIR: reports) from DIR/writeup.tex with latexmk and\n"
+     "fails on an undefined reference or a missing input (read from the LaTeX log).\n"},
 };
 
 const char* command_help(const std::string& name) {
@@ -105,6 +111,7 @@ int main(int argc, char** argv) {
       ("device", po::value<std::string>(), "cpu or cuda (default: the experiment's, else cuda when present)")
       ("out,o", po::value<std::string>(), "run directory, new or empty (default runs/<experiment>/<UTC time>)")
       ("reports", po::value<std::string>(), "also write reports into this directory (e.g. reports)")
+      ("pdf", "runner report: build <reports>/writeup.pdf with latexmk")
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
       ("max-points", po::value<std::size_t>()->default_value(runner::kDefaultMaxPoints),
@@ -152,12 +159,20 @@ int main(int argc, char** argv) {
       return runner::list_experiments(args.size() == 2 ? args[1] : "experiments", std::cout) ? 2 : 0;
     }
     if (command == "report") {
-      if (args.size() < 2) throw runner::ConfigError("runner report: expected a run directory (runner report --help)");
+      const bool pdf = vm.count("pdf") > 0;
+      if (args.size() < 2 && !pdf)
+        throw runner::ConfigError("runner report: expected a run directory, or --pdf (runner report --help)");
       // Never the project's reports/ unless asked: a quick re-render must not
       // replace committed tables.
       const std::vector<std::filesystem::path> run_dirs(args.begin() + 1, args.end());
-      return runner::render_reports(run_dirs, vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
-                                                                  : run_dirs.front() / "reports");
+      const std::filesystem::path reports_dir = vm.count("reports") ? std::filesystem::path(vm["reports"].as<std::string>())
+                                                : !run_dirs.empty()  ? run_dirs.front() / "reports"
+                                                                     : std::filesystem::path("reports");
+      if (!run_dirs.empty())
+        if (const int code = runner::render_reports(run_dirs, reports_dir); code != 0 || !pdf) return code;
+      const std::filesystem::path pdf_path = runner::report::build_pdf(reports_dir);
+      std::cerr << "wrote " << pdf_path.string() << "\n";
+      return 0;
     }
 
     std::vector<std::filesystem::path> extra;
@@ -198,6 +213,7 @@ int main(int argc, char** argv) {
     if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
+    if (vm.count("pdf")) throw runner::ConfigError("--pdf belongs to `runner report` (runner report --help)");
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
     if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;

@@ -94,22 +94,28 @@ void validate_report_spec(const Experiment& exp, const std::vector<Point>& point
   for (const Point& p : points)
     if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);
 
-  const YAML::Node tables = report_node["tables"];
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const YAML::Node table = tables[i];
-    const std::string path = where + ".tables[" + std::to_string(i) + "]";
+  // The points a table or figure reads (its part, or all) and the names they offer.
+  const auto scope_of = [&](const YAML::Node& item, const std::string& path, Vocabulary& v) {
     std::string part;
-    if (table["part"]) {
-      part = table["part"].Scalar();
+    if (item["part"]) {
+      part = item["part"].Scalar();
       if (std::find(part_names.begin(), part_names.end(), part) == part_names.end())
-        throw ConfigError(exp.source.where(table["part"], path + ".part") + ": " + path + ".part: no part named '" +
+        throw ConfigError(exp.source.where(item["part"], path + ".part") + ": " + path + ".part: no part named '" +
                           part + "'" + suggestion(part, part_names));
     }
     std::vector<const Point*> members;
     for (const Point& p : points)
       if (part.empty() || p.part == part) members.push_back(&p);
-    const Vocabulary v = vocabulary_of(members, registry);
-    const std::string scope = part.empty() ? "this experiment" : "part " + part;
+    v = vocabulary_of(members, registry);
+    return part.empty() ? std::string("this experiment") : "part " + part;
+  };
+
+  const YAML::Node tables = report_node["tables"];
+  for (size_t i = 0; tables && i < tables.size(); ++i) {
+    const YAML::Node table = tables[i];
+    const std::string path = where + ".tables[" + std::to_string(i) + "]";
+    Vocabulary v;
+    const std::string scope = scope_of(table, path, v);
     const Checker check{exp.source, scope};
     check.keys(table["rows"], path + ".rows", v);
     check.keys(table["pivot"], path + ".pivot", v);
@@ -122,6 +128,20 @@ void validate_report_spec(const Experiment& exp, const std::vector<Point>& point
       check.keys(columns[c]["key"], at + ".key", v);
       check.where(columns[c]["where"], at + ".where", v);
     }
+  }
+  const YAML::Node figures = report_node["figures"];
+  for (size_t i = 0; figures && i < figures.size(); ++i) {
+    const YAML::Node figure = figures[i];
+    const std::string path = where + ".figures[" + std::to_string(i) + "]";
+    Vocabulary v;
+    const std::string scope = scope_of(figure, path, v);
+    v.keys.insert("part");  // a figure may split its series by part
+    const Checker check{exp.source, scope};
+    check.keys(figure["x"], path + ".x", v);
+    check.keys(figure["series"], path + ".series", v);
+    check.keys(figure["panel"], path + ".panel", v);
+    check.where(figure["where"], path + ".where", v);
+    check.metric(figure["metric"], path + ".metric", v);
   }
 }
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Draws one GPU's kernels from a Kineto Chrome trace (profiler/kernels) as SVG:
-compute kernels on one lane, NCCL kernels on another, so all-reduces that overlap
-backward show as bars under the compute bars. Prints how much NCCL kernel time
-overlaps compute kernels.
+"""Draws one GPU's kernels from a Kineto Chrome trace (profiler/kernels) with
+matplotlib: compute kernels on one lane, NCCL kernels on another, so all-reduces that
+overlap backward show as bars under the compute bars. Prints how much NCCL kernel time
+overlaps compute kernels (JSON).
 
-  scripts/figures/trace_overlap.py <trace.json> <out.svg> [--title TEXT]
-Standard library only.
+  scripts/figures/trace_overlap.py <trace.json> <out stem> [--title TEXT]
+writes <out stem>.svg, .png and .pdf (reports/writeup.tex includes the .pdf), e.g.
+  scripts/figures/trace_overlap.py runs/ddp_trace/artifacts/trace-0/rank0/trace.json reports/figures/ddp_overlap_trace
 """
 import argparse
 import json
@@ -40,10 +41,32 @@ def overlap_us(a, b):
     return total
 
 
+def draw(args, t0, compute, nccl, stats):
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit(f"matplotlib is not installed for {sys.executable} (scripts/setup.sh installs it into the venv)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    matplotlib.rcParams.update({"svg.hashsalt": "runner", "svg.fonttype": "none", "font.size": 9})
+    fig, ax = plt.subplots(figsize=(9.6, 2.4))
+    for row, (spans, colour) in enumerate(((compute, "tab:blue"), (nccl, "tab:orange"))):
+        ax.broken_barh([((s - t0) / 1e3, (t - s) / 1e3) for s, t in spans], (row - 0.4, 0.8), color=colour)
+    ax.set_yticks([0, 1], ["compute", "NCCL"])
+    ax.set_xlabel("time (ms)")
+    ax.set_title(f'{args.title}: NCCL kernel time {stats["nccl_kernel_ms"]:.1f} ms, '
+                 f'{100 * stats["nccl_overlap_fraction"]:.0f}% of it under compute kernels', fontsize=9)
+    fig.tight_layout()
+    metadata = {".svg": {"Date": None}, ".pdf": {"CreationDate": None, "ModDate": None}, ".png": {"Software": None}}
+    for extension, meta in metadata.items():
+        fig.savefig(args.stem + extension, dpi=150 if extension == ".png" else None, metadata=meta)
+    plt.close(fig)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace")
-    p.add_argument("svg")
+    p.add_argument("stem", help="output path without extension")
     p.add_argument("--title", default="GPU kernels: compute vs NCCL")
     args = p.parse_args()
     with open(args.trace) as f:
@@ -65,27 +88,7 @@ def main():
              "nccl_overlapping_compute_ms": hidden / 1e3,
              "nccl_overlap_fraction": hidden / nccl_total if nccl_total else 0.0,
              "compute_busy_ms": sum(t - s for s, t in compute_m) / 1e3, "nccl_kernels": len(nccl)}
-    width, left, lane, gap = 1200, 90, 36, 14
-    height = 60 + 2 * (lane + gap) + 40
-    scale = (width - left - 20) / (t1 - t0)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
-             f'<text x="{left}" y="20" font-size="14">{args.title}</text>',
-             f'<text x="{left}" y="38">NCCL kernel time {stats["nccl_kernel_ms"]:.1f} ms, '
-             f'{100 * stats["nccl_overlap_fraction"]:.0f}% of it under compute kernels; window {stats["window_ms"]:.1f} ms</text>']
-    for row, (label, spans, colour) in enumerate((("compute", compute_m, "#4a78b5"), ("NCCL", nccl_m, "#d9822b"))):
-        y = 55 + row * (lane + gap)
-        parts.append(f'<text x="8" y="{y + lane / 2 + 4}">{label}</text>')
-        parts.append(f'<rect x="{left}" y="{y}" width="{width - left - 20}" height="{lane}" fill="#f2f2f2"/>')
-        for s, t in spans:
-            w = max(0.5, (t - s) * scale)
-            parts.append(f'<rect x="{left + (s - t0) * scale:.2f}" y="{y}" width="{w:.2f}" height="{lane}" fill="{colour}"/>')
-    axis_y = 55 + 2 * (lane + gap) + 5
-    for i in range(6):
-        x = left + i * (width - left - 20) / 5
-        parts.append(f'<text x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle">{(t1 - t0) * i / 5 / 1e3:.0f} ms</text>')
-    parts.append("</svg>")
-    with open(args.svg, "w") as f:
-        f.write("\n".join(parts) + "\n")
+    draw(args, t0, compute_m, nccl_m, stats)
     print(json.dumps(stats))
 
 

@@ -57,9 +57,27 @@ struct TableSpec {
   double noise_threshold = 0.05;
 };
 
+// A figure drawn from the same records as the tables: one point per (panel,
+// series, x) with the metric's stat as y; plotted by scripts/figures/plot.py
+// (matplotlib) into <reports>/figures/<report id>-<name>.{svg,png,pdf}.
+struct FigureSpec {
+  std::string name;  // [a-z0-9_]+, unique among the report's figures
+  std::string title, question, part, caption;
+  std::string kind = "line";                 // line | bar (x as categories)
+  std::map<std::string, std::string> where;  // params/labels must equal these
+  std::string x;                             // key on the x axis
+  std::vector<std::string> series;           // keys whose values make one line (or bar colour) each
+  std::string panel;                         // key: one subplot per value (optional)
+  std::string metric, stat;                  // y; stat defaults to mean (scalar metrics: their value)
+  bool logx = false, logy = false, error_bars = false;  // error_bars: ± std of the stat's samples
+  std::string xlabel, ylabel;
+  std::map<std::string, std::string> legend;  // series text -> label shown
+};
+
 struct ReportSpec {
   std::string id, title;
   std::vector<TableSpec> tables;
+  std::vector<FigureSpec> figures;
 };
 
 // Throws SpecError("<file>:<line>:<col>: report.tables[0].colums: unknown
@@ -111,8 +129,37 @@ std::string to_csv(const BuiltTable& table);
 // a new file with "# <title>" and a note on the markers.
 std::string merge_markdown(const std::string& existing, const std::string& title,
                            const std::vector<BuiltTable>& tables);
+// The same for blocks between <!-- runner:figure <name> begin/end --> markers.
+std::string merge_markdown_blocks(const std::string& existing, const std::string& kind,
+                                  const std::vector<std::pair<std::string, std::string>>& name_and_body);
 
-// Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv; returns their paths.
+// `runner report --pdf`: latexmk on <reports_dir>/writeup.tex into writeup.pdf. Throws
+// a one-line error when latexmk is missing, the build fails, or the log reports an
+// undefined reference or a missing input file (the first such line of writeup.log).
+std::filesystem::path build_pdf(const std::filesystem::path& reports_dir);
+// The first line of a LaTeX log that makes the build unacceptable, or "".
+std::string latex_log_problem(const std::string& log);
+
+// Figures (figure.cpp). The points of one figure as the plotting script reads them:
+// {name, kind, title, xlabel, ylabel, logx, logy, panels: [{title, series: [{label,
+// points: [{x, y, std?}]}]}], not_plotted: [...]}; x is a number when every x value of
+// the figure parses as one, else text (categories).
+nlohmann::json figure_data(const FigureSpec& spec, const std::vector<nlohmann::json>& records);
+struct FigureOutcome {
+  std::vector<std::filesystem::path> written;  // svg, png, pdf of every figure drawn
+  std::string problem;  // one line when none could be drawn (no matplotlib, script failed)
+};
+// Runs `<python> scripts/figures/plot.py` once for all figures of the report. Python:
+// $RUNNER_PYTHON, else the interpreter the build was configured with.
+FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<nlohmann::json>& records,
+                           const std::filesystem::path& reports_dir);
+// Markdown image block and LaTeX figure environment (PDF, with a boxed note when the
+// file is absent, so the writeup still builds without matplotlib).
+std::string figure_markdown(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
+std::string figure_latex(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
+std::string figure_caption(const FigureSpec& spec, const std::vector<nlohmann::json>& records);
+
+// Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv (and figures); returns their paths.
 // `run` adds a smoke/partial-run sentence to every caption.
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const std::vector<nlohmann::json>& records,

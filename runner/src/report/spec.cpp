@@ -15,7 +15,11 @@
 namespace runner::report {
 namespace {
 
-const std::vector<std::string> kReportKeys = {"id", "title", "tables"};
+const std::vector<std::string> kReportKeys = {"id", "title", "tables", "figures"};
+const std::vector<std::string> kFigureKeys = {
+    "name", "title", "question", "part", "where", "kind", "x", "series", "panel", "metric",
+    "stat", "logx", "logy", "error_bars", "xlabel", "ylabel", "legend", "caption"};
+const std::set<std::string> kFigureKinds = {"line", "bar"};
 const std::vector<std::string> kTableKeys = {
     "name", "title", "question", "part", "where", "rows", "columns",
     "pivot", "metric", "stat", "format", "show_std", "noise", "noise_threshold", "caption"};
@@ -211,6 +215,39 @@ struct SpecParser {
     }
     return table;
   }
+
+  FigureSpec figure(const YAML::Node& node, const std::string& path) const {
+    check_keys(node, path, kFigureKeys);
+    FigureSpec figure;
+    figure.name = optional_scalar(node, "name", path);
+    if (!is_name(figure.name, false)) fail(node, path + ".name", "needs a name made of [a-z0-9_]");
+    figure.title = node["title"] ? scalar(node["title"], path + ".title") : figure.name;
+    figure.question = optional_scalar(node, "question", path);
+    figure.part = optional_scalar(node, "part", path);
+    figure.caption = optional_scalar(node, "caption", path);
+    if (node["kind"]) {
+      figure.kind = scalar(node["kind"], path + ".kind");
+      if (!kFigureKinds.count(figure.kind))
+        fail(node["kind"], path + ".kind", "unknown kind '" + figure.kind + "'; expected line or bar");
+    }
+    if (node["where"]) figure.where = where(node["where"], path + ".where");
+    figure.x = optional_scalar(node, "x", path);
+    if (figure.x.empty()) fail(node, path + ".x", "missing; name the key on the x axis, e.g. x: size_mb");
+    if (node["series"]) figure.series = keys(node["series"], path + ".series");
+    figure.panel = optional_scalar(node, "panel", path);
+    figure.metric = optional_scalar(node, "metric", path);
+    if (figure.metric.empty()) fail(node, path + ".metric", "missing; name the metric on the y axis, e.g. metric: step_ms");
+    figure.stat = stat(node, path);
+    if (node["logx"]) figure.logx = boolean(node["logx"], path + ".logx");
+    if (node["logy"]) figure.logy = boolean(node["logy"], path + ".logy");
+    if (node["error_bars"]) figure.error_bars = boolean(node["error_bars"], path + ".error_bars");
+    if (figure.kind == "bar" && figure.logx)
+      fail(node["logx"], path + ".logx", "a bar figure has categories on x; drop logx or use kind: line");
+    figure.xlabel = node["xlabel"] ? scalar(node["xlabel"], path + ".xlabel") : figure.x;
+    figure.ylabel = node["ylabel"] ? scalar(node["ylabel"], path + ".ylabel") : figure.metric;
+    if (node["legend"]) figure.legend = where(node["legend"], path + ".legend");
+    return figure;
+  }
 };
 
 
@@ -225,10 +262,20 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
     parser.fail(report_node, "report.id", "needs an id made of [A-Za-z0-9_-] (the file name)");
   spec.title = report_node["title"] ? parser.scalar(report_node["title"], "report.title") : spec.id;
   const YAML::Node tables = report_node["tables"];
-  if (!tables || !tables.IsSequence() || tables.size() == 0)
+  const YAML::Node figures = report_node["figures"];
+  if (figures && (!figures.IsSequence() || figures.size() == 0))
+    parser.fail(figures, "report.figures", "expected a list of figures");
+  if ((tables || !figures) && (!tables || !tables.IsSequence() || tables.size() == 0))
     parser.fail(tables ? tables : report_node, "report.tables", "expected a list of tables");
   std::set<std::string> names;
-  for (std::size_t i = 0; i < tables.size(); ++i) {
+  for (std::size_t i = 0; figures && i < figures.size(); ++i) {
+    const std::string path = "report.figures[" + std::to_string(i) + "]";
+    spec.figures.push_back(parser.figure(figures[i], path));
+    if (!names.insert(spec.figures.back().name).second)
+      parser.fail(figures[i]["name"], path + ".name", "duplicate figure name in this report");
+  }
+  names.clear();
+  for (std::size_t i = 0; tables && i < tables.size(); ++i) {
     const std::string path = "report.tables[" + std::to_string(i) + "]";
     spec.tables.push_back(parser.table(tables[i], path));
     if (!names.insert(spec.tables.back().name).second)
