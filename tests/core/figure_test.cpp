@@ -225,6 +225,10 @@ TEST(LatexLog, UndefinedReferencesAndMissingInputsAreProblems) {
             "./writeup.tex:40: LaTeX Error: File `missing.tex' not found.");
   EXPECT_EQ(latex_log_problem("! Package pdftex.def Error: File `figures/x.pdf' not found: using draft setting.\n"),
             "! Package pdftex.def Error: File `figures/x.pdf' not found: using draft setting.");
+  // The error that stopped the pass, not the references it left undefined before it.
+  EXPECT_EQ(latex_log_problem("LaTeX Warning: Reference `tab:x:y' on page 1 undefined on input line 7.\n"
+                              "./writeup.tex:255: Undefined control sequence.\n"),
+            "./writeup.tex:255: Undefined control sequence.");
   EXPECT_EQ(latex_log_problem("No file extra.tex.\n"), "No file extra.tex.");
 }
 

@@ -23,6 +23,9 @@ bool written_by_latex(const std::string& file) {
 }  // namespace
 
 std::string latex_log_problem(const std::string& log) {
+  // An error stops the pass, which leaves every later reference undefined: name the
+  // error first, then a missing file, then an undefined reference.
+  std::string found[3];
   std::istringstream in(log);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -39,8 +42,11 @@ std::string latex_log_problem(const std::string& log) {
     // Errors: "! ..." normally, "<file>.tex:<line>: ..." under -file-line-error.
     static const std::regex file_line_error(R"(^\S+\.(tex|sty|cls):[0-9]+: .*)");
     const bool error = line.rfind("! ", 0) == 0 || std::regex_match(line, file_line_error);
-    if (undefined || missing_file || missing_input || error) return line;
+    const int rank = error ? 0 : (missing_file || missing_input) ? 1 : undefined ? 2 : -1;
+    if (rank >= 0 && found[rank].empty()) found[rank] = line;
   }
+  for (const std::string& line : found)
+    if (!line.empty()) return line;
   return "";
 }
 
