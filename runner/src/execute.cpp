@@ -91,16 +91,15 @@ struct ActiveProfiler {
   double hook_ms = 0;
 };
 
+// Adds the hook's duration to the profiler's cost, also when the hook throws.
 template <typename Fn>
 void timed_hook(ActiveProfiler& p, Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    fn();
-  } catch (...) {
-    p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    throw;
-  }
-  p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  struct Charge {
+    ActiveProfiler& p;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~Charge() { p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
+  } charge{p};
+  fn();
 }
 
 // Runs the task inside its profilers; turns exceptions into statuses.
@@ -263,7 +262,7 @@ Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegi
   plan.device = choose_device(options.device, exp.document, exp.source);
   // Tables are checked against every part, so leaving one out of a run
   // (`enabled: false`) does not make a valid report spec invalid.
-  const bool all_enabled = count_points(exp, true) == count_points(exp);
+  const bool all_enabled = experiment_parts(exp, true).size() == experiment_parts(exp).size();
   validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
   return plan;
 }

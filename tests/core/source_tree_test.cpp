@@ -1,5 +1,5 @@
-// The host's sources hold code: no placeholder file ("(being written)") sits in
-// the build where a reader would look for behaviour.
+// The host's sources hold code: no .cpp file made only of comments sits in the
+// build where a reader would look for behaviour.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -167,15 +167,21 @@ struct SpecParser {
       }
   }
 
+  // The fields tables and figures share: name (title defaults to it), question, part, caption.
+  template <typename Spec>
+  void named(Spec& spec, const YAML::Node& node, const std::string& path) const {
+    spec.name = optional_scalar(node, "name", path);
+    if (!is_name(spec.name, false)) fail(node, path + ".name", "needs a name made of [a-z0-9_]");
+    spec.title = node["title"] ? scalar(node["title"], path + ".title") : spec.name;
+    spec.question = optional_scalar(node, "question", path);
+    spec.part = optional_scalar(node, "part", path);
+    spec.caption = optional_scalar(node, "caption", path);
+  }
+
   TableSpec table(const YAML::Node& node, const std::string& path) const {
     check_keys(node, path, kTableKeys);
     TableSpec table;
-    table.name = optional_scalar(node, "name", path);
-    if (!is_name(table.name, false)) fail(node, path + ".name", "needs a name made of [a-z0-9_]");
-    table.title = node["title"] ? scalar(node["title"], path + ".title") : table.name;
-    table.question = optional_scalar(node, "question", path);
-    table.part = optional_scalar(node, "part", path);
-    table.caption = optional_scalar(node, "caption", path);
+    named(table, node, path);
     if (node["where"]) table.where = where(node["where"], path + ".where");
     if (!node["rows"]) fail(node, path + ".rows", "missing; name the key(s) that make rows");
     table.rows = keys(node["rows"], path + ".rows");
@@ -219,12 +225,7 @@ struct SpecParser {
   FigureSpec figure(const YAML::Node& node, const std::string& path) const {
     check_keys(node, path, kFigureKeys);
     FigureSpec figure;
-    figure.name = optional_scalar(node, "name", path);
-    if (!is_name(figure.name, false)) fail(node, path + ".name", "needs a name made of [a-z0-9_]");
-    figure.title = node["title"] ? scalar(node["title"], path + ".title") : figure.name;
-    figure.question = optional_scalar(node, "question", path);
-    figure.part = optional_scalar(node, "part", path);
-    figure.caption = optional_scalar(node, "caption", path);
+    named(figure, node, path);
     if (node["kind"]) {
       figure.kind = scalar(node["kind"], path + ".kind");
       if (!kFigureKinds.count(figure.kind))
