@@ -121,6 +121,14 @@ class KernelProfiler : public runner::Profiler {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (active_) stop();
+      // A point that failed before its measured steps (an OOM in warm-up, say) leaves
+      // Kineto prepared but never started, and the next point's disableProfiler then
+      // fails ("not running"). Start and stop it once, discarding the empty result.
+      if (!done_) {
+        torch::autograd::profiler::enableProfiler(config(), activities_);
+        torch::autograd::profiler::disableProfiler();
+        done_ = true;
+      }
     }
     if (!result_) return;
     const auto start = Clock::now();

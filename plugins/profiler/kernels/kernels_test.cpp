@@ -178,3 +178,20 @@ TEST_F(KernelProfilerTest, AnUnreadableRulesFileIsNamed) {
 }
 
 }  // namespace
+
+// An OOM in warm-up ends a point before its measured steps: Kineto was prepared but
+// never started. The next point must still profile (it used to fail with "Can't
+// disable Kineto profiler when it's not running").
+TEST_F(KernelProfilerTest, APointThatFailsBeforeItsMeasuredStepsLeavesTheNextPointWorking) {
+  {
+    auto failing = make("{}");
+    runner::add_range_listener(failing.get());
+    failing->point_begin(ctx);
+    runner::remove_range_listener(failing.get());
+    runner::Record ignored;
+    failing->point_end(ctx, ignored);  // as the host does after a task error
+  }
+  auto profiler = make("{}");
+  const auto records = profile_point(*profiler, kTinyStep);
+  EXPECT_FALSE(with(records, "phases", "step").empty());
+}
