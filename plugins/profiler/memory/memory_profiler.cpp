@@ -55,7 +55,8 @@ std::string relative_to_run(const runner::Context& ctx, const std::filesystem::p
 }
 
 bool under_range(const std::string& where, const std::string& prefix) {
-  return where == prefix || where.rfind(prefix + "/", 0) == 0;
+  const std::string path = without_repetition(where);
+  return path == prefix || path.rfind(prefix + "/", 0) == 0;
 }
 
 std::string gib_text(double bytes) {

@@ -84,11 +84,20 @@ std::vector<AllocationGroup> largest_allocations(const std::vector<TraceEvent>& 
   return out;
 }
 
+std::string without_repetition(const std::string& path) {
+  const std::string prefix = "repetition_";
+  if (path.rfind(prefix, 0) != 0) return path;
+  std::size_t end = prefix.size();
+  while (end < path.size() && std::isdigit(static_cast<unsigned char>(path[end]))) ++end;
+  if (end == prefix.size() || (end < path.size() && path[end] != '/')) return path;
+  return end < path.size() ? path.substr(end + 1) : std::string();
+}
+
 std::vector<PhaseSpan> phase_spans(const std::vector<TraceEvent>& events, int depth) {
   std::vector<PhaseSpan> spans;
   std::string open_key;  // phase path of the open span, "" when none is open
   for (const TraceEvent& e : events) {
-    const std::vector<std::string> parts = split_path(e.where);
+    const std::vector<std::string> parts = split_path(without_repetition(e.where));
     std::string key;
     if (depth > 0 && static_cast<int>(parts.size()) >= depth)
       for (int i = 0; i < depth; ++i) key += (i ? "/" : "") + parts[static_cast<std::size_t>(i)];

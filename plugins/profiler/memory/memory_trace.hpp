@@ -53,9 +53,14 @@ struct PhaseSpan {
   std::string label;  // the last component of the phase path, e.g. "forward"
 };
 
-// Runs of consecutive events whose range path, cut to `depth` components, is the
-// same and has exactly `depth` components ("measure/step_0/forward" at depth 3).
-// A span ends where the next different run begins.
+// The host wraps each repetition of a point's steps in a `repetition_<i>` range, so
+// paths read "repetition_0/measure/step_0/forward". Phase bands and `plot_from` are
+// about what lies under it: this drops that leading component (other paths unchanged).
+std::string without_repetition(const std::string& path);
+
+// Runs of consecutive events whose range path (without_repetition), cut to `depth`
+// components, is the same and has exactly `depth` components
+// ("measure/step_0/forward" at depth 3). A span ends where the next different run begins.
 std::vector<PhaseSpan> phase_spans(const std::vector<TraceEvent>& events, int depth);
 
 // The caching allocator tags an event with the user metadata of the thread that

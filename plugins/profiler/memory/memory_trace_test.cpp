@@ -76,6 +76,28 @@ TEST(PhaseSpans, FollowRunsOfOnePhasePathAndEndWhereTheNextBegins) {
   EXPECT_EQ(spans[2].end_ms, 6);
 }
 
+// The host's repetition_<i> range sat above measure/step_i and shifted every depth by
+// one: the H100 figures showed step bands instead of forward/backward/optimizer.
+TEST(PhaseSpans, LookBelowTheHostsRepetitionRange) {
+  EXPECT_EQ(without_repetition("repetition_0/measure/step_0/forward"), "measure/step_0/forward");
+  EXPECT_EQ(without_repetition("repetition_12/warmup"), "warmup");
+  EXPECT_EQ(without_repetition("repetition_3"), "");
+  EXPECT_EQ(without_repetition("repetition_x/measure"), "repetition_x/measure");
+  EXPECT_EQ(without_repetition("measure/repetition_0"), "measure/repetition_0");
+  const std::vector<TraceEvent> events = {
+      alloc(1, 1, "repetition_0/measure/step_0/forward/layer0"),
+      alloc(1, 2, "repetition_0/measure/step_0/backward"),
+      alloc(1, 3, "repetition_0/measure/step_0/optimizer"),
+      alloc(1, 4, "repetition_0"),
+  };
+  const auto spans = phase_spans(events, 3);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].label, "forward");
+  EXPECT_EQ(spans[1].label, "backward");
+  EXPECT_EQ(spans[2].label, "optimizer");
+  EXPECT_EQ(spans[2].end_ms, 4);
+}
+
 TEST(CsvField, QuotesOnlyWhenNeeded) {
   EXPECT_EQ(csv_field("a/b"), "a/b");
   EXPECT_EQ(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
