@@ -102,6 +102,11 @@ const std::vector<std::string>& ClassRules::class_names() {
 std::string short_kernel_name(const std::string& full_name, std::size_t max_length) {
   std::string name = full_name;
   if (starts_with(name, "void ")) name = name.substr(5);
+  // "at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>": the parenthesis
+  // is part of a scope, not the argument list (it used to leave an empty name).
+  const std::string anonymous = "(anonymous namespace)::";
+  for (std::size_t at = name.find(anonymous); at != std::string::npos; at = name.find(anonymous, at))
+    name.erase(at, anonymous.size());
   std::string result = name;
   const std::size_t open = name.find_first_of("<(");
   if (!starts_with(name, "aten::") && !starts_with(name, "Mem") && open != std::string::npos && open > 0) {
@@ -124,6 +129,13 @@ std::string short_kernel_name(const std::string& full_name, std::size_t max_leng
         if (telling) pick = id;  // the innermost telling name: MulFunctor over BinaryFunctor
       }
       if (pick.empty() && !ids.empty()) pick = ids.front();
+      // A std:: operation (multiplies, plus, ...) says what a generic functor computes.
+      static const std::set<std::string> operations = {"plus", "minus", "multiplies", "divides"};
+      for (const auto& id : ids)
+        if (operations.count(id) && id != pick) {
+          pick += ", " + id;
+          break;
+        }
       if (!pick.empty()) result += "<" + pick + ">";
     }
   }

@@ -64,6 +64,12 @@ TEST(KernelNames, ShortNamesKeepTheTellingPart) {
             "elementwise_kernel<MulFunctor>");
   EXPECT_EQ(short_kernel_name("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x64_8x5_tn_align1>(Params)"),
             "Kernel2<cutlass_80_simt_sgemm_128x64_8x5_tn_align1>");
+  // AdamW's multi-tensor kernels live in an anonymous namespace; the H100 tables showed "".
+  EXPECT_EQ(short_kernel_name("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::"
+                              "(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::"
+                              "BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float>(at::native::"
+                              "(anonymous namespace)::TensorListMetadata<1>, std::multiplies<float>, float)"),
+            "multi_tensor_apply_kernel<BinaryOpScalarFunctor, multiplies>");
   EXPECT_EQ(short_kernel_name("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
   EXPECT_EQ(short_kernel_name("Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD (Pageable -> Device)");
   EXPECT_EQ(short_kernel_name("aten::mm"), "aten::mm");
