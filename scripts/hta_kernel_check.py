@@ -43,7 +43,10 @@ def hta_totals(trace_path):
         if (df["stream"] >= 0).any():
             _, kernels = analysis.get_gpu_kernel_breakdown(visualize=False, duration_ratio=1.0,
                                                            num_kernels=10**9, include_memory_kernels=True)
-            return {row["name"]: float(row["sum"]) for _, row in kernels.iterrows()}, True
+            # HTA 0.5 names the column "sum (us)" (older releases: "sum"); "others" is its
+            # bucket for kernels past num_kernels per type, not a kernel.
+            column = "sum (us)" if "sum (us)" in kernels.columns else "sum"
+            return {row["name"]: float(row[column]) for _, row in kernels.iterrows() if row["name"] != "others"}, True
         cpu_op = symbols.index("cpu_op")
         ops = df[df["cat"] == cpu_op]
         totals = kernel_compare.self_times(

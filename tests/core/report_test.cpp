@@ -257,6 +257,24 @@ TEST(ReportTable, RatioPropagatesOomAndErrorAndIsEnDashWhenASideIsMissing) {
   EXPECT_EQ(built.cells, (Rows{{"1", "3", "OOM", "OOM"}, {"2", "error", "1", "error"}, {"3", "3", "–", "–"}}));
 }
 
+// A failed point never emitted the labels a table selects on (a profiler's table: phases),
+// yet its cells must say OOM. It matches on the keys it has; a column needs one of them.
+TEST(ReportTable, OomPointsShowInTablesThatSelectOnLabels) {
+  auto labelled = [](int size, const std::string& mode, double value) {
+    json r = record({{"size", size}, {"mode", mode}}, tflops(value));
+    r["labels"] = {{"table", "phases"}};
+    return r;
+  };
+  const std::vector<json> records = {labelled(1, "fwd", 1), labelled(1, "bwd", 2), labelled(2, "fwd", 3),
+                                     record({{"size", 2}, {"mode", "bwd"}}, json::object(), "oom")};
+  const BuiltTable built = build_table(table("{name: t, rows: [size], where: {table: phases}, columns: ["
+                                             "{header: f, metric: tflops, where: {mode: fwd}},"
+                                             "{header: b, metric: tflops, where: {mode: bwd}},"
+                                             "{header: v, metric: tflops, where: {variant: x}}]}"),
+                                       records);
+  EXPECT_EQ(built.cells, (Rows{{"1", "1", "2", "–"}, {"2", "3", "OOM", "–"}}));
+}
+
 TEST(ReportTable, TextMetricIsShownAsIs) {
   const std::vector<json> records = {record({{"size", 1}}, {{"dtype", {{"text", "float16"}}}})};
   const BuiltTable built =

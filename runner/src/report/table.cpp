@@ -76,6 +76,32 @@ bool matches(const json& record, const std::map<std::string, std::string>& where
   return true;
 }
 
+bool failed(const json& record);
+
+// A failed point (OOM, error) has its parameters but never emitted its labels, so a
+// `where` on labels (table: phases) would hide it. It matches on the keys it has; at
+// least `min_present` of them must be there, and every one present must agree.
+bool matches_failed(const json& record, const std::map<std::string, std::string>& where, std::size_t min_present) {
+  std::size_t present = 0;
+  for (const auto& [key, wanted] : where) {
+    const auto value = lookup(record, key);
+    if (!value) continue;
+    if (!values_equal(*value, wanted)) return false;
+    ++present;
+  }
+  return present >= min_present;
+}
+
+// Table level: any failed point of the table's part and parameters gets its row.
+bool table_matches(const json& record, const std::map<std::string, std::string>& where) {
+  return failed(record) ? matches_failed(record, where, 0) : matches(record, where);
+}
+// Column level: a failed point fills a column only when it agrees on a key it has
+// (mode: forward_backward), never on missing keys alone (pytorch_variant: eager).
+bool column_matches(const json& record, const std::map<std::string, std::string>& where) {
+  return failed(record) ? matches_failed(record, where, where.empty() ? 0 : 1) : matches(record, where);
+}
+
 struct Cell {
   enum class Kind { missing, oom, error, skipped, number, text } kind = Kind::missing;
   double value = 0, std = 0;
@@ -250,7 +276,7 @@ bool belongs(const json& record, const TableSpec& spec) {
   // A point cut short by Ctrl-C has no result; --resume records it again.
   if (record.value("status", std::string()) == "interrupted") return false;
   if (!spec.part.empty() && record.value("part", std::string()) != spec.part) return false;
-  if (!matches(record, spec.where)) return false;
+  if (!table_matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
   // label cells) so OOM and error stay visible.
   const bool failed = record.value("status", std::string("ok")) != "ok";
@@ -261,7 +287,7 @@ bool belongs(const json& record, const TableSpec& spec) {
   for (const auto& column : spec.columns) {
     if (column.metric.empty()) continue;
     any_metric_column = true;
-    if (matches(record, column.where)) return true;
+    if (column_matches(record, column.where)) return true;
   }
   return !any_metric_column;
 }
@@ -294,7 +320,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
       // Walk backwards: a point re-run later (appended) wins over the earlier one.
       for (std::size_t m = members.size(); m-- > 0;) {
         const json& record = *members[m];
-        if (member_row[m] != row || !matches(record, column.where)) continue;
+        if (member_row[m] != row || !column_matches(record, column.where)) continue;
         if (column.kind == Column::Kind::key) {
           if (const auto value = lookup(record, column.key)) {
             grid[row][c].kind = Cell::Kind::text;
