@@ -70,6 +70,10 @@ TEST(KernelNames, ShortNamesKeepTheTellingPart) {
                               "BinaryOpScalarFunctor<float, 1, 1, 0>, std::multiplies<float>, float>(at::native::"
                               "(anonymous namespace)::TensorListMetadata<1>, std::multiplies<float>, float)"),
             "multi_tensor_apply_kernel<BinaryOpScalarFunctor, multiplies>");
+  EXPECT_EQ(short_kernel_name("void at::native::(anonymous namespace)::cunn_SoftMaxForwardSmem<4, float, float, float, "
+                              "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue, long>(float*, float const*, "
+                              "long)"),
+            "cunn_SoftMaxForwardSmem<LogSoftMaxForwardEpilogue>");
   EXPECT_EQ(short_kernel_name("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
   EXPECT_EQ(short_kernel_name("Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD (Pageable -> Device)");
   EXPECT_EQ(short_kernel_name("aten::mm"), "aten::mm");
