@@ -1,5 +1,7 @@
 #include "interrupt.hpp"
 
+#include "runner/child_process.hpp"
+
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -38,6 +40,8 @@ InterruptGuard::InterruptGuard() : watcher_(new Watcher) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (write_note_) write_note_(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
       }
+      // A child still running (a PyTorch script) would outlive us holding the GPU.
+      end_child_processes(std::chrono::seconds(5));
       // 128 + signal number, as a shell reports a process killed by it.
       _exit(128 + signal_number);
     }

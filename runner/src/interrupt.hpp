@@ -1,5 +1,6 @@
 // Ctrl-C and SIGTERM during a sweep: the point in flight is recorded as
-// `interrupted`, log.txt says so, and the process exits with 130 (SIGINT) or 143.
+// `interrupted`, log.txt says so, children registered by plugins (ChildProcessGuard)
+// are ended, and the process exits with 130 (SIGINT) or 143.
 //
 // The signals are blocked in every thread and taken by one watcher thread with
 // sigwait, so the handler may lock mutexes and write files (nothing runs in

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runner/child_process.hpp"
+
 extern char** environ;
 
 namespace plugins::external_python {
@@ -47,6 +49,7 @@ ProcessResult run_process(const std::vector<std::string>& argv) {
   const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot start '" + argv[0] + "': " + std::strerror(spawned));
+  const runner::ChildProcessGuard ended_on_interrupt(pid);
   close(out.write_end);
   out.write_end = -1;
   close(err.write_end);

@@ -1,0 +1,82 @@
+// Children registered by plugins end with an interrupted runner (runner/child_process.hpp).
+#include "runner/child_process.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "test_support.hpp"
+
+extern char** environ;
+
+namespace {
+
+using runner::testing::fresh_dir;
+using runner::testing::run_runner;
+using runner::testing::write_file;
+
+pid_t spawn_shell(const std::string& script) {
+  const char* argv[] = {"sh", "-c", script.c_str(), nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawnp(&pid, "sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  return pid;
+}
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
+
+TEST(ChildProcesses, EndedWithSigtermAndSigkillWhenSigtermIsIgnored) {
+  const pid_t polite = spawn_shell("exec sleep 30");
+  const pid_t stubborn = spawn_shell("trap '' TERM; while :; do sleep 0.05; done");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the trap be set
+  {
+    const runner::ChildProcessGuard a(polite), b(stubborn);
+    const auto start = std::chrono::steady_clock::now();
+    runner::end_child_processes(std::chrono::milliseconds(300));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  }
+  EXPECT_FALSE(alive(polite));
+  EXPECT_FALSE(alive(stubborn));
+}
+
+TEST(ChildProcesses, AnUnregisteredChildIsLeftAlone) {
+  const pid_t other = spawn_shell("exec sleep 30");
+  { const runner::ChildProcessGuard registered_then_gone(other); }
+  runner::end_child_processes(std::chrono::milliseconds(100));
+  EXPECT_TRUE(alive(other));
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+}
+
+// The H100 case: the call's timeout sent SIGTERM to the runner while a PyTorch script ran,
+// and the script lived on holding 20 GiB of GPU memory. Here the script ignores SIGTERM.
+TEST(ChildProcesses, AnInterruptedRunnerLeavesNoScriptBehind) {
+  const auto dir = fresh_dir("child-interrupt");
+  const auto pid_file = dir / "script.pid";
+  const auto script = write_file(dir / "stubborn.py",
+                                 "import os, signal, sys, time\n"
+                                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                 "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                 "open(os.environ['STUBBORN_PID_FILE'], 'w').write(str(os.getpid()))\n"
+                                 "time.sleep(120)\n");
+  const auto exp = write_file(dir / "e.yaml", "experiment: stubborn\nmeasure: {warmup_steps: 0, measured_steps: 1}\n"
+                                               "task: external_python\nparams: {script: " +
+                                                  script.string() + "}\n");
+  const auto out = dir / "run";
+  const auto r = run_runner("", "STUBBORN_PID_FILE=" + pid_file.string() +
+                                    " timeout -s TERM --foreground --preserve-status 8 " + std::string(RUNNER_EXE) +
+                                    " " + exp.string() + " --device cpu --out " + out.string() + "; exit $? ;");
+  EXPECT_EQ(r.exit_code, 143) << r.output;
+  std::ifstream in(pid_file);
+  pid_t pid = 0;
+  ASSERT_TRUE(in >> pid) << "the script never started: " << r.output;
+  EXPECT_NE(kill(pid, 0), 0) << "the script (pid " << pid << ") outlived the interrupted runner";
+  if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+}
+
+}  // namespace
