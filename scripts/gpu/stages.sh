@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# One device call as a list of stages under a time budget, everything that comes back
+# packed into at most four files (the device tool returns 8 files of 16 MiB at most).
+# Run from the project root on the GPU host, with the kit staged (../shared/gpu/prepare):
+#
+#   bash scripts/gpu/stages.sh BUDGET_S STAGE [STAGE ...]
+#
+# BUDGET_S: seconds for all stages (leave ~30 s of the call's limit for `pack`); a stage
+# gets what is left, and a stage cut off still leaves what it wrote. Stages:
+#   build                runner, runner-torch, all plugins, the flash ops library (~75-100 s)
+#   build_tests          the GPU tests of kernels, fused path, attention and profilers
+#   ctest                ctest -L 'kernels|python', then those plugins' tests
+#   pyop                 python/test_flash_attention_op.py against the ops library
+#   exp:NAME             experiments/NAME.yaml into /tmp/runs/NAME (extra flags: $RUNNER_ARGS_NAME)
+#   resume:NAME          the same run, --resume (e.g. a run directory carried in .gpu/NAME)
+#   slice:EXP:SIZE:PREC  scripts/gpu/fast_path.sh slice: every part of one size and precision
+#   pack                 /tmp/runs and the logs -> $OUT/runs.tgz; files under reports/ that the
+#                        stages wrote -> $OUT/reports.tgz
+# A warm machine keeps build-gpu/ and /tmp between calls; a cold one needs `build` again.
+set -u
+budget="$1"; shift
+t0=$SECONDS
+export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+prefix=/tmp/gpu-prefix
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib
+export RUNNER_PYTHON="${RUNNER_PYTHON:-$(command -v python3)}"
+logs=/tmp/runs/logs
+mkdir -p "$logs"
+touch /tmp/runs/.stamp
+left() { echo $(( budget - (SECONDS - t0) )); }
+limit() { local t; t=$(left); (( t < 1 )) && t=1; echo "$t"; }  # never 0: `timeout 0` means no limit
+log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
+
+build_targets() {
+  if [[ ! -f $prefix/.done ]]; then
+    mkdir -p $prefix
+    for f in .gpu/debs/*.deb; do dpkg -x "$f" $prefix; done
+    touch $prefix/.done
+  fi
+  local torch_prefix
+  torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
+    -DNCCL_INCLUDE_DIR="$site/nvidia/nccl/include" -DNCCL_LIBRARY_DIR="$site/nvidia/nccl/lib" \
+    -DCMAKE_BUILD_RPATH="$prefix/usr/lib/x86_64-linux-gnu;$site/torch/lib;$site/nvidia/nccl/lib" \
+    >> "$logs/build.log" 2>&1 || return 1
+  timeout "$(limit)" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$logs/build.log" 2>&1
+}
+
+for stage in "$@"; do
+  log "$stage (left $(left) s)"
+  case "$stage" in
+    build) build_targets runner runner_torch runner_plugins flash_attention_ops; log "build rc=$?" ;;
+    build_tests)
+      build_targets flash_attention_tests flash_attention_ops kernels_adamw_tests kernels_rmsnorm_tests \
+        kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests optimizer_adamw_tests \
+        task_train_step_tests attention_flash_tests attention_sdpa_tests model_transformer_lm_tests \
+        task_optimizer_step_tests profiler_kernels_tests profiler_memory_tests
+      log "build_tests rc=$?" ;;
+    ctest)
+      timeout "$(limit)" ctest --test-dir build-gpu --output-on-failure -j 3 -L 'kernels|python' > "$logs/ctest-kernels.log" 2>&1
+      log "ctest kernels rc=$? $(grep -E 'tests passed' "$logs/ctest-kernels.log")"
+      timeout "$(limit)" ctest --test-dir build-gpu --output-on-failure -j 3 \
+        -R 'FusedAdamW|AdamW|TrainStep|TransformerLm|OptimizerStep|Flash|Sdpa|ProfilerKernels|MemoryProfiler' \
+        > "$logs/ctest-plugins.log" 2>&1
+      log "ctest plugins rc=$? $(grep -E 'tests passed' "$logs/ctest-plugins.log")" ;;
+    pyop)
+      RUNNER_FLASH_OPS_LIB=$PWD/build-gpu/kernels/flash_attention/libflash_attention_ops.so \
+        timeout "$(limit)" python3 -X faulthandler python/test_flash_attention_op.py > "$logs/pyop.log" 2>&1
+      log "pyop rc=$?" ;;
+    exp:*|resume:*)
+      name=${stage#*:}
+      var="RUNNER_ARGS_${name}"
+      read -r -a extra <<< "${!var:-}"
+      if [[ $stage == resume:* ]]; then where=(--resume "${RESUME_DIR:-$PWD/.gpu/$name}"); else
+        rm -rf "/tmp/runs/$name"; where=(--out "/tmp/runs/$name"); fi
+      timeout "$(limit)" build-gpu/runner "experiments/$name.yaml" "${where[@]}" "${extra[@]}" \
+        > "$logs/$name.log" 2>&1
+      log "$stage rc=$?" ;;
+    slice:*)
+      IFS=: read -r _ exp size precision <<< "$stage"
+      RUN_ROOT=/tmp/runs RUNNER_BUILD_DIR=build-gpu timeout "$(limit)" \
+        bash scripts/gpu/fast_path.sh slice "$logs" "$exp" "$size" "$precision" > "$logs/$exp-$size-$precision.out" 2>&1
+      log "$stage rc=$?" ;;
+    pack)
+      tar -C /tmp/runs --exclude='*/trace.json' --exclude='*.pickle' -czf "$OUT/runs.tgz" .
+      find reports -newer /tmp/runs/.stamp -type f | tar -czf "$OUT/reports.tgz" -T -
+      ls -la "$OUT" ;;
+    *) log "unknown stage '$stage'" ;;
+  esac
+done
+log "done"
