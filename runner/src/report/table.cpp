@@ -76,7 +76,7 @@ bool matches(const json& record, const std::map<std::string, std::string>& where
   return true;
 }
 
-bool failed(const json& record);
+bool failed(const json& record) { return record.value("status", std::string("ok")) != "ok"; }
 
 // A failed point (OOM, error) has its parameters but never emitted its labels, so a
 // `where` on labels (table: phases) would hide it. It matches on the keys it has; at
@@ -128,8 +128,6 @@ double stats_rse(const json& stats) {
   if (n < 2 || mean == 0) return -1;
   return sd / std::sqrt(n) / std::fabs(mean);
 }
-
-bool failed(const json& record) { return record.value("status", std::string("ok")) != "ok"; }
 
 
 Cell metric_cell(const json& record, const std::string& metric, const std::string& stat, double default_threshold) {
@@ -279,9 +277,9 @@ bool belongs(const json& record, const TableSpec& spec) {
   if (!table_matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
   // label cells) so OOM and error stay visible.
-  const bool failed = record.value("status", std::string("ok")) != "ok";
+  const bool point_failed = failed(record);
   for (const auto& key : spec.rows)
-    if (!lookup(record, key) && !failed) return false;
+    if (!lookup(record, key) && !point_failed) return false;
   if (!spec.pivot.empty()) return lookup(record, spec.pivot).has_value();
   bool any_metric_column = false;
   for (const auto& column : spec.columns) {
