@@ -31,17 +31,17 @@ pid_t spawn_shell(const std::string& script) {
 bool alive(pid_t pid) { return kill(pid, 0) == 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
 
 TEST(ChildProcesses, EndedWithSigtermAndSigkillWhenSigtermIsIgnored) {
-  const pid_t polite = spawn_shell("exec sleep 30");
-  const pid_t stubborn = spawn_shell("trap '' TERM; while :; do sleep 0.05; done");
+  const pid_t obeys_term = spawn_shell("exec sleep 30");
+  const pid_t ignores_term = spawn_shell("trap '' TERM; while :; do sleep 0.05; done");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the trap be set
   {
-    const runner::ChildProcessGuard a(polite), b(stubborn);
+    const runner::ChildProcessGuard a(obeys_term), b(ignores_term);
     const auto start = std::chrono::steady_clock::now();
     runner::end_child_processes(std::chrono::milliseconds(300));
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
   }
-  EXPECT_FALSE(alive(polite));
-  EXPECT_FALSE(alive(stubborn));
+  EXPECT_FALSE(alive(obeys_term));
+  EXPECT_FALSE(alive(ignores_term));
 }
 
 TEST(ChildProcesses, AnUnregisteredChildIsLeftAlone) {
@@ -58,20 +58,20 @@ TEST(ChildProcesses, AnUnregisteredChildIsLeftAlone) {
 TEST(ChildProcesses, AnInterruptedRunnerLeavesNoScriptBehind) {
   const auto dir = fresh_dir("child-interrupt");
   const auto pid_file = dir / "script.pid";
-  const auto script = write_file(dir / "stubborn.py",
+  const auto script = write_file(dir / "ignores_term.py",
                                  "import os, signal, sys, time\n"
                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                                  "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                 "open(os.environ['STUBBORN_PID_FILE'], 'w').write(str(os.getpid()))\n"
+                                 "open(os.environ['SCRIPT_PID_FILE'], 'w').write(str(os.getpid()))\n"
                                  "time.sleep(120)\n");
-  const auto exp = write_file(dir / "e.yaml", "experiment: stubborn\nmeasure: {warmup_steps: 0, measured_steps: 1}\n"
+  const auto exp = write_file(dir / "e.yaml", "experiment: ignores_sigterm\nmeasure: {warmup_steps: 0, measured_steps: 1}\n"
                                                "task: external_python\nparams: {script: " +
                                                   script.string() + "}\n");
   const auto out = dir / "run";
   // SIGTERM once the script runs (the interpreter check before it can take seconds on a
   // loaded machine), to the runner alone, as the device tool's time limit does.
   const auto log = dir / "runner.log";
-  const auto r = run_runner("", "export STUBBORN_PID_FILE=" + pid_file.string() + "; " + std::string(RUNNER_EXE) +
+  const auto r = run_runner("", "export SCRIPT_PID_FILE=" + pid_file.string() + "; " + std::string(RUNNER_EXE) +
                                     " " + exp.string() + " --device cpu --out " + out.string() + " > " + log.string() +
                                     " 2>&1 & runner=$!; for i in $(seq 1200); do [ -s " + pid_file.string() +
                                     " ] && break; sleep 0.1; done; kill -TERM $runner; wait $runner; exit $? ;");
