@@ -39,19 +39,7 @@ run_experiment() {  # name, then runner arguments
 }
 case "$stage" in
   build)
-    prefix=/tmp/gpu-prefix
-    if [[ ! -f $prefix/.done ]]; then
-      mkdir -p $prefix
-      for f in .gpu/debs/*.deb; do dpkg -x "$f" $prefix; done
-      touch $prefix/.done
-    fi
-    torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-    site="$(python3 -c 'import site; print(site.getsitepackages()[0])')"
-    nccl_lib="$site/nvidia/nccl/lib"
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
-      -DNCCL_INCLUDE_DIR="$site/nvidia/nccl/include" -DNCCL_LIBRARY_DIR="$nccl_lib" \
-      -DCMAKE_BUILD_RPATH="$prefix/usr/lib/x86_64-linux-gnu;$site/torch/lib;$nccl_lib" > "$out/configure.log" 2>&1 ||
-      { tail -40 "$out/configure.log"; exit 1; }
+    bash scripts/gpu/configure.sh "$build" "$out/configure.log" || { tail -40 "$out/configure.log"; exit 1; }
     cmake --build "$build" -j "$(nproc)" --target runner \
       kernels_adamw_tests kernels_rmsnorm_tests kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests \
       optimizer_adamw_tests task_train_step_tests model_transformer_lm_tests task_optimizer_step_tests \

@@ -33,17 +33,7 @@ limit() { local t; t=$(left); (( t < 1 )) && t=1; echo "$t"; }  # never 0: `time
 log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
 
 build_targets() {
-  if [[ ! -f $prefix/.done ]]; then
-    mkdir -p $prefix
-    for f in .gpu/debs/*.deb; do dpkg -x "$f" $prefix; done
-    touch $prefix/.done
-  fi
-  local torch_prefix
-  torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix;$prefix/usr" \
-    -DNCCL_INCLUDE_DIR="$site/nvidia/nccl/include" -DNCCL_LIBRARY_DIR="$site/nvidia/nccl/lib" \
-    -DCMAKE_BUILD_RPATH="$prefix/usr/lib/x86_64-linux-gnu;$site/torch/lib;$site/nvidia/nccl/lib" \
-    >> "$logs/build.log" 2>&1 || return 1
+  bash scripts/gpu/configure.sh build-gpu "$logs/build.log" || return 1
   timeout "$(limit)" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$logs/build.log" 2>&1
 }
 
