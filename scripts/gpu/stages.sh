@@ -51,7 +51,7 @@ for stage in "$@"; do
       timeout "$(limit)" ctest --test-dir build-gpu --output-on-failure -j 3 -L 'kernels|python' > "$logs/ctest-kernels.log" 2>&1
       log "ctest kernels rc=$? $(grep -E 'tests passed' "$logs/ctest-kernels.log")"
       timeout "$(limit)" ctest --test-dir build-gpu --output-on-failure -j 3 \
-        -R 'FusedAdamW|AdamW|TrainStep|TransformerLm|OptimizerStep|Flash|Sdpa|ProfilerKernels|MemoryProfiler' \
+        -R 'FusedAdamW|AdamW|TrainStep|TransformerLm|OptimizerStep|Flash|Sdpa|KernelProfiler|KernelBreakdown|KernelNames|KernelClasses|MemoryProfiler' \
         > "$logs/ctest-plugins.log" 2>&1
       log "ctest plugins rc=$? $(grep -E 'tests passed' "$logs/ctest-plugins.log")" ;;
     pyop)
