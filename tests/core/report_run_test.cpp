@@ -75,6 +75,18 @@ TEST(RunCaption, SmokeAndPartialRunsAreFlaggedInEveryCaption) {
   EXPECT_EQ(run_sentence(RunSummary{false, 2}, records), "");
 }
 
+TEST(RunCaption, MergedSlicesCountPointsByParametersNotIndex) {
+  // Two slices of one sweep each number their single point 0; together they are 2 points.
+  const json a = timed_record("cuda", 0, "1");
+  const json b = timed_record("cuda", 0, "2");
+  EXPECT_EQ(recorded_points({a, b}), 2u);
+  EXPECT_EQ(recorded_points({a, a}), 1u);
+  json interrupted = b;
+  interrupted["status"] = "interrupted";
+  EXPECT_EQ(recorded_points({a, interrupted}), 1u);
+  EXPECT_EQ(run_sentence(RunSummary{false, 2}, {a, b}), "");
+}
+
 TEST(ReadResults, TruncatedLastRecordIsSkippedWithAWarning) {
   const auto file = write_file(fresh_dir("truncated") / "results.jsonl",
                                "{\"point\": 0, \"status\": \"ok\"}\n{\"point\": 1, \"status\": \"ok\"}\n{\"point\": 2, \"sta");

@@ -101,13 +101,22 @@ std::string merge_markdown(const std::string& existing, const std::string& title
                                blocks);
 }
 
+// A point is known by its part and parameters, not its index: slices of one experiment
+// (each a run of a sub-sweep, merged into one results.jsonl) number their points from 0.
 std::size_t recorded_points(const std::vector<nlohmann::json>& records) {
-  std::set<std::tuple<long long, std::string, long long>> points;
+  std::set<std::tuple<long long, std::string, std::string>> points;
   for (const auto& r : records) {
     if (r.value("status", std::string()) == "interrupted") continue;
+    const auto params = r.find("params");
     const auto point = r.find("point");
-    if (point == r.end() || !point->is_number_integer()) continue;
-    points.emplace(r.value(kSourceRunKey, 0LL), r.value("part", std::string()), point->get<long long>());
+    std::string identity;
+    if (params != r.end() && params->is_object() && !params->empty())
+      identity = params->dump();
+    else if (point != r.end() && point->is_number_integer())
+      identity = "#" + std::to_string(point->get<long long>());
+    else
+      continue;
+    points.emplace(r.value(kSourceRunKey, 0LL), r.value("part", std::string()), identity);
   }
   return points.size();
 }
