@@ -1,11 +1,12 @@
-# runner_add_plugin(<kind> <name> SOURCES ... [LIBS ...] [TESTS test.cpp ...])
+# runner_add_plugin(<kind> <name> SOURCES ... [LIBS ...] [TESTS test.cpp ...] [TEST_FIXTURE f])
 #
 # Builds plugins/<kind>/<name> into ${RUNNER_PLUGIN_DIR}/<kind>_<name>.so, where
 # the runner finds it. The sources also form an object library <kind>_<name>_obj
 # so the plugin's tests can call its classes directly; TESTS become one GoogleTest
-# executable registered with ctest.
+# executable registered with ctest; TEST_FIXTURE names a ctest fixture its tests require
+# (e.g. a test that writes the files they read).
 function(runner_add_plugin kind name)
-  cmake_parse_arguments(P "" "" "SOURCES;LIBS;TESTS" ${ARGN})
+  cmake_parse_arguments(P "" "TEST_FIXTURE" "SOURCES;LIBS;TESTS" ${ARGN})
   set(target ${kind}_${name})
   add_library(${target}_obj OBJECT ${P_SOURCES})
   # Plugins see the public API only (runner_api); the host's internals stay out of reach.
@@ -26,7 +27,12 @@ function(runner_add_plugin kind name)
       RUNNER_TEST_PLUGIN_DIR="${RUNNER_PLUGIN_DIR}"
       RUNNER_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
       RUNNER_PYTHON="${RUNNER_PYTHON}")
-    gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
-                         PROPERTIES LABELS "plugin;${kind}")
+    if(P_TEST_FIXTURE)
+      gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
+                           PROPERTIES FIXTURES_REQUIRED ${P_TEST_FIXTURE} LABELS "plugin;${kind}")
+    else()
+      gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
+                           PROPERTIES LABELS "plugin;${kind}")
+    endif()
   endif()
 endfunction()

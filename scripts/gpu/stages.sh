@@ -11,6 +11,7 @@
 #   build_tests          the GPU tests of kernels, fused path, attention and profilers
 #   ctest                ctest -L 'kernels|python', then those plugins' tests
 #   pyop                 python/test_flash_attention_op.py against the ops library
+#   aoti                 export the attention/aoti CUDA packages (fp32; ~1-2 min) into aoti-packages/
 #   exp:NAME             experiments/NAME.yaml into /tmp/runs/NAME (extra flags: $RUNNER_ARGS_NAME)
 #   resume:NAME          the same run, --resume (e.g. a run directory carried in .gpu/NAME)
 #   slice:EXP:SIZE:PREC  scripts/gpu/fast_path.sh slice: every part of one size and precision
@@ -45,19 +46,23 @@ for stage in "$@"; do
       build_targets flash_attention_tests flash_attention_ops kernels_adamw_tests kernels_rmsnorm_tests \
         kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests optimizer_adamw_tests \
         task_train_step_tests attention_flash_tests attention_sdpa_tests model_transformer_lm_tests \
-        task_optimizer_step_tests profiler_kernels_tests profiler_memory_tests
+        task_optimizer_step_tests profiler_kernels_tests profiler_memory_tests attention_aoti attention_aoti_tests
       log "build_tests rc=$?" ;;
     ctest)
       timeout "$(limit)" ctest --test-dir build-gpu --output-on-failure -j 3 -L 'kernels|python' > "$logs/ctest-kernels.log" 2>&1
       log "ctest kernels rc=$? $(grep -E 'tests passed' "$logs/ctest-kernels.log")"
       timeout "$(limit)" ctest --test-dir build-gpu --output-on-failure -j 3 \
-        -R 'FusedAdamW|AdamW|TrainStep|TransformerLm|OptimizerStep|Flash|Sdpa|KernelProfiler|KernelBreakdown|KernelNames|KernelClasses|MemoryProfiler' \
+        -R 'FusedAdamW|AdamW|TrainStep|TransformerLm|OptimizerStep|Flash|Sdpa|KernelProfiler|KernelBreakdown|KernelNames|KernelClasses|MemoryProfiler|Aoti' \
         > "$logs/ctest-plugins.log" 2>&1
       log "ctest plugins rc=$? $(grep -E 'tests passed' "$logs/ctest-plugins.log")" ;;
     pyop)
       RUNNER_FLASH_OPS_LIB=$PWD/build-gpu/kernels/flash_attention/libflash_attention_ops.so \
         timeout "$(limit)" python3 -X faulthandler python/test_flash_attention_op.py > "$logs/pyop.log" 2>&1
       log "pyop rc=$?" ;;
+    aoti)
+      timeout "$(limit)" python3 plugins/attention/aoti/export_attention.py --out aoti-packages --device cuda \
+        --dtype fp32 --causal false true > "$logs/aoti.log" 2>&1
+      log "aoti rc=$? $(grep -c '^exported' "$logs/aoti.log") exported" ;;
     exp:*|resume:*)
       name=${stage#*:}
       var="RUNNER_ARGS_${name}"
