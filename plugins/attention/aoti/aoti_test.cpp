@@ -30,24 +30,23 @@ class AotiAttentionPlugin : public ::testing::Test {
   std::unique_ptr<runner::Attention> aoti_;
 };
 
-TEST_F(AotiAttentionPlugin, MatchesNaiveInFp32OnCpu) {
+void expect_matches_naive(runner::Attention& aoti, torch::Device device, double limit) {
   const auto seed = attention_check::fresh_seed();
   for (const Case& c : kCases) {
-    const auto e = attention_check::compare_with_naive(*aoti_, c, torch::kFloat, torch::kCPU, seed);
-    EXPECT_LT(e.max(), 1e-5) << c.name() << " seed " << seed << ": out " << e.out << " dq " << e.dq << " dk " << e.dk
-                             << " dv " << e.dv;
+    const auto e = attention_check::compare_with_naive(aoti, c, torch::kFloat, device, seed);
+    EXPECT_LT(e.max(), limit) << c.name() << " seed " << seed << ": out " << e.out << " dq " << e.dq << " dk " << e.dk
+                              << " dv " << e.dv;
   }
+}
+
+TEST_F(AotiAttentionPlugin, MatchesNaiveInFp32OnCpu) {
+  expect_matches_naive(*aoti_, torch::kCPU, 1e-5);
   EXPECT_NE(aoti_->mechanism().find("AOTInductor"), std::string::npos) << aoti_->mechanism();
 }
 
 TEST_F(AotiAttentionPlugin, MatchesNaiveInFp32OnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const auto seed = attention_check::fresh_seed();
-  for (const Case& c : kCases) {
-    const auto e = attention_check::compare_with_naive(*aoti_, c, torch::kFloat, torch::kCUDA, seed);
-    EXPECT_LT(e.max(), 2e-3) << c.name() << " seed " << seed << ": out " << e.out << " dq " << e.dq << " dk " << e.dk
-                             << " dv " << e.dv;
-  }
+  expect_matches_naive(*aoti_, torch::kCUDA, 2e-3);
   EXPECT_NE(aoti_->mechanism().find("triton"), std::string::npos) << aoti_->mechanism();
 }
 
