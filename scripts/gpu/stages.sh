@@ -11,7 +11,8 @@
 #   build_tests          the GPU tests of kernels, fused path, attention and profilers
 #   ctest                ctest -L 'kernels|python', then those plugins' tests
 #   pyop                 python/test_flash_attention_op.py against the ops library
-#   aoti                 export the attention/aoti CUDA packages (fp32; ~1-2 min) into aoti-packages/
+#   aoti                 the attention/aoti CUDA packages (fp32) in aoti-packages/: the ctest fixture's,
+#                        else exported here (~1-2 min)
 #   exp:NAME             experiments/NAME.yaml into /tmp/runs/NAME (extra flags: $RUNNER_ARGS_NAME)
 #   resume:NAME          the same run, --resume (e.g. a run directory carried in .gpu/NAME)
 #   slice:EXP:SIZE:PREC  scripts/gpu/fast_path.sh slice: every part of one size and precision
@@ -60,9 +61,14 @@ for stage in "$@"; do
         timeout "$(limit)" python3 -X faulthandler python/test_flash_attention_op.py > "$logs/pyop.log" 2>&1
       log "pyop rc=$?" ;;
     aoti)
-      timeout "$(limit)" python3 plugins/attention/aoti/export_attention.py --out aoti-packages --device cuda \
-        --dtype fp32 --causal false true > "$logs/aoti.log" 2>&1
-      log "aoti rc=$? $(grep -c '^exported' "$logs/aoti.log") exported" ;;
+      # The ctest fixture (stage ctest) exports the same CUDA packages for the tests: reuse them.
+      if [[ -f build-gpu/aoti-test-packages/attention_fwd_cuda_fp32_full.pt2 ]]; then
+        ln -sfn build-gpu/aoti-test-packages aoti-packages; log "aoti: linked the ctest fixture's packages"
+      else
+        timeout "$(limit)" python3 plugins/attention/aoti/export_attention.py --out aoti-packages --device cuda \
+          --dtype fp32 --causal false true > "$logs/aoti.log" 2>&1
+        log "aoti rc=$? $(grep -c '^exported' "$logs/aoti.log") exported"
+      fi ;;
     exp:*|resume:*)
       name=${stage#*:}
       var="RUNNER_ARGS_${name}"
