@@ -27,12 +27,12 @@ function(runner_add_plugin kind name)
       RUNNER_TEST_PLUGIN_DIR="${RUNNER_PLUGIN_DIR}"
       RUNNER_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
       RUNNER_PYTHON="${RUNNER_PYTHON}")
+    set(fixture)
     if(P_TEST_FIXTURE)
-      gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
-                           PROPERTIES FIXTURES_REQUIRED ${P_TEST_FIXTURE} LABELS "plugin;${kind}")
-    else()
-      gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
-                           PROPERTIES LABELS "plugin;${kind}")
+      set(fixture FIXTURES_REQUIRED ${P_TEST_FIXTURE})
     endif()
+    # LABELS stays last and quoted: gtest_discover_tests flattens the property list.
+    gtest_discover_tests(${target}_tests DISCOVERY_TIMEOUT 60
+                         PROPERTIES ${fixture} LABELS "plugin;${kind}")
   endif()
 endfunction()

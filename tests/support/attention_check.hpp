@@ -70,10 +70,12 @@ inline Errors compare_with_naive(runner::Attention& attention, const Case& c, to
           rel_err(v.grad(), vr.grad())};
 }
 
-// The plugin as the runner loads it: from the plugin directory, with its default options.
-inline std::unique_ptr<runner::Attention> load(runner::PluginRegistry& registry, const std::string& name) {
+// The plugin as the runner loads it: from the plugin directory, with its default options
+// and `options_yaml` (a YAML map, e.g. "{package_dir: dir}") over them.
+inline std::unique_ptr<runner::Attention> load(runner::PluginRegistry& registry, const std::string& name,
+                                               const std::string& options_yaml = "") {
   registry.scan({RUNNER_TEST_PLUGIN_DIR});
-  runner::Params params = runner::resolve_plugin_options(registry, runner::PluginKind::Attention, name);
+  runner::Params params = runner::resolve_plugin_options(registry, runner::PluginKind::Attention, name, options_yaml);
   runner::Context ctx;
   ctx.plugins = &registry;
   return ctx.create<runner::Attention>(runner::PluginKind::Attention, params);

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -115,7 +114,7 @@ class AotiAttention : public runner::Attention {
   Programs& load(const c10::Device& device, const std::string& dtype, bool causal) {
     const std::string where = device.is_cuda() ? "cuda" : "cpu";
     const std::string tag = where + "_" + dtype + (causal ? "_causal" : "_full");
-    const auto key = std::make_tuple(where, device.index(), tag);
+    const auto key = std::make_pair(device.index(), tag);  // tag names the device type
     auto it = programs_.find(key);
     if (it != programs_.end()) return *it->second;
 
@@ -142,7 +141,7 @@ class AotiAttention : public runner::Attention {
   }
 
   fs::path dir_;
-  std::map<std::tuple<std::string, c10::DeviceIndex, std::string>, std::unique_ptr<Programs>> programs_;
+  std::map<std::pair<c10::DeviceIndex, std::string>, std::unique_ptr<Programs>> programs_;
   std::string mechanism_;
 };
 

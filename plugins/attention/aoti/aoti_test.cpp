@@ -15,12 +15,7 @@ const Case kCases[] = {{2, 3, 37, 16, false}, {2, 3, 37, 16, true},   {1, 2, 100
                        {1, 2, 129, 64, true}, {1, 2, 70, 128, true}, {1, 2, 17, 128, false}};
 
 std::unique_ptr<runner::Attention> load_aoti(runner::PluginRegistry& registry, const std::string& dir) {
-  registry.scan({RUNNER_TEST_PLUGIN_DIR});
-  const runner::Params params = runner::resolve_plugin_options(registry, runner::PluginKind::Attention, "aoti",
-                                                               "{package_dir: '" + dir + "'}");
-  runner::Context ctx;
-  ctx.plugins = &registry;
-  return ctx.create<runner::Attention>(runner::PluginKind::Attention, params);
+  return attention_check::load(registry, "aoti", "{package_dir: '" + dir + "'}");
 }
 
 class AotiAttentionPlugin : public ::testing::Test {
