@@ -30,6 +30,7 @@
 #include "runner/outcome.hpp"
 #include "runner/profiler.hpp"
 #include "runner/task.hpp"
+#include "stderr_line.hpp"
 #include "sweep.hpp"
 
 namespace runner {
@@ -365,8 +366,7 @@ void record_outcome(const Experiment& exp, const Point& point, int point_index, 
       run.session->send_records(index, lines);
     }
     leave_error_note(run.rank, why);
-    std::cerr << "runner: " << why << "\n";
-    std::cerr.flush();
+    write_stderr_line("runner: " + why);
     run.session->abort();
     std::_Exit(1);
   }

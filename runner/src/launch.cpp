@@ -16,6 +16,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "distributed.hpp"
+#include "stderr_line.hpp"
 
 namespace runner {
 namespace {
@@ -107,7 +108,7 @@ int supervise_ranks(const LaunchSpec& spec) {
   };
   while (live > 0) {
     if (g_stop_signal && !stopping) {
-      std::cerr << "runner launch: " << strsignal(g_stop_signal) << "; stopping all ranks\n";
+      write_stderr_line(std::string("runner launch: ") + strsignal(g_stop_signal) + "; stopping all ranks");
       stopping = true;
       stop_all(SIGTERM);
       kill_deadline = std::chrono::steady_clock::now() + kGracePeriod;
@@ -134,9 +135,9 @@ int supervise_ranks(const LaunchSpec& spec) {
       failed_rank = rank;
       failed_status = status;
       std::string note = read_note(std::filesystem::path(error_dir) / ("rank" + std::to_string(rank) + ".txt"));
-      std::cerr << "runner launch: rank " << rank << " " << describe(status)
-                << (note.empty() ? std::string(" (it left no error message; see its output above)") : ": " + note)
-                << "; stopping the other ranks\n";
+      write_stderr_line("runner launch: rank " + std::to_string(rank) + " " + describe(status) +
+                        (note.empty() ? std::string(" (it left no error message; see its output above)") : ": " + note) +
+                        "; stopping the other ranks");
       stopping = true;
       stop_all(SIGTERM);
       kill_deadline = std::chrono::steady_clock::now() + kGracePeriod;

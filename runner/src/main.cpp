@@ -10,6 +10,7 @@
 #include "execute.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
+#include "stderr_line.hpp"
 #include "sweep.hpp"
 #include "validate.hpp"
 
@@ -242,13 +243,13 @@ int main(int argc, char** argv) {
     }
     return runner::run_experiment(options, registry);
   } catch (const runner::ConfigError& e) {
-    std::cerr << "runner: " << e.what() << "\n";
+    runner::write_stderr_line(std::string("runner: ") + e.what());
     return 2;
   } catch (const runner::report::SpecError& e) {
-    std::cerr << "runner: " << e.what() << "\n";
+    runner::write_stderr_line(std::string("runner: ") + e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "runner: " << e.what() << "\n";
+    runner::write_stderr_line(std::string("runner: ") + e.what());
     return 1;
   }
 }
