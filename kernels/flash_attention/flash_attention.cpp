@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #ifdef RUNNER_FLASH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -43,6 +44,39 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)
               "flash attention: batch*heads must be <= 65535, got ", bh);
 }
 
+KernelFamily parse_kernel_family(const std::string& name) {
+  if (name == "auto") return KernelFamily::automatic;
+  if (name == "mma_sync") return KernelFamily::mma_sync;
+  if (name == "wgmma") return KernelFamily::wgmma;
+  TORCH_CHECK(false, "flash attention: kernel family '", name, "' is not one of auto, mma_sync, wgmma");
+}
+
+const char* to_string(KernelFamily family) {
+  switch (family) {
+    case KernelFamily::mma_sync: return "mma_sync";
+    case KernelFamily::wgmma: return "wgmma";
+    default: return "auto";
+  }
+}
+
+std::string wgmma_unsupported_reason(const at::Tensor& q) {
+  const auto dtype = q.scalar_type();
+  if (dtype != at::kBFloat16 && dtype != at::kHalf)
+    return std::string("the wgmma kernels take bf16 or fp16, not ") + c10::toString(dtype);
+  if (q.size(-1) != 64 && q.size(-1) != 128)
+    return "the wgmma kernels are built for head dims 64 and 128, not " + std::to_string(q.size(-1));
+#ifdef RUNNER_FLASH_WITH_CUDA
+  if (!q.is_cuda()) return "the wgmma kernels need CUDA tensors";
+  const auto* props = at::cuda::getDeviceProperties(q.device().index());
+  if (props->major != 9)
+    return "the wgmma kernels need an sm_90 GPU (Hopper); this one is sm_" + std::to_string(props->major) +
+           std::to_string(props->minor);
+  return "";
+#else
+  return "this build has no CUDA";
+#endif
+}
+
 double forward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int64_t d, bool causal) {
   const double full = 4.0 * static_cast<double>(bh) * static_cast<double>(lq) * static_cast<double>(lk) *
                       static_cast<double>(d);
@@ -58,6 +92,14 @@ detail::Dtype kernel_dtype(at::ScalarType t) {
   return detail::Dtype::fp32;
 }
 
+// automatic stays on mma_sync until the wgmma kernels have passed their device tests.
+bool use_wgmma(KernelFamily family, const at::Tensor& q) {
+  if (family != KernelFamily::wgmma) return false;
+  const std::string why = wgmma_unsupported_reason(q);
+  TORCH_CHECK(why.empty(), "flash attention: kernel family wgmma: ", why, "; use mma_sync or auto");
+  return true;
+}
+
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   TORCH_CHECK(err == cudaSuccess, "flash attention: ", what, " kernel launch failed: ", cudaGetErrorString(err));
@@ -65,7 +107,8 @@ void check_launch(const char* what) {
 
 }  // namespace
 
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                      KernelFamily family) {
   check_inputs(q, k, v);
   const c10::cuda::CUDAGuard guard(q.device());
   const std::int64_t lq = q.size(-2), lk = k.size(-2), d = q.size(-1);
@@ -77,14 +120,14 @@ ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor
   detail::ForwardArgs a{q.data_ptr(), k.data_ptr(), v.data_ptr(), r.out.data_ptr(), r.lse.data_ptr<float>(),
                         static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
                         causal, kernel_dtype(q.scalar_type()),
-                        static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
+                        static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), use_wgmma(family, q)};
   detail::launch_forward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("forward");
   return r;
 }
 
 Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout_in, const at::Tensor& lse, bool causal) {
+                   const at::Tensor& dout_in, const at::Tensor& lse, bool causal, KernelFamily family) {
   check_inputs(q, k, v);
   TORCH_CHECK(out.sizes() == q.sizes() && dout_in.sizes() == q.sizes(),
               "flash attention backward: out and dout must have q's shape ", q.sizes(), ", got ", out.sizes(), " and ",
@@ -103,7 +146,7 @@ Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                          delta.data_ptr<float>(), g.dq.data_ptr(), g.dk.data_ptr(), g.dv.data_ptr(),
                          static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
                          causal, kernel_dtype(q.scalar_type()),
-                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)))};
+                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), use_wgmma(family, q)};
   detail::launch_backward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("backward");
   return g;
@@ -111,13 +154,13 @@ Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
 
 #else
 
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool) {
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool, KernelFamily) {
   check_inputs(q, k, v);
   TORCH_CHECK(false, "flash attention: this build has no CUDA (configure with a CUDA toolkit)");
 }
 
 Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor&,
-                   const at::Tensor&, const at::Tensor&, bool) {
+                   const at::Tensor&, const at::Tensor&, bool, KernelFamily) {
   check_inputs(q, k, v);
   TORCH_CHECK(false, "flash attention: this build has no CUDA (configure with a CUDA toolkit)");
 }

@@ -12,10 +12,25 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 
 namespace kernels::flash {
 
 bool supports_head_dim(std::int64_t d);
+
+// Which tensor-core kernels run bf16/fp16 inputs (fp32 always runs on CUDA cores):
+//  * mma_sync: warp-level m16n8k16 MMAs (flash_forward.cu, flash_backward.cu); any
+//    CUDA GPU the build targets, every supported head dim.
+//  * wgmma: Hopper warpgroup MMAs from swizzled shared memory (flash_*_sm90.cu); sm_90
+//    GPUs, d 64 and 128 only; asking for it elsewhere is an error.
+//  * automatic: mma_sync for now; wgmma becomes the choice where it applies once its
+//    device tests have passed on the H100.
+enum class KernelFamily { automatic, mma_sync, wgmma };
+// Parses "auto", "mma_sync" or "wgmma"; throws c10::Error naming the choices otherwise.
+KernelFamily parse_kernel_family(const std::string& name);
+const char* to_string(KernelFamily family);
+// Empty when the wgmma kernels can run these inputs, else why not (one line).
+std::string wgmma_unsupported_reason(const at::Tensor& q);
 // Throws c10::Error with one line saying what is wrong with the inputs.
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
@@ -23,14 +38,16 @@ struct ForwardResult {
   at::Tensor out;  // like q
   at::Tensor lse;  // [..., lq] fp32, natural log
 };
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal);
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                      KernelFamily family = KernelFamily::automatic);
 
 struct Gradients {
   at::Tensor dq, dk, dv;
 };
 // dout need not be contiguous (it is copied if not); out and lse come from forward.
 Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout, const at::Tensor& lse, bool causal);
+                   const at::Tensor& dout, const at::Tensor& lse, bool causal,
+                   KernelFamily family = KernelFamily::automatic);
 
 // FLOPs the kernels are credited with (the usual convention: two matmuls forward,
 // 2.5x that backward, halved when causal and lq == lk).

@@ -147,6 +147,23 @@ TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
   EXPECT_NE(error_of([&] { flash::forward(h, c, c, false); }).find("dtypes differ"), std::string::npos);
 }
 
+TEST(FlashKernelFamily, ParsesItsThreeNamesAndRejectsOthers) {
+  EXPECT_EQ(flash::parse_kernel_family("auto"), flash::KernelFamily::automatic);
+  EXPECT_EQ(flash::parse_kernel_family("mma_sync"), flash::KernelFamily::mma_sync);
+  EXPECT_EQ(flash::parse_kernel_family("wgmma"), flash::KernelFamily::wgmma);
+  EXPECT_NE(error_of([] { flash::parse_kernel_family("hgmma"); }).find("not one of auto, mma_sync, wgmma"),
+            std::string::npos);
+  for (auto f : {flash::KernelFamily::automatic, flash::KernelFamily::mma_sync, flash::KernelFamily::wgmma})
+    EXPECT_EQ(flash::parse_kernel_family(flash::to_string(f)), f);
+}
+
+TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
+  auto t = [](std::int64_t d, torch::Dtype dt) { return torch::zeros({1, 8, d}, torch::TensorOptions().dtype(dt)); };
+  EXPECT_NE(flash::wgmma_unsupported_reason(t(64, torch::kFloat)).find("bf16 or fp16"), std::string::npos);
+  EXPECT_NE(flash::wgmma_unsupported_reason(t(32, torch::kBFloat16)).find("head dims 64 and 128"), std::string::npos);
+  EXPECT_FALSE(flash::wgmma_unsupported_reason(t(64, torch::kBFloat16)).empty());  // a CPU tensor
+}
+
 class FlashKernel : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -155,9 +172,9 @@ class FlashKernel : public ::testing::Test {
   }
 };
 
-Result run_kernels(const Inputs& in, bool causal) {
-  auto fwd = flash::forward(in.q, in.k, in.v, causal);
-  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal);
+Result run_kernels(const Inputs& in, bool causal, flash::KernelFamily family = flash::KernelFamily::automatic) {
+  auto fwd = flash::forward(in.q, in.k, in.v, causal, family);
+  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal, family);
   return {fwd.out, g.dq, g.dk, g.dv};
 }
 
@@ -215,6 +232,59 @@ TEST_F(FlashKernel, InputsWithoutBatchDimensions) {
   auto fwd = flash::forward(q, k, v, true);
   EXPECT_EQ(fwd.out.sizes(), q.sizes());
   EXPECT_LT(rel_err(fwd.out, textbook(q, k, v, in.dout[0][0], true).out), 2e-3);
+}
+
+class FlashWgmmaKernel : public FlashKernel {
+ protected:
+  void SetUp() override {
+    FlashKernel::SetUp();
+    if (IsSkipped()) return;
+    const auto probe = torch::zeros({1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+    const std::string why = flash::wgmma_unsupported_reason(probe);
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+  static constexpr auto kWgmma = flash::KernelFamily::wgmma;
+};
+
+TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
+  const auto seed = fresh_seed();
+  const Case cases[] = {{1, 2, 1, 1, 64, true},       {2, 3, 37, 37, 64, false},   {2, 2, 129, 129, 64, true},
+                        {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
+                        {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
+                        {1, 2, 128, 128, 128, true}};
+  for (auto dtype : {torch::kBFloat16, torch::kHalf})
+    for (const Case& c : cases) {
+      Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
+      expect_close(run_kernels(in, c.causal, kWgmma), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-2,
+                   name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma seed " + std::to_string(seed));
+    }
+}
+
+// Long sequences: the wgmma kernels against the mma.sync ones (checked above) on the same inputs.
+TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false},
+                        Case{1, 2, 2048, 2048, 128, true}}) {
+    Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+    expect_close(run_kernels(in, c.causal, kWgmma), run_kernels(in, c.causal, flash::KernelFamily::mma_sync), 2e-2,
+                 name(c) + " seed " + std::to_string(seed));
+  }
+}
+
+TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
+  Inputs in = random_inputs({2, 4, 300, 300, 128, true}, 11, torch::kBFloat16, torch::kCUDA);
+  auto fwd = flash::forward(in.q, in.k, in.v, true, kWgmma);
+  auto ref = flash::reference::forward(in.q, in.k, in.v, true, {16, 16});
+  EXPECT_LT(rel_err(fwd.lse, ref.lse), 1e-3);
+  Result a = run_kernels(in, true, kWgmma), b = run_kernels(in, true, kWgmma);
+  EXPECT_TRUE(torch::equal(a.dq, b.dq) && torch::equal(a.dk, b.dk) && torch::equal(a.dv, b.dv));
+}
+
+TEST_F(FlashKernel, WgmmaOutsideItsRangeIsOneClearError) {
+  auto q = torch::randn({1, 2, 16, 32}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+  EXPECT_NE(error_of([&] { flash::forward(q, q, q, false, flash::KernelFamily::wgmma); })
+                .find("kernel family wgmma: the wgmma kernels are built for head dims 64 and 128"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -298,6 +298,7 @@ void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
 }  // namespace
 
 void launch_backward(const BackwardArgs& a, cudaStream_t stream) {
+  if (a.wgmma) return launch_backward_sm90(a, stream);
   if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);
   if (a.dtype == Dtype::bf16) return launch_head_dim<__nv_bfloat16>(a, stream);
   launch_backward_fp32(a, stream);

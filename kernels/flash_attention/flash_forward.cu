@@ -212,6 +212,7 @@ void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
 }  // namespace
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream) {
+  if (a.wgmma) return launch_forward_sm90(a, stream);
   if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);
   if (a.dtype == Dtype::bf16) return launch_head_dim<__nv_bfloat16>(a, stream);
   launch_forward_fp32(a, stream);

@@ -17,6 +17,7 @@ struct ForwardArgs {
   bool causal;
   Dtype dtype;
   float scale;
+  bool wgmma = false;  // Hopper warpgroup-MMA kernels (flash_forward_sm90.cu) instead of mma.sync
 };
 
 struct BackwardArgs {
@@ -28,10 +29,14 @@ struct BackwardArgs {
   bool causal;
   Dtype dtype;
   float scale;
+  bool wgmma = false;  // flash_backward_sm90.cu instead of flash_backward.cu
 };
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward(const BackwardArgs& a, cudaStream_t stream);
+// Hopper warpgroup-MMA kernels (sm_90a; bf16/fp16; d 64 and 128): flash_*_sm90.cu.
+void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream);
+void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream);
 // fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
 void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);

@@ -2,6 +2,7 @@
 #include <torch/cuda.h>
 
 #include "attention_check.hpp"
+#include "flash_attention.hpp"
 #include "runner/outcome.hpp"
 
 namespace {
@@ -72,6 +73,31 @@ TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
   }
   auto i = torch::zeros({1, 2, 16, 64}, torch::kInt);
   EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
+}
+
+// kernel: wgmma, the Hopper kernels: checked where they run (sm_90), skipped points elsewhere.
+TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
+  auto wgmma = attention_check::load(registry_, "flash", "{kernel: wgmma}");
+  const auto probe = torch::zeros({1, 1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+  if (!kernels::flash::wgmma_unsupported_reason(probe).empty()) GTEST_SKIP() << "not an sm_90 GPU";
+  const Case cases[] = {{1, 2, 1, 64, true},    {2, 3, 37, 64, false}, {1, 2, 129, 64, true}, {1, 2, 190, 128, true},
+                        {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}};
+  const auto seed = attention_check::fresh_seed();
+  for (auto dtype : {torch::kBFloat16, torch::kHalf})
+    for (const Case& c : cases) {
+      const auto e = attention_check::compare_with_naive(*wgmma, c, dtype, torch::kCUDA, seed);
+      EXPECT_LT(e.max(), 2e-2) << c.name() << " seed " << seed << ": out " << e.out << " dq " << e.dq << " dk "
+                               << e.dk << " dv " << e.dv;
+    }
+  EXPECT_NE(wgmma->mechanism().find("wgmma"), std::string::npos);
+}
+
+TEST_F(FlashAttentionPlugin, WgmmaKernelsSkipWhatTheyDoNotCover) {
+  auto wgmma = attention_check::load(registry_, "flash", "{kernel: wgmma}");
+  auto q = torch::randn({1, 2, 16, 32}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+  EXPECT_THROW(wgmma->forward(q, q, q, false), runner::SkipPoint);  // d = 32
+  auto f = torch::randn({1, 2, 16, 64}, torch::TensorOptions().device(torch::kCUDA));
+  EXPECT_THROW(wgmma->forward(f, f, f, false), runner::SkipPoint);  // fp32
 }
 
 }  // namespace
