@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -14,6 +15,11 @@
 
 #include "flash_attention.hpp"
 #include "flash_reference.hpp"
+#ifdef RUNNER_FLASH_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "wgmma_probe.hpp"
+#endif
 
 namespace {
 
@@ -245,6 +251,27 @@ class FlashWgmmaKernel : public FlashKernel {
   }
   static constexpr auto kWgmma = flash::KernelFamily::wgmma;
 };
+
+#ifdef RUNNER_FLASH_WITH_CUDA
+// One tile per operand layout: if these fail, the descriptors or the swizzle are wrong.
+TEST_F(FlashWgmmaKernel, EachOperandLayoutGivesTheMatrixProduct) {
+  const auto seed = fresh_seed();
+  torch::manual_seed(seed);
+  for (auto [n, d] : {std::pair<int, int>{64, 128}, std::pair<int, int>{128, 64}}) {
+    const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+    auto a = torch::randn({64, d}, opts), b = torch::randn({n, d}, opts), v = torch::randn({n, d}, opts);
+    auto s = torch::full({64, n}, std::nanf(""), opts.dtype(torch::kFloat));
+    auto o = torch::full({64, d}, std::nanf(""), opts.dtype(torch::kFloat));
+    flash::detail::wgmma_probe(n, d, a.data_ptr(), b.data_ptr(), v.data_ptr(), s.data_ptr<float>(),
+                               o.data_ptr<float>());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto s_ref = torch::matmul(a.to(torch::kDouble), b.to(torch::kDouble).t());
+    EXPECT_LT(rel_err(s, s_ref), 1e-4) << "S = A B^T (ss, K-major), n " << n << " d " << d << " seed " << seed;
+    const auto o_ref = torch::matmul(s.to(torch::kBFloat16).to(torch::kDouble), v.to(torch::kDouble));
+    EXPECT_LT(rel_err(o, o_ref), 1e-3) << "O = P V (rs, MN-major), n " << n << " d " << d << " seed " << seed;
+  }
+}
+#endif
 
 TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
   const auto seed = fresh_seed();

@@ -11,6 +11,9 @@
 #   build_tests          the GPU tests of kernels, fused path, attention and profilers
 #   ctest                ctest -L 'kernels|python', then those plugins' tests
 #   pyop                 python/test_flash_attention_op.py against the ops library
+#   flash                only the flash kernels' gtests (builds just them): the quick loop for kernel work
+#   ncu:REGEX            Nsight Compute (--set full) on the kernels matching REGEX while the perf_bar
+#                        point runs (seq 16384, flash kernel=$NCU_FAMILY, default wgmma) -> logs/ncu-*.txt
 #   aoti                 the attention/aoti CUDA packages (fp32) in aoti-packages/: the ctest fixture's,
 #                        else exported here (~1-2 min)
 #   exp:NAME             experiments/NAME.yaml into /tmp/runs/NAME (extra flags: $RUNNER_ARGS_NAME)
@@ -60,6 +63,20 @@ for stage in "$@"; do
       RUNNER_FLASH_OPS_LIB=$PWD/build-gpu/kernels/flash_attention/libflash_attention_ops.so \
         timeout "$(limit)" python3 -X faulthandler python/test_flash_attention_op.py > "$logs/pyop.log" 2>&1
       log "pyop rc=$?" ;;
+    flash)
+      build_targets flash_attention_tests
+      timeout "$(limit)" build-gpu/kernels/flash_attention/flash_attention_tests > "$logs/flash-tests.log" 2>&1
+      log "flash tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$logs/flash-tests.log" | tr '\n' ' ')" ;;
+    ncu:*)
+      regex=${stage#ncu:}; tag=$(echo "$regex" | tr -c 'A-Za-z0-9_\n' '_')
+      timeout "$(limit)" ncu --kernel-name "regex:$regex" --launch-skip 4 --launch-count 4 --set full \
+        -f -o "/tmp/runs/ncu-$tag" build-gpu/runner experiments/flash_benchmarking.yaml --out /tmp/runs/ncu-run \
+        --set parts.grid.enabled=false --set 'parts.perf_bar.sweep.seq=[16384]' \
+        --set "parts.perf_bar.sweep.attention=[{name: flash, kernel: ${NCU_FAMILY:-wgmma}}]" \
+        --set parts.perf_bar.measure.warmup_steps=1 --set parts.perf_bar.measure.measured_steps=2 \
+        > "$logs/ncu-$tag.run.log" 2>&1
+      log "ncu $regex rc=$?"
+      ncu --import "/tmp/runs/ncu-$tag.ncu-rep" --page details > "$logs/ncu-$tag.txt" 2>&1 ;;
     aoti)
       # The ctest fixture (stage ctest) exports the same CUDA packages for the tests: reuse them.
       if [[ -f build-gpu/aoti-test-packages/attention_fwd_cuda_fp32_full.pt2 ]]; then
