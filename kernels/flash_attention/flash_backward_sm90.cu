@@ -159,6 +159,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       cp_async_commit();
     }
   }
+  cp_async_wait_all();  // with no query tile to visit, the K/V loads are still in flight
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
