@@ -25,17 +25,17 @@ def load(path=None):
 
 class FlashAttentionFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal):
-        out, lse = torch.ops.runner_flash.forward(q, k, v, causal)
+    def forward(ctx, q, k, v, causal, kernel):
+        out, lse = torch.ops.runner_flash.forward(q, k, v, causal, kernel)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.causal = causal
+        ctx.causal, ctx.kernel = causal, kernel
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = torch.ops.runner_flash.backward(q, k, v, out, dout.contiguous(), lse, ctx.causal)
-        return dq, dk, dv, None
+        dq, dk, dv = torch.ops.runner_flash.backward(q, k, v, out, dout.contiguous(), lse, ctx.causal, ctx.kernel)
+        return dq, dk, dv, None, None
 
 
 class TiledFlashAttentionFunction(torch.autograd.Function):
@@ -53,9 +53,12 @@ class TiledFlashAttentionFunction(torch.autograd.Function):
         return dq, dk, dv, None, None, None
 
 
-def flash_attention(q, k, v, causal=False):
-    """softmax(q k^T / sqrt(d) + causal mask) v on our CUDA kernels (q, k, v contiguous)."""
-    return FlashAttentionFunction.apply(q, k, v, causal)
+def flash_attention(q, k, v, causal=False, kernel="auto"):
+    """softmax(q k^T / sqrt(d) + causal mask) v on our CUDA kernels (q, k, v contiguous).
+
+    kernel: "auto", "mma_sync" or "wgmma" (Hopper GPUs, bf16/fp16, head dims 64 and 128).
+    """
+    return FlashAttentionFunction.apply(q, k, v, causal, kernel)
 
 
 def tiled_flash_attention(q, k, v, causal=False, tile_q=64, tile_k=64):

@@ -70,6 +70,24 @@ def test_kernels_match_sdpa_on_cuda():
         raise AssertionError("head dim 96 was accepted")
 
 
+def test_wgmma_kernels_match_sdpa_on_hopper():
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
+        print("skipped: no sm_90 GPU")
+        return
+    for causal in (False, True):
+        for d in (64, 128):
+            for dtype in (torch.bfloat16, torch.float16):
+                compare(lambda q, k, v, causal: rfa.flash_attention(q, k, v, causal, kernel="wgmma"),
+                        dtype, "cuda", causal, shape=(2, 3, 200, d), tol=2e-2)
+    q = torch.randn(1, 2, 16, 32, device="cuda", dtype=torch.bfloat16)
+    try:
+        rfa.flash_attention(q, q, q, kernel="wgmma")
+    except RuntimeError as e:
+        assert "head dims 64 and 128" in str(e), str(e)
+    else:
+        raise AssertionError("wgmma with head dim 32 was accepted")
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -1,11 +1,13 @@
 // The flash-attention kernels and their tiled reference as PyTorch custom operators:
 //   torch.ops.load_library("<build>/kernels/flash_attention/libflash_attention_ops.so")
-//   out, lse = torch.ops.runner_flash.forward(q, k, v, causal)            # CUDA kernels
-//   dq, dk, dv = torch.ops.runner_flash.backward(q, k, v, out, dout, lse, causal)
+//   out, lse = torch.ops.runner_flash.forward(q, k, v, causal, kernel="auto")   # CUDA kernels
+//   dq, dk, dv = torch.ops.runner_flash.backward(q, k, v, out, dout, lse, causal, kernel="auto")
+// kernel: "auto", "mma_sync" or "wgmma" (Hopper, bf16/fp16, d 64 and 128).
 //   torch.ops.runner_flash.tiled_forward / tiled_backward (tensor ops, any device)
 // python/runner_flash_attention.py wraps each pair in a torch.autograd.Function.
 #include <torch/library.h>
 
+#include <string>
 #include <tuple>
 
 #include "flash_attention.hpp"
@@ -15,15 +17,16 @@ namespace {
 
 namespace flash = kernels::flash;
 
-std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
-  auto r = flash::forward(q, k, v, causal);
+std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                                           c10::string_view kernel) {
+  auto r = flash::forward(q, k, v, causal, flash::parse_kernel_family(std::string(kernel)));
   return {r.out, r.lse};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                         const at::Tensor& out, const at::Tensor& dout,
-                                                        const at::Tensor& lse, bool causal) {
-  auto g = flash::backward(q, k, v, out, dout, lse, causal);
+                                                        const at::Tensor& lse, bool causal, c10::string_view kernel) {
+  auto g = flash::backward(q, k, v, out, dout, lse, causal, flash::parse_kernel_family(std::string(kernel)));
   return {g.dq, g.dk, g.dv};
 }
 
@@ -44,9 +47,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tiled_backward(const at::Tensor& 
 }  // namespace
 
 TORCH_LIBRARY(runner_flash, m) {
-  m.def("forward(Tensor q, Tensor k, Tensor v, bool causal) -> (Tensor, Tensor)", &forward);
-  m.def("backward(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, Tensor lse, bool causal)"
-        " -> (Tensor, Tensor, Tensor)",
+  m.def("forward(Tensor q, Tensor k, Tensor v, bool causal, str kernel=\"auto\") -> (Tensor, Tensor)", &forward);
+  m.def("backward(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, Tensor lse, bool causal,"
+        " str kernel=\"auto\") -> (Tensor, Tensor, Tensor)",
         &backward);
   m.def("tiled_forward(Tensor q, Tensor k, Tensor v, bool causal, int tile_q=64, int tile_k=64) -> (Tensor, Tensor)",
         &tiled_forward);
