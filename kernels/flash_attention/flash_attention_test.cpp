@@ -2,6 +2,7 @@
 // inputs (the seed is printed): outputs and dQ/dK/dV, causal and not, odd lengths, every
 // head dim. CPU tests cover the reference and the input checks; GPU tests skip without one.
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -279,12 +280,17 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
                         {1, 2, 128, 128, 128, true}};
-  for (auto dtype : {torch::kBFloat16, torch::kHalf})
-    for (const Case& c : cases) {
-      Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
-      expect_close(run_kernels(in, c.causal, kWgmma), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-2,
-                   name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma seed " + std::to_string(seed));
-    }
+  for (const char* schedule : {"serial", "pipelined"}) {
+    setenv("RUNNER_FLASH_WGMMA_FORWARD", schedule, 1);
+    for (auto dtype : {torch::kBFloat16, torch::kHalf})
+      for (const Case& c : cases) {
+        Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
+        expect_close(run_kernels(in, c.causal, kWgmma), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-2,
+                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma forward " + schedule + " seed " +
+                         std::to_string(seed));
+      }
+  }
+  unsetenv("RUNNER_FLASH_WGMMA_FORWARD");
 }
 
 // Long sequences: the wgmma kernels against the mma.sync ones (checked above) on the same inputs.
