@@ -17,7 +17,8 @@ namespace {
 
 template <int N, int D>
 __global__ void __launch_bounds__(128) wgmma_probe_kernel(const std::uint16_t* a, const std::uint16_t* b,
-                                                          const std::uint16_t* v, float* s_out, float* o_out) {
+                                                          const std::uint16_t* v, float* s_out, float* o_out,
+                                                          std::uint32_t mn_lbo, std::uint32_t mn_sbo) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   std::uint8_t* sA = sm90::align_1024(smem_raw);
@@ -52,7 +53,7 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const std::uint16_t* a
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < N / 16; ++kk)
-    sm90::Wgmma<__nv_bfloat16, D>::rs_mn(o, p[kk], sm90::mn_major<N>(smem_addr(sV), kk), 1);
+    sm90::Wgmma<__nv_bfloat16, D>::rs_mn(o, p[kk], sm90::descriptor(smem_addr(sV) + kk * 2048, mn_lbo, mn_sbo), 1);
   sm90::wgmma_commit();
   sm90::wgmma_wait_all();
   sm90::pin(o);
@@ -64,19 +65,21 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const std::uint16_t* a
 }
 
 template <int N, int D>
-void launch(const void* a, const void* b, const void* v, float* s, float* o) {
+void launch(const void* a, const void* b, const void* v, float* s, float* o, int mn_lbo, int mn_sbo) {
   constexpr int smem = (64 + 2 * N) * D * 2 + 1024;
   auto kernel = wgmma_probe_kernel<N, D>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   kernel<<<1, 128, smem>>>(static_cast<const std::uint16_t*>(a), static_cast<const std::uint16_t*>(b),
-                           static_cast<const std::uint16_t*>(v), s, o);
+                           static_cast<const std::uint16_t*>(v), s, o, mn_lbo < 0 ? N * 128 : mn_lbo,
+                           mn_sbo < 0 ? 1024 : mn_sbo);
 }
 
 }  // namespace
 
-void wgmma_probe(int n, int d, const void* a, const void* b, const void* v, float* s, float* o) {
-  if (n == 64 && d == 128) return launch<64, 128>(a, b, v, s, o);
-  if (n == 128 && d == 64) return launch<128, 64>(a, b, v, s, o);
+void wgmma_probe(int n, int d, const void* a, const void* b, const void* v, float* s, float* o, int mn_lbo,
+                 int mn_sbo) {
+  if (n == 64 && d == 128) return launch<64, 128>(a, b, v, s, o, mn_lbo, mn_sbo);
+  if (n == 128 && d == 64) return launch<128, 64>(a, b, v, s, o, mn_lbo, mn_sbo);
   throw std::invalid_argument("wgmma_probe: (n, d) = (" + std::to_string(n) + ", " + std::to_string(d) +
                               ") not compiled; use (64, 128) or (128, 64)");
 }

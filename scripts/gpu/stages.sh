@@ -16,7 +16,8 @@
 #                        point runs (seq 16384, flash kernel=$NCU_FAMILY, default wgmma) -> logs/ncu-*.txt
 #   aoti                 the attention/aoti CUDA packages (fp32) in aoti-packages/: the ctest fixture's,
 #                        else exported here (~1-2 min)
-#   exp:NAME             experiments/NAME.yaml into /tmp/runs/NAME (extra flags: $RUNNER_ARGS_NAME)
+#   exp:NAME[:TAG]       experiments/NAME.yaml into /tmp/runs/NAME[-TAG] (extra flags: $RUNNER_ARGS_NAME;
+#                        with a TAG, extra environment VAR=VALUE words from $RUNNER_ENV_TAG)
 #   resume:NAME          the same run, --resume (e.g. a run directory carried in .gpu/NAME)
 #   slice:EXP:SIZE:PREC  scripts/gpu/fast_path.sh slice: every part of one size and precision
 #   pack                 /tmp/runs and the logs -> $OUT/runs.tgz; files under reports/ that the
@@ -87,13 +88,15 @@ for stage in "$@"; do
         log "aoti rc=$? $(grep -c '^exported' "$logs/aoti.log") exported"
       fi ;;
     exp:*|resume:*)
-      name=${stage#*:}
-      var="RUNNER_ARGS_${name}"
+      IFS=: read -r _ name tag <<< "$stage"
+      var="RUNNER_ARGS_${name}"; envvar="RUNNER_ENV_${tag}"
       read -r -a extra <<< "${!var:-}"
-      if [[ $stage == resume:* ]]; then where=(--resume "${RESUME_DIR:-$PWD/.gpu/$name}"); else
-        rm -rf "/tmp/runs/$name"; where=(--out "/tmp/runs/$name"); fi
-      timeout "$(limit)" build-gpu/runner "experiments/$name.yaml" "${where[@]}" "${extra[@]}" \
-        > "$logs/$name.log" 2>&1
+      read -r -a env_extra <<< "${tag:+${!envvar:-}}"
+      dir=$name${tag:+-$tag}
+      if [[ $stage == resume:* ]]; then where=(--resume "${RESUME_DIR:-$PWD/.gpu/$dir}"); else
+        rm -rf "/tmp/runs/$dir"; where=(--out "/tmp/runs/$dir"); fi
+      env "${env_extra[@]}" timeout "$(limit)" build-gpu/runner "experiments/$name.yaml" "${where[@]}" "${extra[@]}" \
+        > "$logs/$dir.log" 2>&1
       log "$stage rc=$?" ;;
     slice:*)
       IFS=: read -r _ exp size precision <<< "$stage"
