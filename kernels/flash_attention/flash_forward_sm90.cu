@@ -122,11 +122,13 @@ struct Block {
   static constexpr int kQBytes = kTileQ * D * 2, kKBytes = kTileK * D * 2;
   std::uint8_t* sQ;
   const std::uint16_t *kg, *vg;
-  int q0, lk, tid, wg, wg_row0, row, t;
+  int q0, lk, tid, wg, wg_row0, row, t, key_tiles;
   long bh;
+  float scale_log2;
 
-  __device__ Block(std::uint8_t* smem_raw, const std::uint16_t* k, const std::uint16_t* v, int lk_)
-      : sQ(sm90::align_1024(smem_raw)), lk(lk_) {
+  __device__ Block(std::uint8_t* smem_raw, const std::uint16_t* k, const std::uint16_t* v, int lk_, bool causal,
+                   float scale)
+      : sQ(sm90::align_1024(smem_raw)), lk(lk_), scale_log2(scale * kLog2e) {
     q0 = (gridDim.x - 1 - blockIdx.x) * kTileQ;  // last tiles first: under a causal mask they are the longest
     bh = blockIdx.y;
     tid = threadIdx.x;
@@ -137,6 +139,8 @@ struct Block {
     row = wg_row0 + 16 * warp + lane / 4;
     kg = k + bh * lk * D;
     vg = v + bh * lk * D;
+    const int key_end = causal ? min(lk, q0 + kTileQ) : lk;
+    key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
   }
   __device__ std::uint8_t* sK(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes; }
   __device__ std::uint8_t* sV(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes + kKBytes; }
@@ -179,10 +183,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                               float* __restrict__ lse, int lq, int lk, float scale, bool causal) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  const Block<T, D> b(smem_raw, k, v, lk);
-  const float scale_log2 = scale * kLog2e;
-  const int key_end = causal ? min(lk, b.q0 + kTileQ) : lk;
-  const int key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+  const Block<T, D> b(smem_raw, k, v, lk, causal, scale);
+  const int key_tiles = b.key_tiles;
 
   b.load_q(q, lq);
   b.load_k(0, 0);
@@ -214,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     mask_scores(s, kt * kTileK, lk, b.wg_row0, b.row, b.t, causal);
     float alpha[2];
-    softmax_step(s, m, l, alpha, scale_log2);
+    softmax_step(s, m, l, alpha, b.scale_log2);
     rescale<D>(o, alpha);
     std::uint32_t p[kTileK / 16][4];
     sm90::to_a_fragments<T, kTileK>(p, s);
@@ -250,10 +252,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                                  float* __restrict__ lse, int lq, int lk, float scale, bool causal) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  const Block<T, D> b(smem_raw, k, v, lk);
-  const float scale_log2 = scale * kLog2e;
-  const int key_end = causal ? min(lk, b.q0 + kTileQ) : lk;
-  const int key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+  const Block<T, D> b(smem_raw, k, v, lk, causal, scale);
+  const int key_tiles = b.key_tiles;
 
   b.load_q(q, lq);
   b.load_k(0, 0);
@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   sm90::wgmma_wait<0>();
   sm90::pin(s);
   mask_scores(s, 0, lk, b.wg_row0, b.row, b.t, causal);
-  softmax_step(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
+  softmax_step(s, m, l, alpha, b.scale_log2);  // O is still zero: nothing to rescale
   std::uint32_t p[kTileK / 16][4];
   sm90::to_a_fragments<T, kTileK>(p, s);
 
@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90::wgmma_wait<1>();  // S_kt has landed; P_{kt-1} V_{kt-1} may still run
     sm90::pin(s);
     mask_scores(s, kt * kTileK, lk, b.wg_row0, b.row, b.t, causal);
-    softmax_step(s, m, l, alpha, scale_log2);
+    softmax_step(s, m, l, alpha, b.scale_log2);
     sm90::wgmma_wait<0>();
     sm90::pin(o);
     sm90::pin(p);
