@@ -6,8 +6,8 @@
 // Inputs: q [..., lq, d], k and v [..., lk, d]; same leading dims, dtype (fp32, bf16,
 // fp16) and CUDA device; contiguous; d in {16, 32, 64, 128}. Anything else throws one
 // c10::Error naming the problem (check_inputs); nothing is launched.
-// fp16/bf16 run on tensor cores (flash_forward.cu, flash_backward.cu); fp32 on CUDA cores
-// (flash_fp32.cu) to keep fp32 accuracy.
+// fp16/bf16 run on tensor cores (a KernelFamily below picks which kernels); fp32 on CUDA
+// cores (flash_fp32.cu) to keep fp32 accuracy.
 #pragma once
 #include <ATen/core/Tensor.h>
 
