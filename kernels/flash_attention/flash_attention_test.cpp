@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -16,6 +17,7 @@
 
 #include "flash_attention.hpp"
 #include "flash_reference.hpp"
+#include "sw128_layout.hpp"
 #ifdef RUNNER_FLASH_WITH_CUDA
 #include <cuda_runtime_api.h>
 
@@ -169,6 +171,53 @@ TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
   EXPECT_NE(flash::wgmma_unsupported_reason(t(64, torch::kFloat)).find("bf16 or fp16"), std::string::npos);
   EXPECT_NE(flash::wgmma_unsupported_reason(t(32, torch::kBFloat16)).find("head dims 64 and 128"), std::string::npos);
   EXPECT_FALSE(flash::wgmma_unsupported_reason(t(64, torch::kBFloat16)).empty());  // a CPU tensor
+}
+
+// The wgmma kernels' tile loader and descriptors must agree on where every element lives.
+// Model of the hardware (PTX ISA, "shared memory matrix layout"; CUTLASS's canonical GMMA
+// layouts): a descriptor's canonical layout gives each element an unswizzled byte address,
+// and the 128-byte swizzle XORs address bits [4:6] with bits [7:9].
+namespace sw = kernels::flash::detail::sw128;
+
+template <int ROWS, int D>
+void expect_descriptors_address_the_stored_elements() {
+  SCOPED_TRACE("tile " + std::to_string(ROWS) + " x " + std::to_string(D));
+  std::vector<int> owner(ROWS * D * 2, -1);  // every element gets its own two bytes
+  for (int r = 0; r < ROWS; ++r)
+    for (int c = 0; c < D; ++c) {
+      const int at = sw::offset<ROWS>(r, c);
+      ASSERT_TRUE(at >= 0 && at + 1 < ROWS * D * 2 && at % 2 == 0) << r << "," << c;
+      ASSERT_EQ(owner[at], -1) << "rows " << owner[at] / D << " and " << r << " share a byte";
+      owner[at] = r * D + c;
+    }
+  // K-major, canonical ((8,m),(T,2)):((8T,SBO),(1,T)) in 16-byte units, T = 8 elements:
+  // row r of the operand at (r/8)*SBO + (r%8)*128 bytes, element k at (k/8)*16 + (k%8)*2.
+  for (int row0 = 0; row0 < ROWS; row0 += 64)
+    for (int kk = 0; kk < D / 16; ++kk)
+      for (int r = 0; r < 64; ++r)
+        for (int k = 0; k < 16; ++k) {
+          const int logical =
+              sw::k_major_start<ROWS>(row0, kk) + (r / 8) * sw::kSbo + (r % 8) * 128 + (k / 8) * 16 + (k % 8) * 2;
+          ASSERT_EQ(sw::swizzle(logical), sw::offset<ROWS>(row0 + r, 16 * kk + k))
+              << "K-major row0 " << row0 << " kk " << kk << " r " << r << " k " << k;
+        }
+  // MN-major, canonical ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)): output column n at
+  // (n%8)*2 + ((n/8)%8)*16 + (n/64)*LBO bytes, contraction row k at (k%8)*128 + (k/8)*SBO.
+  for (int kk = 0; kk < ROWS / 16; ++kk)
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < D; ++n) {
+        const int logical = sw::mn_major_start(kk) + (n % 8) * 2 + ((n / 8) % 8) * 16 +
+                            (n / 64) * sw::mn_major_lbo<ROWS>() + (k % 8) * 128 + (k / 8) * sw::kSbo;
+        ASSERT_EQ(sw::swizzle(logical), sw::offset<ROWS>(16 * kk + k, n))
+            << "MN-major kk " << kk << " k " << k << " n " << n;
+      }
+}
+
+TEST(Sw128Layout, DescriptorsAddressWhatTheLoaderStored) {
+  expect_descriptors_address_the_stored_elements<64, 64>();
+  expect_descriptors_address_the_stored_elements<64, 128>();
+  expect_descriptors_address_the_stored_elements<128, 64>();
+  expect_descriptors_address_the_stored_elements<128, 128>();
 }
 
 class FlashKernel : public ::testing::Test {

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "mma.cuh"
+#include "sw128_layout.hpp"
 
 namespace kernels::flash::detail::sm90 {
 
@@ -62,18 +63,13 @@ __device__ __forceinline__ std::uint64_t descriptor(std::uint32_t addr, std::uin
 // K-major operand: rows row0.. of a ROWS-row SW128 tile, contraction elements 16kk..16kk+15.
 template <int ROWS>
 __device__ __forceinline__ std::uint64_t k_major(std::uint32_t tile, int row0, int kk) {
-  return descriptor(tile + (kk / 4) * ROWS * 128 + row0 * 128 + (kk % 4) * 32, 16, 1024);
+  return descriptor(tile + sw128::k_major_start<ROWS>(row0, kk), 16, sw128::kSbo);
 }
 
 // MN-major operand: contraction rows 16kk..16kk+15 of a ROWS-row SW128 tile, all columns.
 template <int ROWS>
 __device__ __forceinline__ std::uint64_t mn_major(std::uint32_t tile, int kk) {
-  return descriptor(tile + kk * 2048, ROWS * 128, 1024);
-}
-
-template <int ROWS>
-__device__ __forceinline__ int sw128_offset(int row, int col) {
-  return (col / 64) * ROWS * 128 + row * 128 + ((((col % 64) / 8) ^ (row & 7)) << 4) + (col % 8) * 2;
+  return descriptor(tile + sw128::mn_major_start(kk), sw128::mn_major_lbo<ROWS>(), sw128::kSbo);
 }
 
 // rows x D elements from global (row stride D) into an SW128 tile; rows >= valid read as zeros.
@@ -84,7 +80,7 @@ __device__ __forceinline__ void load_tile_sw128(std::uint8_t* tile, const std::u
   for (int c = tid; c < ROWS * kChunks; c += THREADS) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool ok = r < valid;
-    cp_async16(tile + sw128_offset<ROWS>(r, col), ok ? g + static_cast<long>(r) * D + col : g, ok);
+    cp_async16(tile + sw128::offset<ROWS>(r, col), ok ? g + static_cast<long>(r) * D + col : g, ok);
   }
 }
 

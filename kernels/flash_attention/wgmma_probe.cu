@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const std::uint16_t* a
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < N / 16; ++kk)
-    sm90::Wgmma<__nv_bfloat16, D>::rs_mn(o, p[kk], sm90::descriptor(smem_addr(sV) + kk * 2048, mn_lbo, mn_sbo), 1);
+    sm90::Wgmma<__nv_bfloat16, D>::rs_mn(
+        o, p[kk], sm90::descriptor(smem_addr(sV) + sw128::mn_major_start(kk), mn_lbo, mn_sbo), 1);
   sm90::wgmma_commit();
   sm90::wgmma_wait_all();
   sm90::pin(o);
@@ -70,8 +71,8 @@ void launch(const void* a, const void* b, const void* v, float* s, float* o, int
   auto kernel = wgmma_probe_kernel<N, D>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   kernel<<<1, 128, smem>>>(static_cast<const std::uint16_t*>(a), static_cast<const std::uint16_t*>(b),
-                           static_cast<const std::uint16_t*>(v), s, o, mn_lbo < 0 ? N * 128 : mn_lbo,
-                           mn_sbo < 0 ? 1024 : mn_sbo);
+                           static_cast<const std::uint16_t*>(v), s, o,
+                           mn_lbo < 0 ? sw128::mn_major_lbo<N>() : mn_lbo, mn_sbo < 0 ? sw128::kSbo : mn_sbo);
 }
 
 }  // namespace
