@@ -335,7 +335,9 @@ TEST_F(FlashWgmmaKernel, EachOperandLayoutGivesTheMatrixProduct) {
 
 TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
   const auto seed = fresh_seed();
-  const Case cases[] = {{1, 2, 1, 1, 64, true},       {2, 3, 37, 37, 64, false},   {2, 2, 129, 129, 64, true},
+  // One query over many keys and a two-row causal tile: single-row padding with gradients that are not
+  // zero (with one key, softmax is constant and the exact dQ and dK are zero, so no relative error exists).
+  const Case cases[] = {{1, 2, 1, 65, 64, false},     {1, 2, 2, 2, 64, true},      {2, 3, 37, 37, 64, false},   {2, 2, 129, 129, 64, true},
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
                         {1, 2, 128, 128, 128, true}};
