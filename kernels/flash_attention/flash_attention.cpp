@@ -77,6 +77,11 @@ std::string wgmma_unsupported_reason(const at::Tensor& q) {
 #endif
 }
 
+KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q) {
+  if (family != KernelFamily::automatic) return family;
+  return wgmma_unsupported_reason(q).empty() ? KernelFamily::wgmma : KernelFamily::mma_sync;
+}
+
 double forward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int64_t d, bool causal) {
   const double full = 4.0 * static_cast<double>(bh) * static_cast<double>(lq) * static_cast<double>(lk) *
                       static_cast<double>(d);
@@ -92,8 +97,8 @@ detail::Dtype kernel_dtype(at::ScalarType t) {
   return detail::Dtype::fp32;
 }
 
-// automatic stays on mma_sync until the wgmma kernels have passed their device tests.
 bool use_wgmma(KernelFamily family, const at::Tensor& q) {
+  if (family == KernelFamily::automatic) return resolve_kernel_family(family, q) == KernelFamily::wgmma;
   if (family != KernelFamily::wgmma) return false;
   const std::string why = wgmma_unsupported_reason(q);
   TORCH_CHECK(why.empty(), "flash attention: kernel family wgmma: ", why, "; use mma_sync or auto");
@@ -147,6 +152,11 @@ Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                          static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
                          causal, kernel_dtype(q.scalar_type()),
                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), use_wgmma(family, q)};
+  at::Tensor dq_accum;
+  if (a.wgmma && detail::wgmma_backward_fuses_dq()) {
+    dq_accum = at::zeros({bh, lq, d}, q.options().dtype(at::kFloat));
+    a.dq_accum = dq_accum.data_ptr<float>();
+  }
   detail::launch_backward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("backward");
   return g;

@@ -23,14 +23,15 @@ bool supports_head_dim(std::int64_t d);
 //    CUDA GPU the build targets, every supported head dim.
 //  * wgmma: Hopper warpgroup MMAs from swizzled shared memory (flash_*_sm90.cu); sm_90
 //    GPUs, d 64 and 128 only; asking for it elsewhere is an error.
-//  * automatic: mma_sync for now; wgmma becomes the choice where it applies once its
-//    device tests have passed on the H100.
+//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d 64 or 128), else mma_sync.
 enum class KernelFamily { automatic, mma_sync, wgmma };
 // Parses "auto", "mma_sync" or "wgmma"; throws c10::Error naming the choices otherwise.
 KernelFamily parse_kernel_family(const std::string& name);
 const char* to_string(KernelFamily family);
 // Empty when the wgmma kernels can run these inputs, else why not (one line).
 std::string wgmma_unsupported_reason(const at::Tensor& q);
+// The family that runs q: automatic resolved (mma_sync or wgmma), others unchanged.
+KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q);
 // Throws c10::Error with one line saying what is wrong with the inputs.
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 

@@ -128,6 +128,8 @@ std::string error_of(const std::function<void()>& fn) {
     fn();
   } catch (const c10::Error& e) {
     return e.what_without_backtrace();
+  } catch (const std::exception& e) {  // the launchers' own errors (e.g. a bad schedule variable)
+    return e.what();
   }
   return "";
 }
@@ -171,6 +173,13 @@ TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
   EXPECT_NE(flash::wgmma_unsupported_reason(t(64, torch::kFloat)).find("bf16 or fp16"), std::string::npos);
   EXPECT_NE(flash::wgmma_unsupported_reason(t(32, torch::kBFloat16)).find("head dims 64 and 128"), std::string::npos);
   EXPECT_FALSE(flash::wgmma_unsupported_reason(t(64, torch::kBFloat16)).empty());  // a CPU tensor
+}
+
+TEST(FlashKernelFamily, AutoResolvesToMmaSyncWhereWgmmaCannotRun) {
+  const auto cpu = torch::zeros({1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16));
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, cpu), flash::KernelFamily::mma_sync);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::wgmma, cpu), flash::KernelFamily::wgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::mma_sync, cpu), flash::KernelFamily::mma_sync);
 }
 
 // The wgmma kernels' tile loader and descriptors must agree on where every element lives.
@@ -228,7 +237,8 @@ class FlashKernel : public ::testing::Test {
   }
 };
 
-Result run_kernels(const Inputs& in, bool causal, flash::KernelFamily family = flash::KernelFamily::automatic) {
+// The FlashKernel tests check the mma_sync kernels by default (auto would pick wgmma on an H100).
+Result run_kernels(const Inputs& in, bool causal, flash::KernelFamily family = flash::KernelFamily::mma_sync) {
   auto fwd = flash::forward(in.q, in.k, in.v, causal, family);
   auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal, family);
   return {fwd.out, g.dq, g.dk, g.dv};
@@ -341,17 +351,21 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
                         {1, 2, 128, 128, 128, true}};
-  for (const char* schedule : {"serial", "pipelined"}) {
-    setenv("RUNNER_FLASH_WGMMA_FORWARD", schedule, 1);
+  const std::pair<const char*, const char*> schedules[] = {
+      {"serial", "fused"}, {"pipelined", "fused"}, {"pipelined", "deterministic"}};
+  for (auto [forward, backward] : schedules) {
+    setenv("RUNNER_FLASH_WGMMA_FORWARD", forward, 1);
+    setenv("RUNNER_FLASH_WGMMA_BACKWARD", backward, 1);
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
         Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
         expect_close(run_kernels(in, c.causal, kWgmma), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-2,
-                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma forward " + schedule + " seed " +
-                         std::to_string(seed));
+                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma forward " + forward +
+                         " backward " + backward + " seed " + std::to_string(seed));
       }
   }
   unsetenv("RUNNER_FLASH_WGMMA_FORWARD");
+  unsetenv("RUNNER_FLASH_WGMMA_BACKWARD");
 }
 
 // Long sequences: the wgmma kernels against the mma.sync ones (checked above) on the same inputs.
@@ -370,8 +384,28 @@ TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   auto fwd = flash::forward(in.q, in.k, in.v, true, kWgmma);
   auto ref = flash::reference::forward(in.q, in.k, in.v, true, {16, 16});
   EXPECT_LT(rel_err(fwd.lse, ref.lse), 1e-3);
+  setenv("RUNNER_FLASH_WGMMA_BACKWARD", "deterministic", 1);
   Result a = run_kernels(in, true, kWgmma), b = run_kernels(in, true, kWgmma);
   EXPECT_TRUE(torch::equal(a.dq, b.dq) && torch::equal(a.dk, b.dk) && torch::equal(a.dv, b.dv));
+  // The fused backward sums dQ with atomics (order varies); dK and dV have one owner and still repeat.
+  setenv("RUNNER_FLASH_WGMMA_BACKWARD", "fused", 1);
+  Result c = run_kernels(in, true, kWgmma), d = run_kernels(in, true, kWgmma);
+  EXPECT_TRUE(torch::equal(c.dk, d.dk) && torch::equal(c.dv, d.dv));
+  EXPECT_LT(rel_err(c.dq, a.dq), 1e-2);
+  setenv("RUNNER_FLASH_WGMMA_BACKWARD", "bogus", 1);
+  EXPECT_NE(error_of([&] { run_kernels(in, true, kWgmma); }).find("RUNNER_FLASH_WGMMA_BACKWARD='bogus'"),
+            std::string::npos);
+  unsetenv("RUNNER_FLASH_WGMMA_BACKWARD");
+}
+
+// On a Hopper GPU, auto runs the wgmma kernels where they apply and mma_sync elsewhere.
+TEST_F(FlashWgmmaKernel, AutoPicksWgmmaWhereItRuns) {
+  const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 128}, opts)), kWgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 32}, opts)),
+            flash::KernelFamily::mma_sync);
+  Inputs in = random_inputs({1, 2, 200, 200, 128, true}, 5, torch::kBFloat16, torch::kCUDA);
+  EXPECT_TRUE(torch::equal(flash::forward(in.q, in.k, in.v, true).out, flash::forward(in.q, in.k, in.v, true, kWgmma).out));
 }
 
 TEST_F(FlashKernel, WgmmaOutsideItsRangeIsOneClearError) {

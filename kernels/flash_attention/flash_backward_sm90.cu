@@ -1,19 +1,28 @@
 // FlashAttention-2 backward on Hopper warpgroup MMAs (wgmma; fp16 / bf16, fp32 accumulation).
 //
 // Computes what flash_backward.cu computes (dQ, dK, dV from Q, K, V, dO, L and
-// delta = rowsum(O * dO)), for head dims 64 and 128 on sm_90a GPUs, with the same split
-// into two deterministic kernels: no atomics, every output element is summed by one
-// thread in a fixed order, so results repeat bit for bit.
-// FLOPs counted: 2.5x forward = 10 * bh * lq * lk * d (halved when causal); done: 14 (the
-// dq kernel recomputes S and dP).
+// delta = rowsum(O * dO)), for head dims 64 and 128 on sm_90a GPUs. Two ways to get dQ
+// (RUNNER_FLASH_WGMMA_BACKWARD, default fused):
+//  * fused: the dkdv kernel also forms dQ += dS K per step and adds it into an fp32
+//    buffer with atomics (FlashAttention-2's way); a small kernel scales and rounds it.
+//    FLOPs done = FLOPs counted: 10 * bh * lq * lk * d (halved when causal). The order of
+//    the atomic additions varies from run to run, so dQ can differ in its last bits.
+//  * deterministic: a second kernel (dq) recomputes S and dP per query tile; no atomics,
+//    every output element is summed by one thread in a fixed order, so results repeat bit
+//    for bit. FLOPs done: 14 * bh * lq * lk * d, 1.4x the count.
 //  * dkdv kernel: one block of two warpgroups per (128-key tile, batch*head); each
 //    warpgroup owns 64 keys and loops over 64-query tiles:
-//      S^T = K Q^T and dP^T = V dO^T    (m64n64k16, both operands K-major in shared memory)
+//      S^T = K Q^T and dP^T = V dO^T    (m64n64k16, both operands K-major in shared memory;
+//                                        two commit groups: exp(S^T) overlaps dP^T)
 //      P^T = exp(scale S^T - L), dS^T = P^T * (dP^T - delta)      (fp32 registers)
 //      dV += P^T dO, dK += dS^T Q       (m64nDk16, A from registers, B MN-major)
+//      fused only: dS^T goes to shared memory as a [128 keys][64 queries] tile, and
+//      dQ(64 x D) = dS K as m64n64 products with both operands MN-major: at d = 128 each
+//      warpgroup takes 64 output columns over all 128 keys, at d = 64 all columns over its
+//      own 64 keys; float2 atomics into the fp32 buffer.
 //    dK and dV stay in fp32 registers for the whole loop (64 + 64 per thread at d = 128).
-//  * dq kernel: one block of two warpgroups per (128-query tile, batch*head); each
-//    warpgroup owns 64 queries and loops over 64-key tiles:
+//  * dq kernel (deterministic only): one block of two warpgroups per (128-query tile,
+//    batch*head); each warpgroup owns 64 queries and loops over 64-key tiles:
 //      S = Q K^T, dP = dO V^T, dS = P * (dP - delta), dQ += dS K  (K MN-major)
 // Q/dO (dkdv) and K/V (dq) tiles stream through a two-stage cp.async ring in the 128-byte
 // swizzled layout; L and delta ride along with their query tile.
@@ -21,7 +30,10 @@
 // skipped; only tiles crossing the diagonal or a sequence end are masked.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -40,18 +52,22 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kDkvKeys = 128;  // 64 per warpgroup
 constexpr int kDkvQ = 64;      // query rows per step
 
-template <int D>
+constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fused dQ product
+
+template <int D, bool kFuseDq>
 constexpr int dkdv_shared_bytes() {
-  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + 4 * kDkvQ * 4 + 1024;
+  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + (kFuseDq ? kDsBytes : 0) + 4 * kDkvQ * 4 + 1024;
 }
 
-template <typename T, int D>
+// kFuseDq: also dQ += dS K for the step's 64 queries, added to dq_accum (fp32) with atomics;
+// otherwise dq_accum is unused and flash_dq_sm90_kernel computes dQ.
+template <typename T, int D, bool kFuseDq>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_dkdv_sm90_kernel(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
                            const std::uint16_t* __restrict__ v, const std::uint16_t* __restrict__ dout,
                            const float* __restrict__ lse, const float* __restrict__ delta,
-                           std::uint16_t* __restrict__ dk, std::uint16_t* __restrict__ dv, int lq, int lk,
-                           float scale, bool causal) {
+                           std::uint16_t* __restrict__ dk, std::uint16_t* __restrict__ dv, float* __restrict__ dq_accum,
+                           int lq, int lk, float scale, bool causal) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -59,7 +75,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* sV = sK + kKBytes;
   auto sQ = [&](int stage) { return sK + 2 * kKBytes + stage * 2 * kQBytes; };
   auto sDO = [&](int stage) { return sK + 2 * kKBytes + stage * 2 * kQBytes + kQBytes; };
-  float* sL = reinterpret_cast<float*>(sK + 2 * kKBytes + 4 * kQBytes);  // [stage][64] L, then [stage][64] delta
+  // dS^T as a [128 keys][64 queries] SW128 tile: dQ's A operand, MN-major (queries along the row).
+  std::uint8_t* sDS = sK + 2 * kKBytes + 4 * kQBytes;
+  float* sL = reinterpret_cast<float*>(sDS + (kFuseDq ? kDsBytes : 0));  // [stage][64] L, then [stage][64] delta
   float* sDelta = sL + 2 * kDkvQ;
 
   const int k0 = blockIdx.x * kDkvKeys;  // first tiles have the most query tiles under a causal mask
@@ -112,14 +130,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int kk = 0; kk < D / 16; ++kk)
       Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(k_addr, 64 * wg, kk), sm90::k_major<kDkvQ>(q_addr, 0, kk),
                           kk > 0);
+    sm90::wgmma_commit();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(v_addr, 64 * wg, kk), sm90::k_major<kDkvQ>(do_addr, 0, kk),
                           kk > 0);
     sm90::wgmma_commit();
-    sm90::wgmma_wait_all();
+    sm90::wgmma_wait<1>();  // S^T is done; dP^T still runs under the exponentials
     sm90::pin(st);
-    sm90::pin(dpt);
 
     const float* l_tile = sL + stage * kDkvQ;
     const float* d_tile = sDelta + stage * kDkvQ;
@@ -131,14 +149,29 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int c = 8 * i + 2 * t + (e & 1);  // query within the tile
         const int key = wg_key0 + 16 * warp + g + 8 * (e >> 1);
         const bool masked = edge && (r0 + c >= lq || (causal && r0 + c < key));
-        const float p = masked ? 0.f : exp2f(st[4 * i + e] * scale_log2 - l_tile[c] * kLog2e);
-        st[4 * i + e] = p;
-        dpt[4 * i + e] = p * (dpt[4 * i + e] - d_tile[c]);
+        st[4 * i + e] = masked ? 0.f : exp2f(st[4 * i + e] * scale_log2 - l_tile[c] * kLog2e);
       }
+    sm90::wgmma_wait<0>();
+    sm90::pin(dpt);
+#pragma unroll
+    for (int i = 0; i < kDkvQ / 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dpt[4 * i + e] = st[4 * i + e] * (dpt[4 * i + e] - d_tile[8 * i + 2 * t + (e & 1)]);
 
     std::uint32_t a_p[kDkvQ / 16][4], a_ds[kDkvQ / 16][4];
     sm90::to_a_fragments<T, kDkvQ>(a_p, st);
     sm90::to_a_fragments<T, kDkvQ>(a_ds, dpt);
+    if constexpr (kFuseDq) {
+      // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
+#pragma unroll
+      for (int kk = 0; kk < kDkvQ / 16; ++kk)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          *reinterpret_cast<std::uint32_t*>(
+              sDS + sw128::offset<kDkvKeys>(64 * wg + 16 * warp + g + 8 * (j & 1), 16 * kk + 8 * (j >> 1) + 2 * t)) =
+              a_ds[kk][j];
+      sm90::fence_proxy_async();
+    }
     sm90::pin(acc_dv);
     sm90::pin(acc_dk);
     sm90::wgmma_fence();
@@ -147,7 +180,43 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(q_addr, kk), 1);
     sm90::wgmma_commit();
-    sm90::wgmma_wait_all();
+    if constexpr (kFuseDq) {
+      // dQ[64 queries x D] of this step = dS K over the block's 128 keys. At D = 128 warpgroup w
+      // takes output columns 64w.. over all keys; at D = 64, all columns over its own 64 keys
+      // (both add into the same rows). Either way an m64n64 product with K MN-major.
+      constexpr bool kSplitKeys = D == 64;
+      constexpr int kSteps = kSplitKeys ? 4 : kDkvKeys / 16;
+      const int kk0 = kSplitKeys ? 4 * wg : 0;
+      const std::uint32_t k_panel = k_addr + (kSplitKeys ? 0 : wg * kDkvKeys * 128);
+      const std::uint32_t ds_addr = smem_addr(sDS);
+      float acc_dq[32];
+      __syncthreads();  // both warpgroups' dS^T rows are in shared memory
+      // dV and dK finish first: their A fragments die here, which keeps acc_dq out of local memory.
+      sm90::wgmma_wait_all();
+      sm90::pin(a_p);
+      sm90::pin(a_ds);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kSteps; ++kk)
+        Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk),
+                            sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk), kk > 0);
+      sm90::wgmma_commit();
+      sm90::wgmma_wait_all();
+      sm90::pin(acc_dq);
+      const int col0 = kSplitKeys ? 0 : 64 * wg;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = r0 + 16 * warp + g + 8 * r;
+        if (row < lq) {
+          float* dst = dq_accum + (bh * lq + row) * D + col0 + 2 * t;
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            atomicAdd(reinterpret_cast<float2*>(dst + 8 * i), make_float2(acc_dq[4 * i + 2 * r], acc_dq[4 * i + 2 * r + 1]));
+        }
+      }
+    } else {
+      sm90::wgmma_wait_all();
+    }
     sm90::pin(acc_dv);
     sm90::pin(acc_dk);
     sm90::pin(a_p);
@@ -312,19 +381,43 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// dQ = scale * the fp32 sums of the fused kernel, rounded to T; four elements per thread.
+template <typename T>
+__global__ void dq_from_accum_kernel(const float4* __restrict__ acc, uint2* __restrict__ dq, long n4, float scale) {
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n4;
+       i += static_cast<long>(gridDim.x) * blockDim.x) {
+    const float4 x = acc[i];
+    dq[i] = make_uint2(pack2<T>(x.x * scale, x.y * scale), pack2<T>(x.z * scale, x.w * scale));
+  }
+}
+
 template <typename T, int D>
 void launch(const BackwardArgs& a, cudaStream_t stream) {
   const auto* q = static_cast<const std::uint16_t*>(a.q);
   const auto* k = static_cast<const std::uint16_t*>(a.k);
   const auto* v = static_cast<const std::uint16_t*>(a.v);
   const auto* dout = static_cast<const std::uint16_t*>(a.dout);
-  {
-    constexpr int smem = dkdv_shared_bytes<D>();
-    auto kernel = flash_dkdv_sm90_kernel<T, D>;
+  const dim3 dkdv_grid((a.lk + kDkvKeys - 1) / kDkvKeys, a.bh);
+  if (a.dq_accum != nullptr) {
+    constexpr int smem = dkdv_shared_bytes<D, true>();
+    auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    const dim3 grid((a.lk + kDkvKeys - 1) / kDkvKeys, a.bh);
-    kernel<<<grid, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
-                                             static_cast<std::uint16_t*>(a.dv), a.lq, a.lk, a.scale, a.causal);
+    kernel<<<dkdv_grid, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
+                                                  static_cast<std::uint16_t*>(a.dv), a.dq_accum, a.lq, a.lk, a.scale,
+                                                  a.causal);
+    const long n4 = static_cast<long>(a.bh) * a.lq * D / 4;
+    const int blocks = static_cast<int>(std::min<long>((n4 + 255) / 256, 8192));
+    dq_from_accum_kernel<T><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.dq_accum),
+                                                        static_cast<uint2*>(a.dq), n4, a.scale);
+    return;
+  }
+  {
+    constexpr int smem = dkdv_shared_bytes<D, false>();
+    auto kernel = flash_dkdv_sm90_kernel<T, D, false>;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    kernel<<<dkdv_grid, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
+                                                  static_cast<std::uint16_t*>(a.dv), nullptr, a.lq, a.lk, a.scale,
+                                                  a.causal);
   }
   {
     constexpr int smem = dq_shared_bytes<D>();
@@ -346,6 +439,14 @@ void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+bool wgmma_backward_fuses_dq() {
+  const char* env = std::getenv("RUNNER_FLASH_WGMMA_BACKWARD");
+  if (env == nullptr || std::strcmp(env, "fused") == 0) return true;
+  if (std::strcmp(env, "deterministic") == 0) return false;
+  throw std::invalid_argument(std::string("RUNNER_FLASH_WGMMA_BACKWARD='") + env +
+                              "' is not one of fused, deterministic");
+}
 
 void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream) {
   if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);

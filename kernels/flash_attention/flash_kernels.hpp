@@ -30,6 +30,9 @@ struct BackwardArgs {
   Dtype dtype;
   float scale;
   bool wgmma = false;  // flash_backward_sm90.cu instead of flash_backward.cu
+  // wgmma only: a zeroed fp32 [bh, lq, d] buffer selects the fused backward (dQ summed with
+  // atomics); null selects the deterministic two-kernel one.
+  float* dq_accum = nullptr;
 };
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream);
@@ -37,6 +40,8 @@ void launch_backward(const BackwardArgs& a, cudaStream_t stream);
 // Hopper warpgroup-MMA kernels (sm_90a; bf16/fp16; d 64 and 128): flash_*_sm90.cu.
 void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream);
+// RUNNER_FLASH_WGMMA_BACKWARD: fused (default) or deterministic; anything else throws.
+bool wgmma_backward_fuses_dq();
 // fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
 void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);

@@ -54,18 +54,20 @@ class FlashAttention : public runner::Attention {
     }
     // As model.attention, q/k/v are often head-split views; the kernels read dense rows.
     last_dtype_ = dtype;
+    last_family_ = flash::resolve_kernel_family(family_, q);
     return FlashFunction::apply(q.contiguous(), k.contiguous(), v.contiguous(), is_causal,
                                 static_cast<int64_t>(family_));
   }
   std::string mechanism() const override {
     if (last_dtype_ == at::kFloat) return "CUDA kernels, fp32 on CUDA cores";
-    return family_ == flash::KernelFamily::wgmma ? "CUDA kernels, wgmma m64nNk16 warpgroup tensor cores (sm_90a)"
+    return last_family_ == flash::KernelFamily::wgmma ? "CUDA kernels, wgmma m64nNk16 warpgroup tensor cores (sm_90a)"
                                                  : "CUDA kernels, mma.sync m16n8k16 tensor cores";
   }
 
  private:
   flash::KernelFamily family_;
   at::ScalarType last_dtype_ = at::kBFloat16;
+  flash::KernelFamily last_family_ = flash::KernelFamily::mma_sync;  // what the last forward ran
 };
 
 runner::PluginManifest make_manifest() {
@@ -76,7 +78,7 @@ runner::PluginManifest make_manifest() {
   m.description = "FlashAttention-2 forward and backward as our own CUDA kernels (fp32, bf16, fp16; d 16..128)";
   m.options = {runner::opt_enum("kernel", {"auto", "mma_sync", "wgmma"}, "auto",
                                 "tensor-core kernels for bf16/fp16: mma_sync (any head dim), wgmma (sm_90, d 64 and "
-                                "128; other points are skipped), auto (mma_sync until wgmma is verified on the device)")};
+                                "128; other points are skipped), auto (wgmma where it runs, else mma_sync)")};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<FlashAttention>(flash::parse_kernel_family(p.text("kernel")));
   };

@@ -80,7 +80,8 @@ TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
   auto wgmma = attention_check::load(registry_, "flash", "{kernel: wgmma}");
   const auto probe = torch::zeros({1, 1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
   if (!kernels::flash::wgmma_unsupported_reason(probe).empty()) GTEST_SKIP() << "not an sm_90 GPU";
-  const Case cases[] = {{1, 2, 1, 64, true},    {2, 3, 37, 64, false}, {1, 2, 129, 64, true}, {1, 2, 190, 128, true},
+  // Not seq 1: softmax over one key is constant, so the exact dQ and dK are zero and have no relative error.
+  const Case cases[] = {{1, 2, 2, 64, true},    {2, 3, 37, 64, false}, {1, 2, 129, 64, true}, {1, 2, 190, 128, true},
                         {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}};
   const auto seed = attention_check::fresh_seed();
   for (auto dtype : {torch::kBFloat16, torch::kHalf})
