@@ -163,13 +163,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90::to_a_fragments<T, kDkvQ>(a_ds, dpt);
     if constexpr (kFuseDq) {
       // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
+      // Row 64wg + 16warp + g + 8(j & 1): 128-byte rows, chunk (2kk + (j >> 1)) ^ g (rows differ by 8 keep g).
+      std::uint8_t* ds_row = sDS + (64 * wg + 16 * warp + g) * 128 + 4 * t;
 #pragma unroll
       for (int kk = 0; kk < kDkvQ / 16; ++kk)
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          *reinterpret_cast<std::uint32_t*>(
-              sDS + sw128::offset<kDkvKeys>(64 * wg + 16 * warp + g + 8 * (j & 1), 16 * kk + 8 * (j >> 1) + 2 * t)) =
-              a_ds[kk][j];
+          *reinterpret_cast<std::uint32_t*>(ds_row + 8 * (j & 1) * 128 + (((2 * kk + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
       sm90::fence_proxy_async();
     }
     sm90::pin(acc_dv);
@@ -204,16 +204,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90::wgmma_wait_all();
       sm90::pin(acc_dq);
       const int col0 = kSplitKeys ? 0 : 64 * wg;
+      const int row = r0 + 16 * warp + g;
+      float* dst = dq_accum + (static_cast<std::size_t>(bh) * lq + row) * D + col0 + 2 * t;
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = r0 + 16 * warp + g + 8 * r;
-        if (row < lq) {
-          float* dst = dq_accum + (bh * lq + row) * D + col0 + 2 * t;
+      for (int r = 0; r < 2; ++r)
+        if (row + 8 * r < lq) {
 #pragma unroll
           for (int i = 0; i < 8; ++i)
-            atomicAdd(reinterpret_cast<float2*>(dst + 8 * i), make_float2(acc_dq[4 * i + 2 * r], acc_dq[4 * i + 2 * r + 1]));
+            atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * D + 8 * i),
+                      make_float2(acc_dq[4 * i + 2 * r], acc_dq[4 * i + 2 * r + 1]));
         }
-      }
     } else {
       sm90::wgmma_wait_all();
     }
