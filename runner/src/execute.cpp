@@ -503,12 +503,34 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
   std::_Exit(code);
 }
 
-int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir) {
+namespace {
+YAML::Node load_yaml(const std::filesystem::path& file) {
+  try {
+    return YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(file.string() + ": cannot read the file");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(file.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
+}
+}  // namespace
+
+int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
+                   const std::filesystem::path& spec_file) {
   if (run_dirs.empty()) throw ConfigError("runner report: expected a run directory (runner report --help)");
   // Several runs of one experiment (e.g. `runner launch` with 2, 4 and 6 processes)
-  // fill one report: same experiment, same report spec; the first run's spec renders.
+  // fill one report: same experiment, same report spec; the first run's spec renders
+  // unless --spec names the experiment file whose report spec renders all of them.
   YAML::Node first_report;
   std::string first_name, first_config;
+  if (!spec_file.empty()) {
+    const YAML::Node spec = load_yaml(spec_file);
+    if (!spec["experiment"] || !spec["report"])
+      throw ConfigError("--spec " + spec_file.string() + ": needs experiment: and report: (an experiment file)");
+    first_report = spec["report"];
+    first_name = YAML::Dump(spec["experiment"]);
+    first_config = spec_file.string();
+  }
   std::vector<nlohmann::json> records;
   report::RunSummary summary;
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
@@ -517,21 +539,22 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     const auto results = run_dir / "results.jsonl";
     if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
       throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-    YAML::Node doc;
-    try {
-      doc = YAML::LoadFile(config.string());
-    } catch (const YAML::Exception& e) {
-      throw ConfigError(config.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-    }
-    if (!doc["report"]) throw ConfigError(config.string() + ": the experiment declares no report: tables");
+    const YAML::Node doc = load_yaml(config);
+    if (!doc["report"] && spec_file.empty())
+      throw ConfigError(config.string() + ": the experiment declares no report: tables");
     const std::string name = doc["experiment"] ? YAML::Dump(doc["experiment"]) : "";
-    if (i == 0) {
+    if (!spec_file.empty()) {
+      if (name != first_name)
+        throw ConfigError(config.string() + ": a run of another experiment than --spec " + spec_file.string() +
+                          " (experiment: " + first_name + "); pass the experiment file that made it");
+    } else if (i == 0) {
       first_report = doc["report"];
       first_name = name;
       first_config = config.string();
     } else if (name != first_name || YAML::Dump(doc["report"]) != YAML::Dump(first_report)) {
       throw ConfigError(config.string() + ": not the experiment or report spec of " + first_config +
-                        "; only runs of one experiment with the same report: merge into one report");
+                        "; only runs of one experiment with the same report merge into one report (or render "
+                        "them all with --spec experiments/<name>.yaml)");
     }
     const report::RunSummary run = run_summary(run_dir);
     auto run_records = report::read_results(results);

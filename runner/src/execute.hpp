@@ -32,7 +32,10 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry);
 int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
                  const std::vector<std::string>& rank_args);
 // Re-renders the reports of finished runs from their stored configs and records;
-// several runs of one experiment (same report spec) merge into one report.
-int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir);
+// several runs of one experiment (same report spec) merge into one report. A non-empty
+// spec_file (an experiment YAML of the same experiment) supplies the report spec instead,
+// so records taken before a table or column was added render with it.
+int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
+                   const std::filesystem::path& spec_file = {});
 
 }  // namespace runner

@@ -57,7 +57,7 @@ const Command kCommands[] = {
      "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
      "its records carry (what report tables can name).\n"},
     {"report",
-     "usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--pdf]\n"
+     "usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--spec FILE] [--pdf]\n"
      "       runner report --pdf [--reports DIR]\n"
      "Re-renders the tables and figures of a run from its stored config.yaml and results.jsonl,\n"
      "without re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
@@ -65,6 +65,8 @@ const Command kCommands[] = {
      "run) is skipped with a warning; a run with fewer records than points is flagged as partial.\n"
      "Several runs of one experiment with the same report spec (e.g. `runner launch` with 2, 4 and 6\n"
      "processes) merge into one report, written into the first run's reports/ unless --reports.\n"
+     "--spec experiments/<name>.yaml renders with that file's report: spec instead of the stored one\n"
+     "(runs of the same experiment only), e.g. old records with a column added since.\n"
      "Figures are drawn by scripts/figures/plot.py with $RUNNER_PYTHON (default: the build's Python),\n"
      "which needs matplotlib; without it the tables still render and a warning says why.\n"
      "--pdf then builds DIR/writeup.pdf (default DIR: reports) from DIR/writeup.tex with latexmk and\n"
@@ -113,6 +115,7 @@ int main(int argc, char** argv) {
       ("out,o", po::value<std::string>(), "run directory, new or empty (default runs/<experiment>/<UTC time>)")
       ("reports", po::value<std::string>(), "also write reports into this directory (e.g. reports)")
       ("pdf", "runner report: build <reports>/writeup.pdf with latexmk")
+      ("spec", po::value<std::string>(), "runner report: render with this experiment file's report: spec")
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
       ("max-points", po::value<std::size_t>()->default_value(runner::kDefaultMaxPoints),
@@ -170,7 +173,10 @@ int main(int argc, char** argv) {
                                                 : !run_dirs.empty()  ? run_dirs.front() / "reports"
                                                                      : std::filesystem::path("reports");
       if (!run_dirs.empty())
-        if (const int code = runner::render_reports(run_dirs, reports_dir); code != 0 || !pdf) return code;
+        if (const int code = runner::render_reports(run_dirs, reports_dir,
+                                                    vm.count("spec") ? vm["spec"].as<std::string>() : "");
+            code != 0 || !pdf)
+          return code;
       const std::filesystem::path pdf_path = runner::report::build_pdf(reports_dir);
       std::cerr << "wrote " << pdf_path.string() << "\n";
       return 0;
@@ -215,6 +221,7 @@ int main(int argc, char** argv) {
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
     if (vm.count("pdf")) throw runner::ConfigError("--pdf belongs to `runner report` (runner report --help)");
+    if (vm.count("spec")) throw runner::ConfigError("--spec belongs to `runner report` (runner report --help)");
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
     if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;

@@ -37,7 +37,7 @@ TEST(Cli, VersionNamesRunnerLibTorchAndPluginApi) {
 TEST(Cli, EachSubcommandHasItsOwnHelp) {
   const auto report = run_runner("report --help");
   EXPECT_EQ(report.exit_code, 0);
-  EXPECT_EQ(report.output.rfind("usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--pdf]", 0), 0u) << report.output;
+  EXPECT_EQ(report.output.rfind("usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--spec FILE] [--pdf]", 0), 0u) << report.output;
   EXPECT_EQ(run_runner("plugins --help").output.rfind("usage: runner plugins", 0), 0u);
   EXPECT_EQ(run_runner("describe --help").output.rfind("usage: runner describe", 0), 0u);
   EXPECT_EQ(run_runner("list --help").output.rfind("usage: runner list", 0), 0u);

@@ -259,5 +259,39 @@ report:
   EXPECT_NE(refused.output.find("not the experiment or report spec of"), std::string::npos) << refused.output;
 }
 
+// Records taken before a table was added render with today's spec through --spec.
+TEST(EndToEnd, ReportSpecRendersOldRecordsWithTheExperimentFilesTables) {
+  const auto dir = fresh_dir("e2e-spec");
+  const std::string head = R"(experiment: grown
+measure: {warmup_steps: 0, measured_steps: 1}
+task: echo
+sweep: {value: [1, 2]}
+report:
+  id: grown
+  tables:
+    - {name: values, rows: [word], pivot: value, metric: value, format: "%.0f"}
+)";
+  const auto old_file = write_file(dir / "old.yaml", head);
+  ASSERT_EQ(run(old_file.string() + " --device cpu --out " + (dir / "a").string()).exit_code, 0);
+  const auto new_file =
+      write_file(dir / "new.yaml", head + "    - {name: doubled, title: Added later, rows: [word], pivot: value, "
+                                          "metric: value, format: \"%.1f\"}\n");
+  ASSERT_EQ(run(new_file.string() + " --device cpu --set sweep.value=[3] --out " + (dir / "b").string()).exit_code, 0);
+  const std::string runs = (dir / "a").string() + " " + (dir / "b").string();
+  EXPECT_NE(run("report " + runs).output.find("--spec experiments/<name>.yaml"), std::string::npos);
+  const Result r = run("report " + runs + " --spec " + new_file.string() + " --reports " + (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string md = read(dir / "out" / "grown.md");
+  EXPECT_NE(md.find("Added later"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1.0 | 2.0 | 3.0 |"), std::string::npos) << md;  // the old run's records in the new table
+
+  const auto other = write_file(dir / "other.yaml", "experiment: other\ntask: echo\nreport: {id: x, tables: []}\n");
+  const Result wrong = run("report " + runs + " --spec " + other.string());
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("a run of another experiment than --spec"), std::string::npos) << wrong.output;
+  const Result misplaced = run(new_file.string() + " --device cpu --dry-run --spec " + new_file.string());
+  EXPECT_NE(misplaced.output.find("--spec belongs to `runner report`"), std::string::npos) << misplaced.output;
+}
+
 }  // namespace
 }  // namespace runner
