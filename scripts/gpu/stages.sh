@@ -13,7 +13,9 @@
 #   pyop                 python/test_flash_attention_op.py against the ops library
 #   flash                only the flash kernels' gtests (builds just them): the quick loop for kernel work
 #   ncu:REGEX            Nsight Compute (--set full) on the kernels matching REGEX while the perf_bar
-#                        point runs (seq 16384, flash kernel=$NCU_FAMILY, default wgmma) -> logs/ncu-*.txt
+#                        point runs (seq 16384, flash kernel=$NCU_FAMILY, default wgmma) -> logs/ncu-*.txt;
+#                        skips $NCU_SKIP (1) matching launches, profiles $NCU_COUNT (2): the point runs
+#                        3 steps, so one kernel's regex matches 3 launches
 #   aoti                 the attention/aoti CUDA packages (fp32) in aoti-packages/: the ctest fixture's,
 #                        else exported here (~1-2 min)
 #   exp:NAME[:TAG]       experiments/NAME.yaml into /tmp/runs/NAME[-TAG] (extra flags: $RUNNER_ARGS_NAME;
@@ -70,7 +72,7 @@ for stage in "$@"; do
       log "flash tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$logs/flash-tests.log" | tr '\n' ' ')" ;;
     ncu:*)
       regex=${stage#ncu:}; tag=$(echo "$regex" | tr -c 'A-Za-z0-9_\n' '_')
-      timeout "$(limit)" ncu --kernel-name "regex:$regex" --launch-skip 4 --launch-count 4 --set full \
+      timeout "$(limit)" ncu --kernel-name "regex:$regex" --launch-skip "${NCU_SKIP:-1}" --launch-count "${NCU_COUNT:-2}" --set full \
         -f -o "/tmp/runs/ncu-$tag" build-gpu/runner experiments/flash_benchmarking.yaml --out /tmp/runs/ncu-run \
         --set parts.grid.enabled=false --set 'parts.perf_bar.sweep.seq=[16384]' \
         --set "parts.perf_bar.sweep.attention=[{name: flash, kernel: ${NCU_FAMILY:-wgmma}}]" \
