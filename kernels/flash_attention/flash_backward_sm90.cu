@@ -37,8 +37,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -445,13 +443,7 @@ void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
-bool wgmma_backward_fuses_dq() {
-  const char* env = std::getenv("RUNNER_FLASH_WGMMA_BACKWARD");
-  if (env == nullptr || std::strcmp(env, "fused") == 0) return true;
-  if (std::strcmp(env, "deterministic") == 0) return false;
-  throw std::invalid_argument(std::string("RUNNER_FLASH_WGMMA_BACKWARD='") + env +
-                              "' is not one of fused, deterministic");
-}
+bool wgmma_backward_fuses_dq() { return env_choice("RUNNER_FLASH_WGMMA_BACKWARD", "fused", "deterministic"); }
 
 void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream) {
   if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);

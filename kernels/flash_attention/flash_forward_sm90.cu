@@ -29,8 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -326,13 +324,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 using Kernel = void (*)(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*, std::uint16_t*, float*, int,
                         int, float, bool);
 
-bool pipelined_schedule() {
-  const char* env = std::getenv("RUNNER_FLASH_WGMMA_FORWARD");
-  if (env == nullptr || std::strcmp(env, "pipelined") == 0) return true;
-  if (std::strcmp(env, "serial") == 0) return false;
-  throw std::invalid_argument(std::string("RUNNER_FLASH_WGMMA_FORWARD='") + env +
-                              "' is not one of serial, pipelined");
-}
+bool pipelined_schedule() { return env_choice("RUNNER_FLASH_WGMMA_FORWARD", "pipelined", "serial"); }
 
 template <typename T, int D>
 void launch(const ForwardArgs& a, cudaStream_t stream) {

@@ -4,6 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace kernels::flash::detail {
 
@@ -34,6 +38,15 @@ struct BackwardArgs {
   // atomics); null selects the deterministic two-kernel one.
   float* dq_accum = nullptr;
 };
+
+// A two-way choice read from the environment (the wgmma kernels' schedules): true when
+// `variable` is unset or `when_unset`, false when `other`; any other value throws.
+inline bool env_choice(const char* variable, const char* when_unset, const char* other) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || std::strcmp(value, when_unset) == 0) return true;
+  if (std::strcmp(value, other) == 0) return false;
+  throw std::invalid_argument(std::string(variable) + "='" + value + "' is not one of " + when_unset + ", " + other);
+}
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward(const BackwardArgs& a, cudaStream_t stream);

@@ -226,17 +226,22 @@ report:
   EXPECT_NE(bad.output.find("parts.kept.enabled: expected true or false"), std::string::npos) << bad.output;
 }
 
-TEST(EndToEnd, ReportMergesRunsOfOneExperimentAndRefusesOthers) {
-  const auto dir = fresh_dir("e2e-merge");
-  const auto file = write_file(dir / "merge.yaml", R"(experiment: merge
+// An echo experiment over value 1, 2 whose report `name` has one table, `values`.
+std::string echo_values_experiment(const std::string& name) {
+  return "experiment: " + name + R"(
 measure: {warmup_steps: 0, measured_steps: 1}
 task: echo
 sweep: {value: [1, 2]}
 report:
-  id: merge
+  id: )" + name + R"(
   tables:
     - {name: values, rows: [word], pivot: value, metric: value, format: "%.0f"}
-)");
+)";
+}
+
+TEST(EndToEnd, ReportMergesRunsOfOneExperimentAndRefusesOthers) {
+  const auto dir = fresh_dir("e2e-merge");
+  const auto file = write_file(dir / "merge.yaml", echo_values_experiment("merge"));
   ASSERT_EQ(run(file.string() + " --device cpu --out " + (dir / "a").string()).exit_code, 0);
   ASSERT_EQ(run(file.string() + " --device cpu --set sweep.value=[3] --out " + (dir / "b").string()).exit_code, 0);
   const Result merged = run("report " + (dir / "a").string() + " " + (dir / "b").string() + " --reports " +
@@ -262,15 +267,7 @@ report:
 // Records taken before a table was added render with today's spec through --spec.
 TEST(EndToEnd, ReportSpecRendersOldRecordsWithTheExperimentFilesTables) {
   const auto dir = fresh_dir("e2e-spec");
-  const std::string head = R"(experiment: grown
-measure: {warmup_steps: 0, measured_steps: 1}
-task: echo
-sweep: {value: [1, 2]}
-report:
-  id: grown
-  tables:
-    - {name: values, rows: [word], pivot: value, metric: value, format: "%.0f"}
-)";
+  const std::string head = echo_values_experiment("grown");
   const auto old_file = write_file(dir / "old.yaml", head);
   ASSERT_EQ(run(old_file.string() + " --device cpu --out " + (dir / "a").string()).exit_code, 0);
   const auto new_file =
