@@ -99,17 +99,25 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
-// rows x D elements (row stride D in global, D + kPad in shared); rows >= valid are zero.
-constexpr int kPad = 8;  // 16 bytes: rows shift by 4 banks, so fragment loads do not conflict
-template <int ROWS, int D, int THREADS>
-__device__ __forceinline__ void load_tile_async(std::uint16_t* s, const std::uint16_t* g, int valid, int tid) {
+// rows x D 16-bit elements from global (row stride D) into shared memory, 16 bytes per
+// cp.async, element (r, col) at dst(r, col); rows >= valid read as zeros. load_tile_async
+// (below, padded rows) and wgmma.cuh's load_tile_sw128 (swizzled) differ only in dst.
+template <int ROWS, int D, int THREADS, typename Dst>
+__device__ __forceinline__ void load_rows_async(const std::uint16_t* g, int valid, int tid, Dst dst) {
   constexpr int kChunks = D / 8;
 #pragma unroll
   for (int c = tid; c < ROWS * kChunks; c += THREADS) {
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const bool ok = r < valid;
-    cp_async16(s + r * (D + kPad) + col, ok ? g + static_cast<long>(r) * D + col : g, ok);
+    cp_async16(dst(r, col), ok ? g + static_cast<long>(r) * D + col : g, ok);
   }
+}
+
+// rows x D elements (row stride D in global, D + kPad in shared); rows >= valid are zero.
+constexpr int kPad = 8;  // 16 bytes: rows shift by 4 banks, so fragment loads do not conflict
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void load_tile_async(std::uint16_t* s, const std::uint16_t* g, int valid, int tid) {
+  load_rows_async<ROWS, D, THREADS>(g, valid, tid, [s](int r, int col) { return s + r * (D + kPad) + col; });
 }
 
 // Sum / max over the four lanes of a quad, which share one accumulator row.

@@ -75,13 +75,7 @@ __device__ __forceinline__ std::uint64_t mn_major(std::uint32_t tile, int kk) {
 // rows x D elements from global (row stride D) into an SW128 tile; rows >= valid read as zeros.
 template <int ROWS, int D, int THREADS>
 __device__ __forceinline__ void load_tile_sw128(std::uint8_t* tile, const std::uint16_t* g, int valid, int tid) {
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int c = tid; c < ROWS * kChunks; c += THREADS) {
-    const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool ok = r < valid;
-    cp_async16(tile + sw128::offset<ROWS>(r, col), ok ? g + static_cast<long>(r) * D + col : g, ok);
-  }
+  load_rows_async<ROWS, D, THREADS>(g, valid, tid, [tile](int r, int col) { return tile + sw128::offset<ROWS>(r, col); });
 }
 
 // n fp32 values from global into shared memory, 4 bytes per thread; entries >= valid read as zeros.
