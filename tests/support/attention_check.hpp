@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct Errors {
   double out = 0, dq = 0, dk = 0, dv = 0;
   double max() const { return std::max(std::max(out, dq), std::max(dk, dv)); }
 };
+
+// "out 1e-07 dq 2e-07 dk 2e-07 dv 1e-07": what a failed comparison prints.
+inline std::ostream& operator<<(std::ostream& os, const Errors& e) {
+  return os << "out " << e.out << " dq " << e.dq << " dk " << e.dk << " dv " << e.dv;
+}
 
 inline std::uint64_t fresh_seed() {
   const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003);
