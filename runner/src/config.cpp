@@ -210,6 +210,14 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
   return load_experiment_text(text.str(), file, overrides, smoke);
 }
 
+YAML::Node load_yaml_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string() + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_yaml(text.str(), file.string());
+}
+
 Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
                                 const std::vector<std::string>& overrides, bool smoke) {
   Experiment exp;

@@ -33,6 +33,10 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
 Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
                                 const std::vector<std::string>& overrides, bool smoke);
 
+// The YAML document in `file` (e.g. a run's stored config.yaml); an unreadable file or a
+// syntax error is one ConfigError naming the file (and line:column).
+YAML::Node load_yaml_file(const std::filesystem::path& file);
+
 // Sets `value` at dotted `path` in `root`, creating maps as needed. Keys that
 // themselves contain dots (sweep axes) are matched greedily.
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value);

@@ -503,18 +503,6 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
   std::_Exit(code);
 }
 
-namespace {
-YAML::Node load_yaml(const std::filesystem::path& file) {
-  try {
-    return YAML::LoadFile(file.string());
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(file.string() + ": cannot read the file");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(file.string() + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-  }
-}
-}  // namespace
-
 int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
                    const std::filesystem::path& spec_file) {
   if (run_dirs.empty()) throw ConfigError("runner report: expected a run directory (runner report --help)");
@@ -524,9 +512,8 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
   YAML::Node first_report;
   std::string first_name, first_config;
   if (!spec_file.empty()) {
-    const YAML::Node spec = load_yaml(spec_file);
-    if (!spec["experiment"] || !spec["report"])
-      throw ConfigError("--spec " + spec_file.string() + ": needs experiment: and report: (an experiment file)");
+    const YAML::Node spec = load_experiment(spec_file, {}, false).document;
+    if (!spec["report"]) throw ConfigError("--spec " + spec_file.string() + ": the experiment declares no report: tables");
     first_report = spec["report"];
     first_name = YAML::Dump(spec["experiment"]);
     first_config = spec_file.string();
@@ -539,7 +526,7 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     const auto results = run_dir / "results.jsonl";
     if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
       throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-    const YAML::Node doc = load_yaml(config);
+    const YAML::Node doc = load_yaml_file(config);
     if (!doc["report"] && spec_file.empty())
       throw ConfigError(config.string() + ": the experiment declares no report: tables");
     const std::string name = doc["experiment"] ? YAML::Dump(doc["experiment"]) : "";
