@@ -1,0 +1,48 @@
+"""bench/train_step_pytorch.py --compile-scope blocks on the CPU: the regionally compiled
+step computes what the eager step computes, and Dynamo makes the same few graphs however
+deep the model is (one block graph reused by every layer, the final norm, the loss).
+
+Run by ctest (bench.train_step_pytorch_compile_scope); about a minute on 2 cores.
+"""
+import json
+import os
+import subprocess
+import sys
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_step_pytorch.py")
+
+
+def run(layers, *extra):
+    cmd = [sys.executable, SCRIPT, "--device", "cpu", "--model.size", "custom", "--model.d_model", "32",
+           "--model.d_ff", "64", "--model.num_layers", str(layers), "--model.num_heads", "2",
+           "--model.context_length", "16", "--model.vocab_size", "256", "--warmup", "2", "--steps", "3",
+           "--sdpa", "--fused-adamw", *extra]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    record = json.loads(out.strip().splitlines()[-1])
+    return record["labels"]["pytorch_variant"], {k: v.get("value") for k, v in record["metrics"].items()}
+
+
+def main():
+    failures = []
+    eager_variant, eager = run(5)
+    blocks_variant, blocks = run(5, "--compile", "--compile-scope", "blocks")
+    _, deeper = run(9, "--compile", "--compile-scope", "blocks")
+    if blocks_variant != "compile(default,blocks)+sdpa+fused_adamw" or eager_variant != "eager+sdpa+fused_adamw":
+        failures.append(f"variant labels: {eager_variant!r}, {blocks_variant!r}")
+    # After 5 steps (2 warm-up, 3 measured) of AdamW the compiled step's loss is the eager one's.
+    for key in ("loss_first", "loss_last"):
+        if abs(blocks[key] - eager[key]) > 1e-5 * abs(eager[key]):
+            failures.append(f"{key}: blocks {blocks[key]} vs eager {eager[key]}")
+    if blocks["compiled_graphs"] != 3 or deeper["compiled_graphs"] != 3:
+        failures.append(f"compiled_graphs: {blocks['compiled_graphs']} at 5 layers, {deeper['compiled_graphs']} "
+                        "at 9 (want 3 each: block, final norm, loss)")
+    if "compiled_graphs" in eager or not eager["first_step_s"] > 0:
+        failures.append(f"eager record: {eager}")
+    for failure in failures:
+        print("FAIL", failure)
+    print("ok" if not failures else f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
