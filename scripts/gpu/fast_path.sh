@@ -71,6 +71,14 @@ case "$stage" in
     for part in $parts; do
       sets+=(--set "parts.$part.sweep.model.size=[$size]" --set "parts.$part.sweep.precision=[$precision]")
     done
+    if [[ "$name" == train_step_vs_pytorch ]]; then  # parts that run on small only (see the experiment)
+      if [[ "$size" == small ]]; then
+        sets+=(--set "parts.python_compiled_model.sweep.precision=[$precision]")
+      else
+        sets+=(--set parts.python_compiled_model.enabled=false)
+      fi
+      [[ "$size" == small && "$precision" == bf16 ]] || sets+=(--set parts.python_max_autotune.enabled=false)
+    fi
     dir="${RUN_ROOT:-$out}/run-$name-$size-$precision"
     rm -rf "$dir"
     status=0
