@@ -37,6 +37,10 @@ Speed options (combine freely; the record's label `pytorch_variant` names them):
                     compiled_graphs counts the graphs Dynamo made, and first_step_s
                     (every run) is the first warm-up step's wall time, compilation or
                     capture included.
+  --compile-cache cold|shared
+                    cold (default): Inductor's and Triton's caches live in a fresh
+                    directory for this run, so first_step_s is a cold compile whatever
+                    ran before; shared: the user's caches
   --sdpa            attention by F.scaled_dot_product_attention(is_causal=True)
                     (also chosen by --model.attention sdpa|flash, as the runner passes it)
   --fused-adamw     torch.optim.AdamW(fused=True)
@@ -50,10 +54,13 @@ Standalone: python bench/train_step_pytorch.py --device cuda --model.size small 
             --compile --sdpa --fused-adamw
 """
 import argparse
+import atexit
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import torch
@@ -99,6 +106,9 @@ def parse_args():
                    help="torch.compile forward + loss (mode: default, max-autotune-no-cudagraphs, ...)")
     p.add_argument("--compile-scope", default="model", choices=["model", "blocks"],
                    help="model: compile forward + loss as one graph; blocks: each block, then head + loss")
+    p.add_argument("--compile-cache", default="cold", choices=["cold", "shared"],
+                   help="cold: Inductor and Triton caches in a fresh directory per run, so first_step_s is a "
+                        "cold compile; shared: the user's caches (a run may reuse an earlier run's kernels)")
     p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True)")
     p.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
     p.add_argument("--cuda-graph", action="store_true", help="capture the whole step in one CUDA graph")
@@ -354,7 +364,8 @@ def main():
     optimizer = None
     if args.mode == "train_step":
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                                      fused=True if args.fused_adamw else None)
+                                      fused=True if args.fused_adamw else None,
+                                      capturable=args.cuda_graph)  # step() inside a CUDA graph needs it
     tokens = torch.randint(args.vocab_size, (args.batch_size, args.context_length + 1), generator=generator,
                            device=device)
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
@@ -368,6 +379,12 @@ def main():
     def loss_from_logits(logits, targets):
         return nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size), targets.reshape(-1))
 
+    if args.compile and args.compile_cache == "cold":
+        # Read lazily by Inductor, so setting them before the first compile is enough.
+        cache = tempfile.mkdtemp(prefix="inductor-cold-")
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     if args.compile:
         # Fill the RoPE table first: its filling inside a compiled block would make Dynamo
         # compile that block twice (once before, once after the table exists).
