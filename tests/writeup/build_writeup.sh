@@ -1,7 +1,7 @@
 #!/bin/sh
 # build_writeup.sh <runner> <source dir> <scratch dir> [python]
 # Copies reports/ (without its records) to <scratch dir>, re-renders the experiments that
-# name figures from the committed records in <source dir>/reports/data, and builds
+# name figures from the committed records in <source dir>/reports/data/<experiment>, and builds
 # writeup.pdf there with `runner report --pdf`. Exit 77 (skip) when latexmk is missing.
 set -eu
 runner=$1 src=$2 out=$3
@@ -16,6 +16,10 @@ mkdir -p "$out"
 for config in "$src"/reports/data/*/config.yaml; do
   run_dir=$(dirname "$config")
   grep -q "^ *figures:" "$config" || continue
+  # Only the dataset named after its experiment: re-runs and earlier sessions kept beside it
+  # (train_step_vs_pytorch_stop9, ddp_nccl_ctas2, ...) render to the same report id and, in
+  # glob order, would replace it.
+  grep -q "^experiment: $(basename "$run_dir")\$" "$config" || continue
   "$runner" report "$run_dir" --reports "$out"
 done
 "$runner" report --pdf --reports "$out"
