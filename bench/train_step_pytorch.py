@@ -105,7 +105,8 @@ def parse_args():
     p.add_argument("--compile", nargs="?", const="default", default=None, metavar="MODE",
                    help="torch.compile forward + loss (mode: default, max-autotune-no-cudagraphs, ...)")
     p.add_argument("--compile-scope", default="model", choices=["model", "blocks"],
-                   help="model: compile forward + loss as one graph; blocks: each block, then the final norm and the loss")
+                   help="model: compile forward + loss as one graph; "
+                        "blocks: each block, then the final norm and the loss")
     p.add_argument("--compile-cache", default="cold", choices=["cold", "shared"],
                    help="cold: Inductor and Triton caches in a fresh directory per run, so first_step_s is a "
                         "cold compile; shared: the user's caches (a run may reuse an earlier run's kernels)")
