@@ -1,6 +1,7 @@
 #include "flash_attention.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -39,6 +40,9 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)
   TORCH_CHECK(q.device() == k.device() && k.device() == v.device(), "flash attention: q, k, v are on different devices");
   TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),
               "flash attention: q, k, v must be contiguous (call .contiguous() first)");
+  for (const at::Tensor* t : {&q, &k, &v})
+    TORCH_CHECK(reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 == 0,
+                "flash attention: q, k, v must start on a 16-byte boundary (a view at an odd offset; call .clone())");
   const std::int64_t bh = q.numel() / (q.size(-2) * q.size(-1));
   TORCH_CHECK(bh <= 65535 && q.size(-2) < (1LL << 31) && k.size(-2) < (1LL << 31),
               "flash attention: batch*heads must be <= 65535, got ", bh);
@@ -105,6 +109,11 @@ bool use_wgmma(KernelFamily family, const at::Tensor& q) {
   return true;
 }
 
+// The kernels read 16-byte vectors; a contiguous view can still start off that boundary.
+at::Tensor aligned_copy(const at::Tensor& t) {
+  return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0 ? t : t.clone();
+}
+
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   TORCH_CHECK(err == cudaSuccess, "flash attention: ", what, " kernel launch failed: ", cudaGetErrorString(err));
@@ -140,24 +149,30 @@ Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.numel() * q.size(-1) == q.numel() && lse.is_contiguous(),
               "flash attention backward: lse must be the forward's fp32 [..., lq] tensor");
   const c10::cuda::CUDAGuard guard(q.device());
-  const at::Tensor dout = dout_in.to(q.scalar_type()).contiguous();
-  const at::Tensor o = out.contiguous();
+  const at::Tensor dout = aligned_copy(dout_in.to(q.scalar_type()).contiguous());
+  const at::Tensor o = aligned_copy(out.to(q.scalar_type()).contiguous());
   const std::int64_t lq = q.size(-2), lk = k.size(-2), d = q.size(-1);
   const std::int64_t bh = q.numel() / (lq * d);
-  // delta_i = sum_d O_id dO_id, in fp32 (the "D" of the FlashAttention-2 paper).
-  const at::Tensor delta = (o.to(at::kFloat) * dout.to(at::kFloat)).sum(-1).contiguous();
+  const bool fuse_dq = use_wgmma(family, q) && detail::wgmma_backward_fuses_dq();
+  // delta_i = sum_d O_id dO_id in fp32 (the "D" of the FlashAttention-2 paper), and the
+  // fused backward's fp32 dQ buffer zeroed, in one pass over O and dO.
+  const at::Tensor delta = at::empty({bh, lq}, q.options().dtype(at::kFloat));
+  at::Tensor dq_accum;
+  if (fuse_dq) dq_accum = at::empty({bh, lq, d}, q.options().dtype(at::kFloat));
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  detail::launch_backward_delta({o.data_ptr(), dout.data_ptr(), delta.data_ptr<float>(),
+                                 fuse_dq ? dq_accum.data_ptr<float>() : nullptr, static_cast<long>(bh * lq),
+                                 static_cast<int>(d), kernel_dtype(q.scalar_type())},
+                                stream);
+  check_launch("backward delta");
   Gradients g{at::empty_like(q), at::empty_like(k), at::empty_like(v)};
   detail::BackwardArgs a{q.data_ptr(), k.data_ptr(), v.data_ptr(), dout.data_ptr(), lse.data_ptr<float>(),
                          delta.data_ptr<float>(), g.dq.data_ptr(), g.dk.data_ptr(), g.dv.data_ptr(),
                          static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
                          causal, kernel_dtype(q.scalar_type()),
                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), use_wgmma(family, q)};
-  at::Tensor dq_accum;
-  if (a.wgmma && detail::wgmma_backward_fuses_dq()) {
-    dq_accum = at::zeros({bh, lq, d}, q.options().dtype(at::kFloat));
-    a.dq_accum = dq_accum.data_ptr<float>();
-  }
-  detail::launch_backward(a, c10::cuda::getCurrentCUDAStream());
+  if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
+  detail::launch_backward(a, stream);
   check_launch("backward");
   return g;
 }

@@ -103,7 +103,7 @@ template <int D>
 __host__ __device__ constexpr int dkdv_query_tile() { return D >= 128 ? 32 : 64; }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardArgs a) {
+__global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardArgs a, int head_group) {
   constexpr int LD = D + kPad;
   constexpr int TK = 16 * kWarps;               // keys per block
   constexpr int TQ = dkdv_query_tile<D>();     // queries per step
@@ -115,8 +115,10 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
   float* sL = reinterpret_cast<float*>(sdO + TQ * LD);  // scale*log2(e)-domain L of the tile's queries
   float* sDelta = sL + TQ;
 
-  const int k0 = blockIdx.x * TK;
-  const long bh = blockIdx.y;
+  const int key_blocks = (a.lk + TK - 1) / TK;
+  const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, head_group);
+  const int k0 = slot.rank * TK;  // first key tiles first: the most query tiles under a causal mask
+  const long bh = slot.head;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int lq = a.lq, lk = a.lk;
   const auto* q = static_cast<const std::uint16_t*>(a.q) + bh * lq * D;
@@ -190,7 +192,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArgs a) {
+__global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArgs a, int head_group) {
   constexpr int LD = D + kPad;
   constexpr int TQ = 16 * kWarps;
   constexpr int TK = 64;
@@ -200,8 +202,10 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
   std::uint16_t* sK = sdO + TQ * LD;
   std::uint16_t* sV = sK + TK * LD;
 
-  const int q0 = blockIdx.x * TQ;
-  const long bh = blockIdx.y;
+  const int q_blocks = (a.lq + TQ - 1) / TQ;
+  const TileSlot slot = tile_slot(blockIdx.x, q_blocks, gridDim.x / q_blocks, head_group);
+  const int q0 = (q_blocks - 1 - slot.rank) * TQ;  // last query tiles first: the most key tiles when causal
+  const long bh = slot.head;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int lq = a.lq, lk = a.lk;
   const auto* q = static_cast<const std::uint16_t*>(a.q) + bh * lq * D;
@@ -273,14 +277,16 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
     constexpr int smem = (2 * TK + 2 * TQ) * LD * 2 + 2 * TQ * 4;
     auto kernel = flash_backward_dkdv_kernel<T, D>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dim3((a.lk + TK - 1) / TK, a.bh), kThreads, smem, stream>>>(a);
+    const int group = head_group(a.bh, 2LL * a.lq * D * 2 + 8LL * a.lq);  // Q, dO, L, delta of a head
+    kernel<<<(a.lk + TK - 1) / TK * a.bh, kThreads, smem, stream>>>(a, group);
   }
   {
     constexpr int TQ = 16 * kWarps, TK = 64;
     constexpr int smem = (2 * TQ + 2 * TK) * LD * 2;
     auto kernel = flash_backward_dq_kernel<T, D>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dim3((a.lq + TQ - 1) / TQ, a.bh), kThreads, smem, stream>>>(a);
+    const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
+    kernel<<<(a.lq + TQ - 1) / TQ * a.bh, kThreads, smem, stream>>>(a, group);
   }
 }
 

@@ -10,6 +10,7 @@
 //  * deterministic: a second kernel (dq) recomputes S and dP per query tile; no atomics,
 //    every output element is summed by one thread in a fixed order, so results repeat bit
 //    for bit. FLOPs done: 14 * bh * lq * lk * d, 1.4x the count.
+// Blocks start in tile_order.hpp's order: the longest tiles of a group of heads first.
 //  * dkdv kernel: one block of two warpgroups per (128-key tile, batch*head); each
 //    warpgroup owns 64 keys and loops over 64-query tiles:
 //      S^T = K Q^T and dP^T = V dO^T    (m64n64k16, both operands K-major in shared memory;
@@ -59,7 +60,7 @@ constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fus
 
 template <int D, bool kFuseDq>
 constexpr int dkdv_shared_bytes() {
-  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + (kFuseDq ? kDsBytes : 0) + 4 * kDkvQ * 4 + 1024;
+  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + (kFuseDq ? kDsBytes : 0) + 4 * kDkvQ * 4 + 32 + 1024;
 }
 
 // kFuseDq: also dQ += dS K for the step's 64 queries, added to dq_accum (fp32) with atomics;
@@ -70,7 +71,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                            const std::uint16_t* __restrict__ v, const std::uint16_t* __restrict__ dout,
                            const float* __restrict__ lse, const float* __restrict__ delta,
                            std::uint16_t* __restrict__ dk, std::uint16_t* __restrict__ dv, float* __restrict__ dq_accum,
-                           int lq, int lk, float scale, bool causal) {
+                           int lq, int lk, float scale, bool causal, int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -82,16 +83,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* sDS = sK + 2 * kKBytes + 4 * kQBytes;
   float* sL = reinterpret_cast<float*>(sDS + (kFuseDq ? kDsBytes : 0));  // [stage][64] L, then [stage][64] delta
   float* sDelta = sL + 2 * kDkvQ;
+  // The block's head offsets and first key, re-read from shared memory where the loop needs
+  // them: derived from the tile order they cannot be re-derived from blockIdx for free, and
+  // the fused kernel sits at the register limit (kept in registers, they pushed ptxas into
+  // spilling wgmma descriptors).
+  volatile long long* sSlot = reinterpret_cast<long long*>(sDelta + 2 * kDkvQ);
 
-  const int k0 = blockIdx.x * kDkvKeys;  // first tiles have the most query tiles under a causal mask
-  const long bh = blockIdx.y;
+  const int key_blocks = (lk + kDkvKeys - 1) / kDkvKeys;
+  const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, head_group);
+  const int k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
+  const long bh = slot.head;
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const std::uint16_t* qg = q + bh * lq * D;
-  const std::uint16_t* dog = dout + bh * lq * D;
-  const float* lg = lse + bh * lq;
-  const float* deltag = delta + bh * lq;
+  if (tid == 0) {
+    sSlot[0] = bh * lq;  // row of q, dout, lse, delta and dq_accum where this head starts
+    sSlot[1] = k0;
+    sSlot[2] = bh * lk;  // row of k, v, dk and dv where this head starts
+  }
+  __syncthreads();
+  auto head_row0 = [&] { return static_cast<long>(sSlot[0]); };
+  auto wg_key0 = [&] { return static_cast<int>(sSlot[1]) + 64 * wg; };
+  auto head_key_row0 = [&] { return static_cast<long>(sSlot[2]); };
   const float scale_log2 = scale * kLog2e;
-  const int wg_key0 = k0 + 64 * wg;
 
   const int q_tiles = (lq + kDkvQ - 1) / kDkvQ;
   const int first = causal ? min(k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
@@ -99,10 +111,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   auto load_q_tile = [&](int stage, int qt) {
     const int r0 = qt * kDkvQ;
-    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sQ(stage), qg + static_cast<long>(r0) * D, lq - r0, tid);
-    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sDO(stage), dog + static_cast<long>(r0) * D, lq - r0, tid);
-    sm90::load_floats_async(sL + stage * kDkvQ, lg + r0, kDkvQ, lq - r0, tid, kThreads);
-    sm90::load_floats_async(sDelta + stage * kDkvQ, deltag + r0, kDkvQ, lq - r0, tid, kThreads);
+    const long row = head_row0() + r0;
+    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sQ(stage), q + row * D, lq - r0, tid);
+    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sDO(stage), dout + row * D, lq - r0, tid);
+    sm90::load_floats_async(sL + stage * kDkvQ, lse + row, kDkvQ, lq - r0, tid, kThreads);
+    sm90::load_floats_async(sDelta + stage * kDkvQ, delta + row, kDkvQ, lq - r0, tid, kThreads);
   };
 
   sm90::load_tile_sw128<kDkvKeys, D, kThreads>(sK, k + (bh * lk + k0) * D, lk - k0, tid);
@@ -144,13 +157,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     const float* l_tile = sL + stage * kDkvQ;
     const float* d_tile = sDelta + stage * kDkvQ;
-    const bool edge = r0 + kDkvQ > lq || (causal && r0 < wg_key0 + 63);
+    const int key0 = wg_key0();
+    const bool edge = r0 + kDkvQ > lq || (causal && r0 < key0 + 63);
 #pragma unroll
     for (int i = 0; i < kDkvQ / 8; ++i)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = 8 * i + 2 * t + (e & 1);  // query within the tile
-        const int key = wg_key0 + 16 * warp + g + 8 * (e >> 1);
+        const int key = key0 + 16 * warp + g + 8 * (e >> 1);
         const bool masked = edge && (r0 + c >= lq || (causal && r0 + c < key));
         st[4 * i + e] = masked ? 0.f : exp2f(st[4 * i + e] * scale_log2 - l_tile[c] * kLog2e);
       }
@@ -208,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90::pin(acc_dq);
       const int col0 = kSplitKeys ? 0 : 64 * wg;
       const int row = r0 + 16 * warp + g;
-      float* dst = dq_accum + (static_cast<std::size_t>(bh) * lq + row) * D + col0 + 2 * t;
+      float* dst = dq_accum + (head_row0() + row) * D + col0 + 2 * t;
 #pragma unroll
       for (int r = 0; r < 2; ++r)
         if (row + 8 * r < lq) {
@@ -235,10 +249,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int key = wg_key0 + 16 * warp + g + 8 * r;
+    const int key = wg_key0() + 16 * warp + g + 8 * r;
     if (key < lk) {
-      std::uint16_t* dkrow = dk + (bh * lk + key) * D;
-      std::uint16_t* dvrow = dv + (bh * lk + key) * D;
+      std::uint16_t* dkrow = dk + (head_key_row0() + key) * D;
+      std::uint16_t* dvrow = dv + (head_key_row0() + key) * D;
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) {
         *reinterpret_cast<std::uint32_t*>(dkrow + 8 * i + 2 * t) =
@@ -267,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     flash_dq_sm90_kernel(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
                          const std::uint16_t* __restrict__ v, const std::uint16_t* __restrict__ dout,
                          const float* __restrict__ lse, const float* __restrict__ delta, std::uint16_t* __restrict__ dq,
-                         int lq, int lk, float scale, bool causal) {
+                         int lq, int lk, float scale, bool causal, int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kQBytes = kDqQ * D * 2, kKBytes = kDqKeys * D * 2;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -276,8 +290,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto sK = [&](int stage) { return sQ + 2 * kQBytes + stage * 2 * kKBytes; };
   auto sV = [&](int stage) { return sQ + 2 * kQBytes + stage * 2 * kKBytes + kKBytes; };
 
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kDqQ;
-  const long bh = blockIdx.y;
+  const int q_blocks = (lq + kDqQ - 1) / kDqQ;
+  const TileSlot slot = tile_slot(blockIdx.x, q_blocks, gridDim.x / q_blocks, head_group);
+  const int q0 = (q_blocks - 1 - slot.rank) * kDqQ;  // last tiles first: the longest under a causal mask
+  const long bh = slot.head;
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const std::uint16_t* kg = k + bh * lk * D;
   const std::uint16_t* vg = v + bh * lk * D;
@@ -400,14 +416,15 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
   const auto* k = static_cast<const std::uint16_t*>(a.k);
   const auto* v = static_cast<const std::uint16_t*>(a.v);
   const auto* dout = static_cast<const std::uint16_t*>(a.dout);
-  const dim3 dkdv_grid((a.lk + kDkvKeys - 1) / kDkvKeys, a.bh);
+  const int dkdv_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys * a.bh;
+  const int dkdv_group = head_group(a.bh, 2LL * a.lq * D * 2 + 8LL * a.lq);  // Q, dO, L, delta of a head
   if (a.dq_accum != nullptr) {
     constexpr int smem = dkdv_shared_bytes<D, true>();
     auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dkdv_grid, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
+    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
                                                   static_cast<std::uint16_t*>(a.dv), a.dq_accum, a.lq, a.lk, a.scale,
-                                                  a.causal);
+                                                  a.causal, dkdv_group);
     const long n4 = static_cast<long>(a.bh) * a.lq * D / 4;
     const int blocks = static_cast<int>(std::min<long>((n4 + 255) / 256, 8192));
     dq_from_accum_kernel<T><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.dq_accum),
@@ -418,17 +435,18 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
     constexpr int smem = dkdv_shared_bytes<D, false>();
     auto kernel = flash_dkdv_sm90_kernel<T, D, false>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dkdv_grid, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
+    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
                                                   static_cast<std::uint16_t*>(a.dv), nullptr, a.lq, a.lk, a.scale,
-                                                  a.causal);
+                                                  a.causal, dkdv_group);
   }
   {
     constexpr int smem = dq_shared_bytes<D>();
     auto kernel = flash_dq_sm90_kernel<T, D>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    const dim3 grid((a.lq + kDqQ - 1) / kDqQ, a.bh);
-    kernel<<<grid, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dq), a.lq,
-                                             a.lk, a.scale, a.causal);
+    const int blocks = (a.lq + kDqQ - 1) / kDqQ * a.bh;
+    const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
+    kernel<<<blocks, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dq), a.lq,
+                                               a.lk, a.scale, a.causal, group);
   }
 }
 

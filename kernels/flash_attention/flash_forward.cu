@@ -50,17 +50,19 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
                                                                  const std::uint16_t* __restrict__ v,
                                                                  std::uint16_t* __restrict__ out,
                                                                  float* __restrict__ lse, int lq, int lk,
-                                                                 float scale, bool causal) {
+                                                                 float scale, bool causal, int head_group) {
   constexpr int LD = D + kPad;
   extern __shared__ __align__(16) std::uint16_t smem[];
   std::uint16_t* sQ = smem;
   std::uint16_t* sK = sQ + kTileQ * LD;
   std::uint16_t* sV = sK + kTileK * LD;
 
-  // Last query tiles first: under a causal mask they have the most key tiles, and
-  // starting them early keeps the tail of the grid short.
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kTileQ;
-  const long bh = blockIdx.y;
+  // Last query tiles first (over a group of heads, tile_order.hpp): under a causal mask they
+  // have the most key tiles, and starting them early keeps the tail of the grid short.
+  const int tiles = (lq + kTileQ - 1) / kTileQ;
+  const TileSlot slot = tile_slot(blockIdx.x, tiles, gridDim.x / tiles, head_group);
+  const int q0 = (tiles - 1 - slot.rank) * kTileQ;
+  const long bh = slot.head;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const std::uint16_t* qg = q + (bh * lq + q0) * D;
   const std::uint16_t* kg = k + bh * lk * D;
@@ -191,11 +193,12 @@ void launch(const ForwardArgs& a, cudaStream_t stream) {
   auto kernel = flash_forward_kernel<T, D>;
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  const dim3 grid((a.lq + kTileQ - 1) / kTileQ, a.bh);
-  kernel<<<grid, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
-                                           static_cast<const std::uint16_t*>(a.k),
-                                           static_cast<const std::uint16_t*>(a.v),
-                                           static_cast<std::uint16_t*>(a.out), a.lse, a.lq, a.lk, a.scale, a.causal);
+  const int blocks = (a.lq + kTileQ - 1) / kTileQ * a.bh;
+  const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
+  kernel<<<blocks, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
+                                             static_cast<const std::uint16_t*>(a.k),
+                                             static_cast<const std::uint16_t*>(a.v), static_cast<std::uint16_t*>(a.out),
+                                             a.lse, a.lq, a.lk, a.scale, a.causal, group);
 }
 
 template <typename T>

@@ -5,7 +5,7 @@
 // FLOPs: 4 * bh * lq * lk * d, halved when causal. Bytes from HBM: Q, O once, K and V once
 // per 128-query tile (mostly from L2).
 // Grid: one block of two warpgroups (256 threads) per (128-query tile, batch*head), last
-// tiles first. Each warpgroup owns 64 query rows; per 128-key tile it issues
+// tiles first over a group of heads (tile_order.hpp). Each warpgroup owns 64 query rows; per 128-key tile it issues
 // S = Q K^T as D/16 asynchronous m64n128k16 wgmmas with both operands in shared memory,
 // runs the online softmax on the fp32 accumulators in registers, and issues O += P V with
 // P from registers (rounded to the input type) and V from shared memory. One MMA covers 64
@@ -129,11 +129,13 @@ struct Block {
   long bh;
   float scale_log2;
 
-  __device__ Block(std::uint8_t* smem_raw, const std::uint16_t* k, const std::uint16_t* v, int lk_, bool causal,
-                   float scale)
+  __device__ Block(std::uint8_t* smem_raw, const std::uint16_t* k, const std::uint16_t* v, int lq, int lk_,
+                   bool causal, float scale, int head_group)
       : sQ(sm90::align_1024(smem_raw)), lk(lk_), scale_log2(scale * kLog2e) {
-    q0 = (gridDim.x - 1 - blockIdx.x) * kTileQ;  // last tiles first: under a causal mask they are the longest
-    bh = blockIdx.y;
+    const int tiles = (lq + kTileQ - 1) / kTileQ;
+    const TileSlot slot = tile_slot(blockIdx.x, tiles, gridDim.x / tiles, head_group);
+    q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
+    bh = slot.head;
     tid = threadIdx.x;
     wg = tid / 128;
     const int warp = (tid % 128) / 32, lane = tid % 32;
@@ -183,10 +185,11 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_forward_sm90_serial(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
                               const std::uint16_t* __restrict__ v, std::uint16_t* __restrict__ out,
-                              float* __restrict__ lse, int lq, int lk, float scale, bool causal) {
+                              float* __restrict__ lse, int lq, int lk, float scale, bool causal,
+                              int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  const Block<T, D> b(smem_raw, k, v, lk, causal, scale);
+  const Block<T, D> b(smem_raw, k, v, lq, lk, causal, scale, head_group);
   const int key_tiles = b.key_tiles;
 
   b.load_q(q, lq);
@@ -252,10 +255,11 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_forward_sm90_pipelined(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
                                  const std::uint16_t* __restrict__ v, std::uint16_t* __restrict__ out,
-                                 float* __restrict__ lse, int lq, int lk, float scale, bool causal) {
+                                 float* __restrict__ lse, int lq, int lk, float scale, bool causal,
+                                 int head_group) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  const Block<T, D> b(smem_raw, k, v, lk, causal, scale);
+  const Block<T, D> b(smem_raw, k, v, lq, lk, causal, scale, head_group);
   const int key_tiles = b.key_tiles;
 
   b.load_q(q, lq);
@@ -322,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 using Kernel = void (*)(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*, std::uint16_t*, float*, int,
-                        int, float, bool);
+                        int, float, bool, int);
 
 bool pipelined_schedule() { return env_choice("RUNNER_FLASH_WGMMA_FORWARD", "pipelined", "serial"); }
 
@@ -331,11 +335,13 @@ void launch(const ForwardArgs& a, cudaStream_t stream) {
   constexpr int smem = shared_bytes<D>();
   const Kernel kernel = pipelined_schedule() ? flash_forward_sm90_pipelined<T, D> : flash_forward_sm90_serial<T, D>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  const dim3 grid((a.lq + kTileQ - 1) / kTileQ, a.bh);
-  kernel<<<grid, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
-                                           static_cast<const std::uint16_t*>(a.k),
-                                           static_cast<const std::uint16_t*>(a.v),
-                                           static_cast<std::uint16_t*>(a.out), a.lse, a.lq, a.lk, a.scale, a.causal);
+  const int tiles = (a.lq + kTileQ - 1) / kTileQ;
+  const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
+  kernel<<<tiles * a.bh, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
+                                                   static_cast<const std::uint16_t*>(a.k),
+                                                   static_cast<const std::uint16_t*>(a.v),
+                                                   static_cast<std::uint16_t*>(a.out), a.lse, a.lq, a.lk, a.scale,
+                                                   a.causal, group);
 }
 
 template <typename T>

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tile_order.hpp"
+
 namespace kernels::flash::detail {
 
 enum class Dtype { fp32, fp16, bf16 };
@@ -47,6 +49,35 @@ inline bool env_choice(const char* variable, const char* when_unset, const char*
   if (std::strcmp(value, other) == 0) return false;
   throw std::invalid_argument(std::string(variable) + "='" + value + "' is not one of " + when_unset + ", " + other);
 }
+
+// Heads per group of the kernels' block order (tile_order.hpp) for operands of
+// `bytes_per_head` streamed per head, sized to the current device's L2;
+// RUNNER_FLASH_HEAD_GROUP=N (a positive integer) overrides it, 1 = head after head.
+inline int head_group(int bh, long long bytes_per_head) {
+  int device = 0, l2 = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+  int override_group = 0;
+  if (const char* value = std::getenv("RUNNER_FLASH_HEAD_GROUP"); value != nullptr && *value != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(value, &end, 10);
+    if (*end != '\0' || n < 1 || n > 65535)
+      throw std::invalid_argument(std::string("RUNNER_FLASH_HEAD_GROUP='") + value + "' is not a positive integer");
+    override_group = static_cast<int>(n);
+  }
+  return heads_per_group(bh, bytes_per_head, l2, override_group);
+}
+
+// rowsum(out * dout) in fp32 into delta [rows]; zeroed (optional, fp32 [rows, d]) is set to 0.
+struct DeltaArgs {
+  const void *out, *dout;
+  float* delta;
+  float* zeroed;
+  long rows;
+  int d;
+  Dtype dtype;
+};
+void launch_backward_delta(const DeltaArgs& a, cudaStream_t stream);
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward(const BackwardArgs& a, cudaStream_t stream);

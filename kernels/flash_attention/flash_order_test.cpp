@@ -1,0 +1,139 @@
+// The kernels' block order (tile_order.hpp) on CPU; on a GPU, that the order changes no
+// result and that the backward's delta pass matches its tensor-op formula.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "flash_attention.hpp"
+#include "tile_order.hpp"
+#ifdef RUNNER_FLASH_WITH_CUDA
+#include <c10/cuda/CUDAStream.h>
+
+#include "flash_kernels.hpp"
+#endif
+
+namespace {
+
+namespace detail = kernels::flash::detail;
+
+TEST(TileOrder, EveryTileOfEveryHeadOnceLongestFirstWithinAGroup) {
+  for (int tiles : {1, 3, 32}) {
+    for (int bh : {1, 5, 16}) {
+      for (int group : {1, 2, 3, 16}) {
+        const int g = group > bh ? bh : group;
+        std::set<std::pair<int, int>> seen;
+        int last_group = -1, last_rank = -1;
+        for (int block = 0; block < tiles * bh; ++block) {
+          const detail::TileSlot s = detail::tile_slot(block, tiles, bh, g);
+          ASSERT_GE(s.rank, 0);
+          ASSERT_LT(s.rank, tiles);
+          ASSERT_GE(s.head, 0);
+          ASSERT_LT(s.head, bh);
+          EXPECT_TRUE(seen.insert({s.rank, s.head}).second) << "tile " << s.rank << " head " << s.head << " twice";
+          const int head_group = s.head / g;
+          EXPECT_GE(head_group, last_group) << "groups go in order";
+          if (head_group == last_group) EXPECT_GE(s.rank, last_rank) << "within a group, longer tiles first";
+          last_group = head_group;
+          last_rank = s.rank;
+        }
+        EXPECT_EQ(static_cast<int>(seen.size()), tiles * bh);
+      }
+    }
+  }
+}
+
+TEST(TileOrder, GroupOfOneIsHeadAfterHead) {
+  for (int block = 0; block < 4 * 3; ++block) {
+    const detail::TileSlot s = detail::tile_slot(block, 4, 3, 1);
+    EXPECT_EQ(s.head, block / 4);
+    EXPECT_EQ(s.rank, block % 4);
+  }
+}
+
+TEST(TileOrder, GroupsFillHalfTheL2) {
+  const long long l2 = 50LL << 20;
+  EXPECT_EQ(detail::heads_per_group(16, 8LL << 20, l2, 0), 3);   // seq 16384, d 128: K and V are 8 MiB a head
+  EXPECT_EQ(detail::heads_per_group(16, 2LL << 20, l2, 0), 12);  // seq 4096
+  EXPECT_EQ(detail::heads_per_group(4, 1LL << 10, l2, 0), 4);    // never more than bh
+  EXPECT_EQ(detail::heads_per_group(16, 1LL << 40, l2, 0), 1);   // never less than 1
+  EXPECT_EQ(detail::heads_per_group(16, 8LL << 20, l2, 1), 1);   // the override wins
+  EXPECT_EQ(detail::heads_per_group(2, 8LL << 20, l2, 7), 2);
+}
+
+#ifdef RUNNER_FLASH_WITH_CUDA
+class FlashOrderGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// Each output element is computed by one block whatever the order, so outputs repeat bit for
+// bit across group sizes (dQ of the fused wgmma backward is summed with atomics: close only).
+TEST_F(FlashOrderGpu, HeadGroupsChangeNoResult) {
+  const auto seed = static_cast<std::uint64_t>(std::rand());
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  torch::manual_seed(seed);
+  const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  for (int d : {64, 128}) {
+    auto q = torch::randn({5, 300, d}, opts), k = torch::randn({5, 300, d}, opts), v = torch::randn({5, 300, d}, opts);
+    auto dout = torch::randn({5, 300, d}, opts);
+    for (auto family : {kernels::flash::KernelFamily::mma_sync, kernels::flash::KernelFamily::automatic}) {
+      std::vector<torch::Tensor> outs, dks, dvs, dqs;
+      for (const char* group : {"1", "2", "5"}) {
+        setenv("RUNNER_FLASH_HEAD_GROUP", group, 1);
+        auto fwd = kernels::flash::forward(q, k, v, true, family);
+        auto g = kernels::flash::backward(q, k, v, fwd.out, dout, fwd.lse, true, family);
+        outs.push_back(fwd.out);
+        dks.push_back(g.dk);
+        dvs.push_back(g.dv);
+        dqs.push_back(g.dq.to(torch::kFloat));
+      }
+      unsetenv("RUNNER_FLASH_HEAD_GROUP");
+      for (std::size_t i = 1; i < outs.size(); ++i) {
+        SCOPED_TRACE("d " + std::to_string(d) + " family " + kernels::flash::to_string(family) + " group index " +
+                     std::to_string(i));
+        EXPECT_TRUE(torch::equal(outs[i], outs[0]));
+        EXPECT_TRUE(torch::equal(dks[i], dks[0]));
+        EXPECT_TRUE(torch::equal(dvs[i], dvs[0]));
+        EXPECT_LT(((dqs[i] - dqs[0]).norm() / dqs[0].norm()).item<double>(), 1e-2);
+      }
+    }
+  }
+  setenv("RUNNER_FLASH_HEAD_GROUP", "0", 1);
+  auto q = torch::randn({1, 64, 64}, opts);
+  EXPECT_THROW(kernels::flash::forward(q, q, q, true), std::exception);
+  unsetenv("RUNNER_FLASH_HEAD_GROUP");
+}
+
+// delta = rowsum(out * dout) in fp32 and the zeroed buffer, against the tensor-op formula.
+TEST_F(FlashOrderGpu, DeltaPassMatchesTheTensorOpFormula) {
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    for (int d : {16, 32, 64, 128}) {
+      const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+      const long rows = 3 * 77;
+      auto o = torch::randn({rows, d}, opts), dout = torch::randn({rows, d}, opts);
+      auto delta = torch::full({rows}, std::nanf(""), opts.dtype(torch::kFloat));
+      auto zeroed = torch::full({rows, d}, std::nanf(""), opts.dtype(torch::kFloat));
+      const auto kind = dtype == torch::kFloat    ? detail::Dtype::fp32
+                        : dtype == torch::kHalf ? detail::Dtype::fp16
+                                                : detail::Dtype::bf16;
+      detail::launch_backward_delta({o.data_ptr(), dout.data_ptr(), delta.data_ptr<float>(), zeroed.data_ptr<float>(),
+                                     rows, d, kind},
+                                    c10::cuda::getCurrentCUDAStream());
+      const auto want = (o.to(torch::kDouble) * dout.to(torch::kDouble)).sum(-1);
+      const double err = ((delta.to(torch::kDouble) - want).norm() / want.norm()).item<double>();
+      EXPECT_LT(err, 1e-6) << "dtype " << dtype << " d " << d;
+      EXPECT_TRUE(torch::equal(zeroed, torch::zeros_like(zeroed))) << "dtype " << dtype << " d " << d;
+    }
+  }
+}
+#endif
+
+}  // namespace
