@@ -36,7 +36,7 @@ TEST(TileOrder, EveryTileOfEveryHeadOnceLongestFirstWithinAGroup) {
           ASSERT_GE(s.head, 0);
           ASSERT_LT(s.head, bh);
           EXPECT_TRUE(seen.insert({s.rank, s.head}).second) << "tile " << s.rank << " head " << s.head << " twice";
-          const int head_group = s.head / g;
+          const int head_group = s.head / g < bh / g ? s.head / g : (bh / g > 0 ? bh / g - 1 : 0);
           EXPECT_GE(head_group, last_group) << "groups go in order";
           if (head_group == last_group) EXPECT_GE(s.rank, last_rank) << "within a group, longer tiles first";
           last_group = head_group;
@@ -46,6 +46,18 @@ TEST(TileOrder, EveryTileOfEveryHeadOnceLongestFirstWithinAGroup) {
       }
     }
   }
+}
+
+TEST(TileOrder, LastGroupTakesTheHeadsLeftOver) {
+  // 16 heads in groups of 3: 3, 3, 3, 3 and 4 (not a last group of 1).
+  int heads_in_last = 0;
+  for (int block = 4 * 3 * 7; block < 16 * 7; ++block) {  // after four groups of 3 heads x 7 tiles
+    const detail::TileSlot s = detail::tile_slot(block, 7, 16, 3);
+    EXPECT_GE(s.head, 12);
+    if (block < 4 * 3 * 7 + 4) EXPECT_EQ(s.rank, 0) << "the four heads' longest tiles come first";
+    heads_in_last = s.head - 11 > heads_in_last ? s.head - 11 : heads_in_last;
+  }
+  EXPECT_EQ(heads_in_last, 4);
 }
 
 TEST(TileOrder, GroupOfOneIsHeadAfterHead) {
