@@ -4,10 +4,9 @@
 // delta = rowsum(O * dO)), for head dims 64 and 128 on sm_90a GPUs. Two ways to get dQ
 // (RUNNER_FLASH_WGMMA_BACKWARD, default fused):
 //  * fused: the dkdv kernel also forms dQ += dS K per step and adds it into an fp32
-//    buffer (FlashAttention-2's way, but through the copy engine's bulk reductions instead of
-//    per-thread atomics); a small kernel scales and rounds it.
+//    buffer with atomics (FlashAttention-2's way); a small kernel scales and rounds it.
 //    FLOPs done = FLOPs counted: 10 * bh * lq * lk * d (halved when causal). The order of
-//    the additions varies from run to run, so dQ can differ in its last bits.
+//    the atomic additions varies from run to run, so dQ can differ in its last bits.
 //  * deterministic: a second kernel (dq) recomputes S and dP per query tile; no atomics,
 //    every output element is summed by one thread in a fixed order, so results repeat bit
 //    for bit. FLOPs done: 14 * bh * lq * lk * d, 1.4x the count.
@@ -21,10 +20,7 @@
 //      fused only: dS^T goes to shared memory as a [128 keys][64 queries] tile, and
 //      dQ(64 x D) = dS K as m64n64 products with both operands MN-major: at d = 128 each
 //      warpgroup takes 64 output columns over all 128 keys, at d = 64 all columns over its
-//      own 64 keys; staged in shared memory, then one cp.reduce.async.bulk (add.f32) per
-//      row into the fp32 buffer, issued after the step's last barrier and waited for (read
-//      side only) a step later. Replaced float2 atomics, whose register releases stalled
-//      warps in about 11 % of Nsight Compute's samples (seq 16384).
+//      own 64 keys; float2 atomics into the fp32 buffer.
 //    dK and dV stay in fp32 registers for the whole loop (64 + 64 per thread at d = 128).
 //  * dq kernel (deterministic only): one block of two warpgroups per (128-query tile,
 //    batch*head); each warpgroup owns 64 queries and loops over 64-key tiles:
@@ -62,37 +58,13 @@ constexpr int kDkvQ = 64;      // query rows per step
 
 constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fused dQ product
 
-// The fused backward's dQ of one step goes from registers to shared memory, and from there
-// into the fp32 buffer by the copy engine (cp.reduce.async.bulk .add.f32, one row per
-// issuing thread). At D = 64 each warpgroup has its own partial dQ (over its own 64 keys),
-// so there are two staging tiles. Rows are padded by 16 bytes against bank conflicts.
-template <int D>
-struct DqStaging {
-  static constexpr int kTiles = D == 64 ? 2 : 1;
-  static constexpr int kRowFloats = D + 4;
-  static constexpr int kBytes = kTiles * kDkvQ * kRowFloats * 4;
-  static constexpr int kIssuers = kTiles * kDkvQ;  // threads that each reduce one row
-};
-
 template <int D, bool kFuseDq>
 constexpr int dkdv_shared_bytes() {
-  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + (kFuseDq ? kDsBytes + DqStaging<D>::kBytes : 0) + 4 * kDkvQ * 4 + 32 +
-         1024;
+  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + (kFuseDq ? kDsBytes : 0) + 4 * kDkvQ * 4 + 32 + 1024;
 }
 
-__device__ __forceinline__ void bulk_reduce_add_f32(float* global, const float* shared, int bytes) {
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(global),
-               "r"(smem_addr(shared)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// Until the copy engine has read the staged rows (they may be overwritten after a barrier).
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-// Until the reductions are done (before the kernel exits).
-__device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-
-// kFuseDq: also dQ += dS K for the step's 64 queries, added to dq_accum (fp32) by bulk
-// reductions; otherwise dq_accum is unused and flash_dq_sm90_kernel computes dQ.
+// kFuseDq: also dQ += dS K for the step's 64 queries, added to dq_accum (fp32) with atomics;
+// otherwise dq_accum is unused and flash_dq_sm90_kernel computes dQ.
 template <typename T, int D, bool kFuseDq>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_dkdv_sm90_kernel(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
@@ -109,8 +81,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto sDO = [&](int stage) { return sK + 2 * kKBytes + stage * 2 * kQBytes + kQBytes; };
   // dS^T as a [128 keys][64 queries] SW128 tile: dQ's A operand, MN-major (queries along the row).
   std::uint8_t* sDS = sK + 2 * kKBytes + 4 * kQBytes;
-  float* sDq = reinterpret_cast<float*>(sDS + (kFuseDq ? kDsBytes : 0));  // DqStaging<D>
-  float* sL = sDq + (kFuseDq ? DqStaging<D>::kBytes / 4 : 0);  // [stage][64] L, then [stage][64] delta
+  float* sL = reinterpret_cast<float*>(sDS + (kFuseDq ? kDsBytes : 0));  // [stage][64] L, then [stage][64] delta
   float* sDelta = sL + 2 * kDkvQ;
   // The block's head offsets and first key, re-read from shared memory where the loop needs
   // them: derived from the tile order they cannot be re-derived from blockIdx for free, and
@@ -217,7 +188,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int j = 0; j < 4; ++j)
           *reinterpret_cast<std::uint32_t*>(ds_row + 8 * (j & 1) * 128 + (((2 * kk + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
       sm90::fence_proxy_async();
-      if (tid < DqStaging<D>::kIssuers) bulk_wait_read();  // the last step's dQ rows have left the staging tile
     }
     sm90::pin(acc_dv);
     sm90::pin(acc_dk);
@@ -237,7 +207,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const std::uint32_t k_panel = k_addr + (kSplitKeys ? 0 : wg * kDkvKeys * 128);
       const std::uint32_t ds_addr = smem_addr(sDS);
       float acc_dq[32];
-      __syncthreads();  // both warpgroups' dS^T rows are in shared memory; the staging tile is free
+      __syncthreads();  // both warpgroups' dS^T rows are in shared memory
       // dV and dK finish first: their A fragments die here, which keeps acc_dq out of local memory.
       sm90::wgmma_wait_all();
       sm90::pin(a_p);
@@ -250,15 +220,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90::wgmma_commit();
       sm90::wgmma_wait_all();
       sm90::pin(acc_dq);
-      constexpr int kRow = DqStaging<D>::kRowFloats;
-      float* stage_row = sDq + (kSplitKeys ? wg * kDkvQ * kRow : 64 * wg) + (16 * warp + g) * kRow + 2 * t;
+      const int col0 = kSplitKeys ? 0 : 64 * wg;
+      const int row = r0 + 16 * warp + g;
+      float* dst = dq_accum + (head_row0() + row) * D + col0 + 2 * t;
 #pragma unroll
       for (int r = 0; r < 2; ++r)
+        if (row + 8 * r < lq) {
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
-          *reinterpret_cast<float2*>(stage_row + 8 * r * kRow + 8 * i) =
-              make_float2(acc_dq[4 * i + 2 * r], acc_dq[4 * i + 2 * r + 1]);
-      sm90::fence_proxy_async();  // the copy engine reads what these stores wrote
+          for (int i = 0; i < 8; ++i)
+            atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * D + 8 * i),
+                      make_float2(acc_dq[4 * i + 2 * r], acc_dq[4 * i + 2 * r + 1]));
+        }
     } else {
       sm90::wgmma_wait_all();
     }
@@ -267,24 +239,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     sm90::pin(a_p);
     sm90::pin(a_ds);
 
-    __syncthreads();  // both warpgroups are done with this stage (and, fused, dQ is staged)
-    if constexpr (kFuseDq) {
-      const int row = tid % kDkvQ;
-      if (tid < DqStaging<D>::kIssuers && r0 + row < lq) {
-        bulk_reduce_add_f32(dq_accum + (head_row0() + r0 + row) * D,
-                            sDq + (tid / kDkvQ) * kDkvQ * DqStaging<D>::kRowFloats + row * DqStaging<D>::kRowFloats,
-                            D * 4);
-        bulk_commit();
-      }
-    }
+    __syncthreads();  // both warpgroups are done with this stage
     if (step + 2 < steps) {
       load_q_tile(stage, first + step + 2);
       cp_async_commit();
     }
   }
   cp_async_wait_all();  // with no query tile to visit, the K/V loads are still in flight
-  if constexpr (kFuseDq)
-    if (tid < DqStaging<D>::kIssuers) bulk_wait_all();
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
