@@ -29,11 +29,13 @@
 // swizzled layout; L and delta ride along with their query tile.
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
 // skipped; only tiles crossing the diagonal or a sequence end are masked.
-// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/flash_benchmarking.md):
-// fused 174 TFLOP/s at seq 4096 and 264 at 16384 (SDPA's backward in the same run: 393,
-// 522); deterministic 240 at 16384 against fused 255 in one earlier call. Nsight Compute
-// (fused, 16384): 254 registers, no spills, tensor pipe 28 % busy, no eligible warp in 73 %
-// of cycles, one block per SM (registers and 150 KB of shared memory).
+// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/data/flash_benchmarking_order,
+// with the one-pass delta): fused 233 TFLOP/s at seq 4096 and 268 at 16384 (SDPA's backward
+// in the same run: 383, 517); deterministic 243 at 16384 against fused 263 in one call.
+// Nsight Compute (fused, 16384): 250 registers, no spills, no eligible warp in 72 % of
+// cycles, one block per SM (registers and 150 KB of shared memory); stall samples: 20 %
+// waiting on wgmma groups, 18 % on barriers, 15 % short scoreboard, about 11 % on the
+// dQ atomics' register release (a bulk-reduction staging measured 2 % slower).
 #include <cuda_runtime.h>
 
 #include <algorithm>
