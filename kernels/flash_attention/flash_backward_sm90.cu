@@ -31,7 +31,8 @@
 // skipped; only tiles crossing the diagonal or a sequence end are masked.
 // Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/data/flash_benchmarking_order,
 // with the one-pass delta): fused 233 TFLOP/s at seq 4096 and 268 at 16384 (SDPA's backward
-// in the same run: 383, 517); deterministic 243 at 16384 against fused 263 in one call.
+// in the same run: 383, 517); deterministic 243 at 16384 in a call where the fused kernel
+// (then with bulk-reduced dQ) measured 263.
 // Nsight Compute (fused, 16384): 250 registers, no spills, no eligible warp in 72 % of
 // cycles, one block per SM (registers and 150 KB of shared memory); stall samples: 20 %
 // waiting on wgmma groups, 18 % on barriers, 15 % short scoreboard, about 11 % on the
