@@ -156,6 +156,10 @@ TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
   EXPECT_NE(error_of([&] { flash::forward(nc, c, c, false); }).find("must be contiguous"), std::string::npos);
   auto h = c.to(torch::kHalf);
   EXPECT_NE(error_of([&] { flash::forward(h, c, c, false); }).find("dtypes differ"), std::string::npos);
+  // Contiguous, but 4 bytes past a 16-byte boundary: the kernels' 16-byte loads cannot take it.
+  auto off = torch::zeros({1 + 2 * 8 * 64}, c.options()).narrow(0, 1, 2 * 8 * 64).view({1, 2, 8, 64});
+  ASSERT_TRUE(off.is_contiguous());
+  EXPECT_NE(error_of([&] { flash::forward(off, c, c, false); }).find("16-byte boundary"), std::string::npos);
 }
 
 TEST(FlashKernelFamily, ParsesItsThreeNamesAndRejectsOthers) {
