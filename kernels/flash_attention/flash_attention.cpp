@@ -153,7 +153,8 @@ Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
   const at::Tensor o = aligned_copy(out.to(q.scalar_type()).contiguous());
   const std::int64_t lq = q.size(-2), lk = k.size(-2), d = q.size(-1);
   const std::int64_t bh = q.numel() / (lq * d);
-  const bool fuse_dq = use_wgmma(family, q) && detail::wgmma_backward_fuses_dq();
+  const bool wgmma = use_wgmma(family, q);
+  const bool fuse_dq = wgmma && detail::wgmma_backward_fuses_dq();
   // delta_i = sum_d O_id dO_id in fp32 (the "D" of the FlashAttention-2 paper), and the
   // fused backward's fp32 dQ buffer zeroed, in one pass over O and dO.
   const at::Tensor delta = at::empty({bh, lq}, q.options().dtype(at::kFloat));
@@ -170,7 +171,7 @@ Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v
                          delta.data_ptr<float>(), g.dq.data_ptr(), g.dk.data_ptr(), g.dv.data_ptr(),
                          static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
                          causal, kernel_dtype(q.scalar_type()),
-                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), use_wgmma(family, q)};
+                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), wgmma};
   if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
   detail::launch_backward(a, stream);
   check_launch("backward");

@@ -10,7 +10,6 @@
 //  * deterministic: a second kernel (dq) recomputes S and dP per query tile; no atomics,
 //    every output element is summed by one thread in a fixed order, so results repeat bit
 //    for bit. FLOPs done: 14 * bh * lq * lk * d, 1.4x the count.
-// Blocks start in tile_order.hpp's order: the longest tiles of a group of heads first.
 //  * dkdv kernel: one block of two warpgroups per (128-key tile, batch*head); each
 //    warpgroup owns 64 keys and loops over 64-query tiles:
 //      S^T = K Q^T and dP^T = V dO^T    (m64n64k16, both operands K-major in shared memory;
@@ -25,6 +24,7 @@
 //  * dq kernel (deterministic only): one block of two warpgroups per (128-query tile,
 //    batch*head); each warpgroup owns 64 queries and loops over 64-key tiles:
 //      S = Q K^T, dP = dO V^T, dS = P * (dP - delta), dQ += dS K  (K MN-major)
+// Blocks start in tile_order.hpp's order: the longest tiles of a group of heads first.
 // Q/dO (dkdv) and K/V (dq) tiles stream through a two-stage cp.async ring in the 128-byte
 // swizzled layout; L and delta ride along with their query tile.
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
