@@ -15,28 +15,43 @@
 //      S^T = K Q^T and dP^T = V dO^T    (m64n64k16, both operands K-major in shared memory;
 //                                        two commit groups: exp(S^T) overlaps dP^T)
 //      P^T = exp(scale S^T - L), dS^T = P^T * (dP^T - delta)      (fp32 registers)
-//      dV += P^T dO, dK += dS^T Q       (m64nDk16, A from registers, B MN-major)
-//      fused only: dS^T goes to shared memory as a [128 keys][64 queries] tile, and
-//      dQ(64 x D) = dS K as m64n64 products with both operands MN-major: at d = 128 each
-//      warpgroup takes 64 output columns over all 128 keys, at d = 64 all columns over its
-//      own 64 keys; float2 atomics into the fp32 buffer.
+//      dV += P^T dO                     (m64nDk16, A from registers, B MN-major)
+//      dK += dS^T Q                     (fused: A = dS^T from shared memory, K-major;
+//                                        deterministic: A from registers)
+//      fused only: dS^T goes to shared memory as a [128 keys][64 queries] tile (two, steps
+//      alternate), and dQ(64 x D) = dS K as m64n64 products with both operands MN-major: at
+//      d = 128 each warpgroup takes 64 output columns over all 128 keys, at d = 64 all
+//      columns over its own 64 keys; float2 atomics into the fp32 buffer. The dQ of step
+//      j - 1 is issued in step j, before dV and dK, so its atomics run while dV and dK are
+//      on the tensor cores, and no barrier waits for the other warpgroup's dS^T mid-step.
 //    dK and dV stay in fp32 registers for the whole loop (64 + 64 per thread at d = 128).
 //  * dq kernel (deterministic only): one block of two warpgroups per (128-query tile,
 //    batch*head); each warpgroup owns 64 queries and loops over 64-key tiles:
 //      S = Q K^T, dP = dO V^T, dS = P * (dP - delta), dQ += dS K  (K MN-major)
 // Blocks start in tile_order.hpp's order: the longest tiles of a group of heads first.
-// Q/dO (dkdv) and K/V (dq) tiles stream through a two-stage cp.async ring in the 128-byte
-// swizzled layout; L and delta ride along with their query tile.
+// Q/dO tiles (dkdv) stream through a three-stage cp.async ring, K/V tiles (dq) through a
+// two-stage one, in the 128-byte swizzled layout; L and delta ride along with their query
+// tile. With three stages the dkdv step has one block-wide barrier (its stage has landed;
+// the stage two steps back is free) instead of three.
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
 // skipped; only tiles crossing the diagonal or a sequence end are masked.
-// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/data/flash_benchmarking_order,
-// with the one-pass delta): fused 233 TFLOP/s at seq 4096 and 268 at 16384 (SDPA's backward
-// in the same run: 383, 517); deterministic 243 at 16384 in a call where the fused kernel
-// (then with bulk-reduced dQ) measured 263.
-// Nsight Compute (fused, 16384): 250 registers, no spills, no eligible warp in 72 % of
-// cycles, one block per SM (registers and 150 KB of shared memory); stall samples: 20 %
-// waiting on wgmma groups, 18 % on barriers, 15 % short scoreboard, about 11 % on the
-// dQ atomics' register release (a bulk-reduction staging measured 2 % slower).
+// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128, fused; the perf_bar part of
+// experiments/flash_benchmarking.yaml): 256 TFLOP/s at seq 4096 and 293 at 16384 (SDPA's
+// backward in the same run: 388, 527). The dkdv kernel alone (Kineto): 630 us at 4096,
+// 9.18 ms at 16384 (300 TFLOP/s); delta pass 20 / 87 us, dQ rounding 17 / 69 us.
+// Before the one-barrier step (two-stage ring, dQ of the same step after a barrier and a
+// wait for dV and dK): 233 and 267 in a call of this session, 233 and 268 before.
+// ptxas (sm_90a, CUDA 13.0): fused d = 128 243 registers, no spills. The step-0 dQ product
+// runs on a buffer no step wrote and is dropped: with the product issued only for step > 0,
+// ptxas serialized every wgmma of the kernel (C7514).
+// Nsight Compute of the previous schedule (fused, 16384): no eligible warp in 72 % of
+// cycles, one block per SM; stall samples: 20 % waiting on wgmma groups, 18 % on barriers,
+// 15 % short scoreboard, about 11 % on the dQ atomics' register release (a bulk-reduction
+// staging measured 2 % slower).
+// Tried and dropped: one warpgroup per block (64 keys, dQ in two 64-column passes), two
+// blocks per SM so that one block's softmax runs under the other's MMAs: backward 214 / 239
+// against 233 / 267 for two warpgroups, forward (64-key tiles) 240 / 290 against 265 / 350,
+// at seq 4096 / 16384 in one call.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -60,14 +75,35 @@ constexpr int kDkvKeys = 128;  // 64 per warpgroup
 constexpr int kDkvQ = 64;      // query rows per step
 
 constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fused dQ product
+constexpr int kQStages = 3;  // Q/dO ring: step j + 2 loads while j runs and j - 1's stage is free
 
 template <int D, bool kFuseDq>
 constexpr int dkdv_shared_bytes() {
-  return (2 * kDkvKeys + 4 * kDkvQ) * D * 2 + (kFuseDq ? kDsBytes : 0) + 4 * kDkvQ * 4 + 32 + 1024;
+  return (2 * kDkvKeys + 2 * kQStages * kDkvQ) * D * 2 + (kFuseDq ? 2 * kDsBytes : 0) + 2 * kQStages * kDkvQ * 4 + 32 +
+         1024;
+}
+
+// dQ rows of one step, [64 queries x 64 columns] per warpgroup, added into dq_accum.
+__device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], int row, int lq, int d) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    if (row + 8 * r < lq) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * d + 8 * i), make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]));
+    }
 }
 
 // kFuseDq: also dQ += dS K for the step's 64 queries, added to dq_accum (fp32) with atomics;
 // otherwise dq_accum is unused and flash_dq_sm90_kernel computes dQ.
+//
+// Step j (64 queries), after the one barrier of the step (stage j loaded; every warp done with
+// step j - 1, whose dS^T both warpgroups stored):
+//   load step j + 2 into stage (j + 2) % 3 (= (j - 1) % 3)
+//   S^T, dP^T -> P^T, dS^T (dS^T stored to buffer j % 2 for the fused dQ)
+//   fused: dQ_{j-1} = dS_{j-1} K, issued before dV += P^T dO, dK += dS^T Q, so the atomics of
+//          dQ_{j-1} run while dV and dK are on the tensor cores
+// The step's MMAs all finish before the next barrier, so stage j is free at step j + 1.
 template <typename T, int D, bool kFuseDq>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_dkdv_sm90_kernel(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
@@ -82,15 +118,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint8_t* sV = sK + kKBytes;
   auto sQ = [&](int stage) { return sK + 2 * kKBytes + stage * 2 * kQBytes; };
   auto sDO = [&](int stage) { return sK + 2 * kKBytes + stage * 2 * kQBytes + kQBytes; };
-  // dS^T as a [128 keys][64 queries] SW128 tile: dQ's A operand, MN-major (queries along the row).
-  std::uint8_t* sDS = sK + 2 * kKBytes + 4 * kQBytes;
-  float* sL = reinterpret_cast<float*>(sDS + (kFuseDq ? kDsBytes : 0));  // [stage][64] L, then [stage][64] delta
-  float* sDelta = sL + 2 * kDkvQ;
+  // dS^T as [128 keys][64 queries] SW128 tiles, two (steps alternate): dQ's A operand,
+  // MN-major (queries along the row).
+  std::uint8_t* sDS = sK + 2 * kKBytes + 2 * kQStages * kQBytes;
+  float* sL = reinterpret_cast<float*>(sDS + (kFuseDq ? 2 * kDsBytes : 0));  // [stage][64] L, then [stage][64] delta
+  float* sDelta = sL + kQStages * kDkvQ;
   // The block's head offsets and first key, re-read from shared memory where the loop needs
   // them: derived from the tile order they cannot be re-derived from blockIdx for free, and
   // the fused kernel sits at the register limit (kept in registers, they pushed ptxas into
   // spilling wgmma descriptors).
-  volatile long long* sSlot = reinterpret_cast<long long*>(sDelta + 2 * kDkvQ);
+  volatile long long* sSlot = reinterpret_cast<long long*>(sDelta + kQStages * kDkvQ);
 
   const int key_blocks = (lk + kDkvKeys - 1) / kDkvKeys;
   const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, head_group);
@@ -135,12 +172,34 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
   const std::uint32_t k_addr = smem_addr(sK), v_addr = smem_addr(sV);
 
+  // dQ[64 queries x D] of one step = dS K over the block's 128 keys. At D = 128 warpgroup w
+  // takes output columns 64w.. over all keys; at D = 64, all columns over its own 64 keys
+  // (both add into the same rows). Either way an m64n64 product with K MN-major.
+  constexpr bool kSplitKeys = D == 64;
+  constexpr int kDqSteps = kSplitKeys ? 4 : kDkvKeys / 16;
+  auto issue_dq = [&](float (&acc_dq)[32], int ds_buffer) {
+    const int kk0 = kSplitKeys ? 4 * wg : 0;
+    const std::uint32_t k_panel = k_addr + (kSplitKeys ? 0 : wg * kDkvKeys * 128);
+    const std::uint32_t ds_addr = smem_addr(sDS + ds_buffer * kDsBytes);
+#pragma unroll
+    for (int kk = 0; kk < kDqSteps; ++kk)
+      Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
+                          kk > 0);
+  };
+  auto dq_dst = [&](int r0) {
+    return dq_accum + (head_row0() + r0 + 16 * warp + g) * D + (kSplitKeys ? 0 : 64 * wg) + 2 * t;
+  };
+
   for (int step = 0; step < steps; ++step) {
-    const int stage = step & 1, r0 = (first + step) * kDkvQ;
+    const int stage = step % kQStages, r0 = (first + step) * kDkvQ;
     if (step + 1 < steps) sm90::cp_async_wait<1>();
     else sm90::cp_async_wait<0>();
     sm90::fence_proxy_async();
     __syncthreads();
+    if (step + 2 < steps) {
+      load_q_tile((step + 2) % kQStages, first + step + 2);
+      cp_async_commit();
+    }
     const std::uint32_t q_addr = smem_addr(sQ(stage)), do_addr = smem_addr(sDO(stage));
 
     float st[kDkvQ / 2], dpt[kDkvQ / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
@@ -184,68 +243,62 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kFuseDq) {
       // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
       // Row 64wg + 16warp + g + 8(j & 1): 128-byte rows, chunk (2kk + (j >> 1)) ^ g (rows differ by 8 keep g).
-      std::uint8_t* ds_row = sDS + (64 * wg + 16 * warp + g) * 128 + 4 * t;
+      std::uint8_t* ds_row = sDS + (step & 1) * kDsBytes + (64 * wg + 16 * warp + g) * 128 + 4 * t;
 #pragma unroll
       for (int kk = 0; kk < kDkvQ / 16; ++kk)
 #pragma unroll
         for (int j = 0; j < 4; ++j)
           *reinterpret_cast<std::uint32_t*>(ds_row + 8 * (j & 1) * 128 + (((2 * kk + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
-      sm90::fence_proxy_async();
+      sm90::fence_proxy_async();  // read by this step's dK and, after the next barrier, by dQ
+      // This warpgroup's dS^T rows are dK's A operand: its four warps must have stored them.
+      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
     }
     sm90::pin(acc_dv);
     sm90::pin(acc_dk);
+    float acc_dq[32];
     sm90::wgmma_fence();
+    if constexpr (kFuseDq) {
+      // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
+      // commit group per step keeps ptxas from serializing the wgmmas (warning C7514).
+      issue_dq(acc_dq, (step - 1) & 1);
+      sm90::wgmma_commit();
+    }
 #pragma unroll
     for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<kDkvQ>(do_addr, kk), 1);
+    if constexpr (kFuseDq) {
+      // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
+      // keeps dQ's accumulators, dK, dV and P^T within the register file.
+      const std::uint32_t ds_addr = smem_addr(sDS + (step & 1) * kDsBytes);
 #pragma unroll
-    for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(q_addr, kk), 1);
+      for (int kk = 0; kk < kDkvQ / 16; ++kk)
+        Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kDkvKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<kDkvQ>(q_addr, kk), 1);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(q_addr, kk), 1);
+    }
     sm90::wgmma_commit();
     if constexpr (kFuseDq) {
-      // dQ[64 queries x D] of this step = dS K over the block's 128 keys. At D = 128 warpgroup w
-      // takes output columns 64w.. over all keys; at D = 64, all columns over its own 64 keys
-      // (both add into the same rows). Either way an m64n64 product with K MN-major.
-      constexpr bool kSplitKeys = D == 64;
-      constexpr int kSteps = kSplitKeys ? 4 : kDkvKeys / 16;
-      const int kk0 = kSplitKeys ? 4 * wg : 0;
-      const std::uint32_t k_panel = k_addr + (kSplitKeys ? 0 : wg * kDkvKeys * 128);
-      const std::uint32_t ds_addr = smem_addr(sDS);
-      float acc_dq[32];
-      __syncthreads();  // both warpgroups' dS^T rows are in shared memory
-      // dV and dK finish first: their A fragments die here, which keeps acc_dq out of local memory.
-      sm90::wgmma_wait_all();
-      sm90::pin(a_p);
-      sm90::pin(a_ds);
-      sm90::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk)
-        Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk),
-                            sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk), kk > 0);
-      sm90::wgmma_commit();
-      sm90::wgmma_wait_all();
+      sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
       sm90::pin(acc_dq);
-      const int col0 = kSplitKeys ? 0 : 64 * wg;
-      const int row = r0 + 16 * warp + g;
-      float* dst = dq_accum + (head_row0() + row) * D + col0 + 2 * t;
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        if (row + 8 * r < lq) {
-#pragma unroll
-          for (int i = 0; i < 8; ++i)
-            atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * D + 8 * i),
-                      make_float2(acc_dq[4 * i + 2 * r], acc_dq[4 * i + 2 * r + 1]));
-        }
-    } else {
-      sm90::wgmma_wait_all();
+      if (step > 0) add_dq_rows(dq_dst(r0 - kDkvQ), acc_dq, r0 - kDkvQ + 16 * warp + g, lq, D);
     }
+    sm90::wgmma_wait<0>();
     sm90::pin(acc_dv);
     sm90::pin(acc_dk);
     sm90::pin(a_p);
     sm90::pin(a_ds);
-
-    __syncthreads();  // both warpgroups are done with this stage
-    if (step + 2 < steps) {
-      load_q_tile(stage, first + step + 2);
-      cp_async_commit();
+  }
+  if constexpr (kFuseDq) {
+    if (steps > 0) {  // the last step's dQ
+      __syncthreads();  // both warpgroups' dS^T rows are in shared memory
+      float acc_dq[32];
+      sm90::wgmma_fence();
+      issue_dq(acc_dq, (steps - 1) & 1);
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<0>();
+      sm90::pin(acc_dq);
+      const int r0 = (first + steps - 1) * kDkvQ;
+      add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D);
     }
   }
   cp_async_wait_all();  // with no query tile to visit, the K/V loads are still in flight

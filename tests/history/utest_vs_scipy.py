@@ -34,7 +34,13 @@ out = json.loads(subprocess.run([tool], input=payload, capture_output=True, text
 failures = 0
 for i, ((a, b), got) in enumerate(zip(cases, out)):
     ref = mannwhitneyu(a, b, alternative="two-sided", method="auto")
-    ok = abs(got["u"] - ref.statistic) < 1e-9 and abs(got["p"] - ref.pvalue) <= 1e-9 + 1e-7 * ref.pvalue
+    want_p = ref.pvalue
+    if len(set(a) | set(b)) == 1:
+        # Every value tied: the normal approximation's variance is 0. SciPy's answer depends on
+        # its version (1.0, or nan from 0/0 as on the GPU host's SciPy); runner defines p = 1,
+        # no evidence of a difference.
+        want_p = 1.0
+    ok = abs(got["u"] - ref.statistic) < 1e-9 and abs(got["p"] - want_p) <= 1e-9 + 1e-7 * want_p
     print(f"case {i}: n=({len(a)},{len(b)}) U={got['u']} (scipy {ref.statistic}) "
           f"p={got['p']:.12g} (scipy {ref.pvalue:.12g}) exact={got['exact']} {'ok' if ok else 'MISMATCH'}")
     failures += not ok
