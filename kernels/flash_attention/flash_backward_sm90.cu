@@ -35,9 +35,9 @@
 // the stage two steps back is free) instead of three.
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
 // skipped; only tiles crossing the diagonal or a sequence end are masked.
-// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128, fused; the perf_bar part of
-// experiments/flash_benchmarking.yaml): 256 TFLOP/s at seq 4096 and 293 at 16384 (SDPA's
-// backward in the same run: 388, 527). The dkdv kernel alone (Kineto): 630 us at 4096,
+// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128, fused;
+// reports/data/flash_benchmarking, 2026-11-25): 256 TFLOP/s at seq 4096 and 293 at 16384
+// (SDPA's backward in the same run: 390, 512). The dkdv kernel alone (Kineto): 630 us at 4096,
 // 9.18 ms at 16384 (300 TFLOP/s); delta pass 20 / 87 us, dQ rounding 17 / 69 us.
 // Before the one-barrier step (two-stage ring, dQ of the same step after a barrier and a
 // wait for dV and dK): 233 and 267 in a call of this session, 233 and 268 before.
@@ -48,6 +48,8 @@
 // cycles, one block per SM; stall samples: 20 % waiting on wgmma groups, 18 % on barriers,
 // 15 % short scoreboard, about 11 % on the dQ atomics' register release (a bulk-reduction
 // staging measured 2 % slower).
+// Tried and dropped: dQ of step j - 1 issued with S^T and dP^T (under the exponentials):
+// 255 registers and a 24-byte spill, backward 247 / 286 against 255 / 296 in one call.
 // Tried and dropped: one warpgroup per block (64 keys, dQ in two 64-column passes), two
 // blocks per SM so that one block's softmax runs under the other's MMAs: backward 214 / 239
 // against 233 / 267 for two warpgroups, forward (64-key tiles) 240 / 290 against 265 / 350,

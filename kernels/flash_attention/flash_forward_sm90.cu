@@ -21,8 +21,10 @@
 // Shared memory at d = 128: Q 32 KiB + 2 x (K 32 + V 32) = 160 KiB, one block per SM.
 // Causal: key tiles past the query tile's last row are skipped; tiles straddling the
 // diagonal or the sequence end are masked per warpgroup.
-// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/data/flash_benchmarking_order):
-// 247 TFLOP/s at seq 4096, 348 at 16384 (SDPA in the same run: 287, 529); the block order
+// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/data/flash_benchmarking,
+// 2026-11-25): 287 TFLOP/s at seq 4096, 348 at 16384 (SDPA in the same run: 371, 546); as
+// device time (part perf_bar_device) 308 and 358; the kernel alone (Kineto) 221 us at 4096,
+// 3.04 ms at 16384 (311 and 361 TFLOP/s). The block order
 // took 4096 from 220 to 271 in one call (the old order ran the last head's longest tiles
 // alone at the end). Serial and pipelined within 2 %. Nsight Compute at 16384: 214 registers, one block (8 warps) per SM,
 // no eligible warp in 59 % of scheduler cycles, tensor pipe 37 % busy: the two warpgroups
