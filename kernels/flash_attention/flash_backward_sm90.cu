@@ -36,18 +36,17 @@
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
 // skipped; only tiles crossing the diagonal or a sequence end are masked.
 // Measured (H100, bf16, causal, batch 1, 16 heads, d = 128, fused;
-// reports/data/flash_benchmarking, 2026-11-25): 256 TFLOP/s at seq 4096 and 293 at 16384
-// (SDPA's backward in the same run: 390, 512). The dkdv kernel alone (Kineto): 630 us at 4096,
-// 9.18 ms at 16384 (300 TFLOP/s); delta pass 20 / 87 us, dQ rounding 17 / 69 us.
-// Before the one-barrier step (two-stage ring, dQ of the same step after a barrier and a
-// wait for dV and dK): 233 and 267 in a call of this session, 233 and 268 before.
-// ptxas (sm_90a, CUDA 13.0): fused d = 128 243 registers, no spills. The step-0 dQ product
+// reports/data/flash_benchmarking, 2026-11-25): 376 TFLOP/s at seq 4096 and 431 at 16384
+// (SDPA's backward in the same run: 392, 527). The one-barrier step took it from 233 / 267
+// to 256 / 293 (4096 / 16384, one call), the unrolled tile loads and the branch-free
+// exponentials below from 253 / 293 to 377 / 398 (another call).
+// ptxas (sm_90a, CUDA 13.0): fused d = 128 247 registers, no spills. The step-0 dQ product
 // runs on a buffer no step wrote and is dropped: with the product issued only for step > 0,
 // ptxas serialized every wgmma of the kernel (C7514).
-// Nsight Compute of the previous schedule (fused, 16384): no eligible warp in 72 % of
-// cycles, one block per SM; stall samples: 20 % waiting on wgmma groups, 18 % on barriers,
-// 15 % short scoreboard, about 11 % on the dQ atomics' register release (a bulk-reduction
-// staging measured 2 % slower).
+// Nsight Compute (fused, seq 4096, 2026-11-25): tensor pipe busy 45 % of the time; the
+// largest stalls wait for the dQ atomics to read their registers and for the step's
+// barrier. Tried and dropped: 16-byte atomics (half as many; 2-3 % slower in one call) and,
+// earlier, a bulk-reduction staging of dQ (2 % slower).
 // Tried and dropped: dQ of step j - 1 issued with S^T and dP^T (under the exponentials):
 // 255 registers and a 24-byte spill, backward 247 / 286 against 255 / 296 in one call.
 // Tried and dropped: one warpgroup per block (64 keys, dQ in two 64-column passes), two

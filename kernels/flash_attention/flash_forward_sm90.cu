@@ -22,13 +22,14 @@
 // Causal: key tiles past the query tile's last row are skipped; tiles straddling the
 // diagonal or the sequence end are masked per warpgroup.
 // Measured (H100, bf16, causal, batch 1, 16 heads, d = 128; reports/data/flash_benchmarking,
-// 2026-11-25): 287 TFLOP/s at seq 4096, 348 at 16384 (SDPA in the same run: 371, 546); as
-// device time (part perf_bar_device) 308 and 358; the kernel alone (Kineto) 221 us at 4096,
-// 3.04 ms at 16384 (311 and 361 TFLOP/s). The block order
+// 2026-11-25): 362 TFLOP/s at seq 4096, 443 at 16384 (SDPA in the same run: 374, 560); as
+// device time (part perf_bar_device) 389 and 438. The unrolled tile loads (mma.cuh) took it
+// from 267 / 347 to 341 / 396 side by side (4096 / 16384, one call). The block order
 // took 4096 from 220 to 271 in one call (the old order ran the last head's longest tiles
-// alone at the end). Serial and pipelined within 2 %. Nsight Compute at 16384: 214 registers, one block (8 warps) per SM,
-// no eligible warp in 59 % of scheduler cycles, tensor pipe 37 % busy: the two warpgroups
-// run in lockstep, so softmax time is MMA idle time.
+// alone at the end). Serial and pipelined within 2 %. Nsight Compute at 4096 after the
+// unrolled loads: 228 registers, one block (8 warps) per SM, no eligible warp in 67 % of
+// cycles; a quarter of the stall samples wait on the kernel's own wgmma groups: the two
+// warpgroups issue together and each waits for both, so softmax time is MMA idle time.
 #include <cuda_runtime.h>
 
 #include <cmath>
