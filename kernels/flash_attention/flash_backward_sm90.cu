@@ -38,8 +38,8 @@
 // Measured (H100, bf16, causal, batch 1, 16 heads, d = 128, fused;
 // reports/data/flash_benchmarking, 2026-11-25): 376 TFLOP/s at seq 4096 and 431 at 16384
 // (SDPA's backward in the same run: 392, 527). The one-barrier step took it from 233 / 267
-// to 256 / 293 (4096 / 16384, one call), the unrolled tile loads and the branch-free
-// exponentials below from 253 / 293 to 377 / 398 (another call).
+// to 256 / 293 (4096 / 16384, two consecutive calls with SDPA equal in both), the unrolled
+// tile loads and the branch-free exponentials below from 253 / 293 to 377 / 398 (one call).
 // ptxas (sm_90a, CUDA 13.0): fused d = 128 247 registers, no spills. The step-0 dQ product
 // runs on a buffer no step wrote and is dropped: with the product issued only for step > 0,
 // ptxas serialized every wgmma of the kernel (C7514).
