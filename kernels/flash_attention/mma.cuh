@@ -102,32 +102,25 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 // rows x D 16-bit elements from global (row stride D) into shared memory, 16 bytes per
 // cp.async, element (r, col) at dst(r, col); rows >= valid read as zeros. load_tile_async
 // (below, padded rows) and wgmma.cuh's load_tile_sw128 (swizzled) differ only in dst.
-// When the threads cover whole rows and the tile is a whole number of passes (every
-// wgmma tile), each thread keeps one column and steps THREADS / (D / 8) rows a pass: a
-// fixed trip count the compiler unrolls, with the row's swizzle and both addresses moving
-// by constants. The strided loop it replaces was not unrolled (the compiler cannot bound
-// tid) and spent about ten integer instructions and a branch on every 16-byte copy: in
-// Nsight Compute, 36 % of the wgmma forward's stall samples sat in its K/V loads.
+// Each thread keeps one column and steps THREADS / (D / 8) rows a pass, a fixed number of
+// passes: the compiler unrolls it, and the row's swizzle and both addresses move by
+// constants. A tid-strided loop (c = tid; c < ROWS * D / 8; c += THREADS) is not unrolled
+// (the compiler cannot bound tid) and spent about ten integer instructions and a branch on
+// every 16-byte copy: in Nsight Compute, 36 % of the wgmma forward's stall samples sat in
+// its K/V loads. Every tile the kernels load divides evenly (checked at compile time).
 template <int ROWS, int D, int THREADS, typename Dst>
 __device__ __forceinline__ void load_rows_async(const std::uint16_t* g, int valid, int tid, Dst dst) {
   constexpr int kChunks = D / 8;
-  if constexpr (THREADS % kChunks == 0 && ROWS * kChunks % THREADS == 0) {
-    constexpr int kRowsPerPass = THREADS / kChunks;
-    const int r0 = tid / kChunks, col = (tid % kChunks) * 8;
-    const std::uint16_t* src = g + static_cast<long>(r0) * D + col;
+  static_assert(THREADS % kChunks == 0 && ROWS * kChunks % THREADS == 0,
+                "load_rows_async: the threads must cover whole rows and the tile whole passes");
+  constexpr int kRowsPerPass = THREADS / kChunks;
+  const int r0 = tid / kChunks, col = (tid % kChunks) * 8;
+  const std::uint16_t* src = g + static_cast<long>(r0) * D + col;
 #pragma unroll
-    for (int pass = 0; pass < ROWS * kChunks / THREADS; ++pass) {
-      const int r = r0 + pass * kRowsPerPass;
-      const bool ok = r < valid;
-      cp_async16(dst(r, col), ok ? src + static_cast<long>(pass) * kRowsPerPass * D : g, ok);
-    }
-  } else {
-#pragma unroll
-    for (int c = tid; c < ROWS * kChunks; c += THREADS) {
-      const int r = c / kChunks, col = (c % kChunks) * 8;
-      const bool ok = r < valid;
-      cp_async16(dst(r, col), ok ? g + static_cast<long>(r) * D + col : g, ok);
-    }
+  for (int pass = 0; pass < ROWS * kChunks / THREADS; ++pass) {
+    const int r = r0 + pass * kRowsPerPass;
+    const bool ok = r < valid;
+    cp_async16(dst(r, col), ok ? src + static_cast<long>(pass) * kRowsPerPass * D : g, ok);
   }
 }
 
