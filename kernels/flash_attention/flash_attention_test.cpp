@@ -53,6 +53,13 @@ struct Result {
   torch::Tensor out, dq, dk, dv;
 };
 
+// Scores [..., lq, lk] with the keys past each query (top-left aligned) set to -inf.
+torch::Tensor mask_causal(const torch::Tensor& s) {
+  const auto mask =
+      torch::ones({s.size(-2), s.size(-1)}, torch::TensorOptions().dtype(torch::kBool).device(s.device())).triu(1);
+  return s.masked_fill(mask, -std::numeric_limits<double>::infinity());
+}
+
 // softmax(q k^T / sqrt(d) + top-left causal mask) v, through autograd, in fp64.
 Result textbook(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& dout,
                 bool causal) {
@@ -60,11 +67,7 @@ Result textbook(const torch::Tensor& q, const torch::Tensor& k, const torch::Ten
   auto kd = k.detach().to(torch::kDouble).requires_grad_(true);
   auto vd = v.detach().to(torch::kDouble).requires_grad_(true);
   auto s = torch::matmul(qd, kd.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  if (causal) {
-    auto mask = torch::ones({q.size(-2), k.size(-2)}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
-                    .triu(1);
-    s = s.masked_fill(mask, -std::numeric_limits<double>::infinity());
-  }
+  if (causal) s = mask_causal(s);
   auto out = torch::matmul(torch::softmax(s, -1), vd);
   auto g = torch::autograd::grad({out}, {qd, kd, vd}, {dout.to(torch::kDouble)});
   return {out.detach(), g[0], g[1], g[2]};
@@ -84,11 +87,7 @@ Result textbook_given_out(const Inputs& in, const torch::Tensor& saved_out, bool
   const auto q = f64(in.q), k = f64(in.k), v = f64(in.v), dout = f64(in.dout);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   auto s = torch::matmul(q, k.transpose(-2, -1)) * scale;
-  if (causal) {
-    auto mask = torch::ones({q.size(-2), k.size(-2)}, torch::TensorOptions().dtype(torch::kBool).device(q.device()))
-                    .triu(1);
-    s = s.masked_fill(mask, -std::numeric_limits<double>::infinity());
-  }
+  if (causal) s = mask_causal(s);
   const auto p = torch::softmax(s, -1);
   const auto delta = (f64(saved_out) * dout).sum(-1, true);
   const auto ds = p * (torch::matmul(dout, v.transpose(-2, -1)) - delta);

@@ -26,7 +26,7 @@ def main(path, top):
     header, body = rows[start], [r for r in rows[start + 1:] if len(r) == len(rows[start])]
     print("columns:", " | ".join(header))
     total_col = next(i for i, c in enumerate(header) if "Warp Stall Sampling (All" in c)
-    reason_cols = [i for i, c in enumerate(header) if c.startswith("stall_") or "Stall" in c and i != total_col]
+    reason_cols = [i for i, c in enumerate(header) if c.startswith("stall_")]
     text_col = next((i for i, c in enumerate(header) if c.lower() in ("source", "sass")), 1)
     total = sum(number(r[total_col]) for r in body) or 1.0
     print(f"instructions {len(body)}, stall samples {total:.0f}")
