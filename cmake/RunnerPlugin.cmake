@@ -5,6 +5,7 @@
 # so the plugin's tests can call its classes directly; TESTS become one GoogleTest
 # executable registered with ctest; TEST_FIXTURE names a ctest fixture its tests require
 # (e.g. a test that writes the files they read).
+include(GoogleTest)
 function(runner_add_plugin kind name)
   cmake_parse_arguments(P "" "TEST_FIXTURE" "SOURCES;LIBS;TESTS" ${ARGN})
   set(target ${kind}_${name})
@@ -18,9 +19,9 @@ function(runner_add_plugin kind name)
   add_dependencies(runner_plugins ${target})
   if(P_TESTS)
     add_executable(${target}_tests ${P_TESTS})
-    # Tests may use host internals (registry, option resolution) and tests/support.
-    target_include_directories(${target}_tests PRIVATE ${CMAKE_SOURCE_DIR}/runner/src
-                               ${CMAKE_SOURCE_DIR}/tests/support)
+    # Tests may use host internals (registry, option resolution: runner_core's headers)
+    # and tests/support.
+    target_include_directories(${target}_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)
     target_link_libraries(${target}_tests PRIVATE ${target}_obj runner_core yaml-cpp GTest::gtest_main)
     add_dependencies(${target}_tests runner_plugins)
     target_compile_definitions(${target}_tests PRIVATE

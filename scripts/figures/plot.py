@@ -3,7 +3,7 @@
 
   plot.py <figures.json>
 
-The JSON is what the runner selected from stored records (runner/src/report/figure.cpp):
+The JSON is what the runner selected from stored records (runner/host/report/figure.cpp):
 {"figures": [{name, kind: line|bar, title, xlabel, ylabel, logx, logy, categories,
  panels: [{title, series: [{label, points: [{x, y, std?}]}]}], outputs: [.svg, .png, .pdf]}]}.
 This script only draws: no selection, no statistics. Output is byte-stable for the same

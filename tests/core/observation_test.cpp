@@ -2,7 +2,7 @@
 // fed with made-up summaries and NVML samples (no GPU needed).
 #include <gtest/gtest.h>
 
-#include "gpu_state.hpp"
+#include "runner/gpu_state.hpp"
 #include "observation.hpp"
 
 namespace runner {

@@ -18,7 +18,7 @@ bool has_code(const std::filesystem::path& file) {
 }
 
 TEST(SourceTree, EveryHostSourceFileHoldsCode) {
-  const std::filesystem::path src = std::filesystem::path(RUNNER_SOURCE_DIR) / "runner" / "src";
+  const std::filesystem::path src = std::filesystem::path(RUNNER_SOURCE_DIR) / "runner";
   int checked = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(src)) {
     if (entry.path().extension() != ".cpp") continue;

@@ -3,6 +3,7 @@
 // host's business; a task never loops over parameter values itself.
 #pragma once
 #include "runner/context.hpp"
+#include "runner/measure.hpp"
 #include "runner/outcome.hpp"
 #include "runner/params.hpp"
 #include "runner/plugin.hpp"

@@ -22,54 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "runner/context.hpp"
 #include "runner/record.hpp"
 
 namespace runner {
-
-struct MeasureSettings {
-  int warmup_steps = 5;
-  int measured_steps = 10;        // the fixed count, when target_rel_stderr is 0
-  double target_rel_stderr = 0;   // > 0: adaptive stopping
-  int min_steps = 10;             // adaptive: never fewer
-  int max_steps = 1000;           // adaptive: never more
-  double max_seconds = 60;        // adaptive: stop once measured steps took this long
-  int repetitions = 1;            // warm-up + measurement, this many times
-  // Synchronize the device after every step; when false, events are read in
-  // batches (all steps in fixed mode, min_steps at a time in adaptive mode).
-  bool sync_each_step = true;
-  std::string cache = "warm";     // warm | cold: write a buffer larger than L2 before every step
-  bool adaptive() const { return target_rel_stderr > 0; }
-};
-
-// What the GPU reported (through NVML) at one moment; `valid` false on CPU or
-// without a driver.
-struct GpuSample {
-  bool valid = false;
-  unsigned sm_clock_mhz = 0, memory_clock_mhz = 0, temperature_c = 0;
-  double power_w = 0;
-  std::uint64_t throttle_reasons = 0;  // NVML clocks-event reason bits
-};
-
-// How one measure_steps call went; the host adds it to the point's records.
-struct MeasureSummary {
-  std::string mode;           // fixed | adaptive
-  std::string cache;          // warm | cold
-  int repetitions = 1;
-  std::int64_t n = 0;         // measured steps, all repetitions
-  double rel_stderr = 0;      // of the mean step time over all measured steps
-  double target_rel_stderr = 0;
-  bool target_met = true;     // every repetition reached the target (fixed: true)
-  std::string stop_reason;    // fixed | target | max_steps | max_seconds (the last repetition's)
-  double measured_seconds = 0;
-  // GPU state sampled while measuring (at synchronize points, at most every 50 ms).
-  int gpu_samples = 0;
-  unsigned min_sm_clock_mhz = 0, max_sm_clock_mhz = 0;
-  unsigned max_temperature_c = 0;
-  double max_power_w = 0;
-  std::uint64_t throttle_reasons = 0;  // OR of all samples
-};
-
-class Context;
 
 class StepTimer {
  public:

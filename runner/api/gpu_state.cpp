@@ -1,6 +1,6 @@
 // NVML's C ABI is stable across drivers; the few entry points used here are
 // declared locally so the build needs neither nvml.h nor the library.
-#include "gpu_state.hpp"
+#include "runner/gpu_state.hpp"
 
 #include <dlfcn.h>
 

@@ -3,24 +3,18 @@
 // the closest valid one.
 #pragma once
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
+#include "errors.hpp"
 #include "runner/params.hpp"
 #include "runner/plugin.hpp"
 
 namespace runner {
 
 class PluginRegistry;
-
-// A one-line user error: "<where>: <key>: <what>; <fix>".
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Where a YAML node came from, for error messages.
 struct SourceMap {

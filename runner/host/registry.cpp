@@ -10,8 +10,8 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include "errors.hpp"
 #include "text_distance.hpp"
-#include "validate.hpp"
 
 namespace runner {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <ATen/ATen.h>
 
-#include "gpu_state.hpp"
 #include "runner/context.hpp"
+#include "runner/gpu_state.hpp"
 #include "runner/measure.hpp"
 #include "runner/range.hpp"
 

@@ -7,9 +7,16 @@
 
 #include <c10/core/Device.h>
 
-#include "runner/measure.hpp"
-
 namespace runner {
+
+// What the GPU reported (through NVML) at one moment; `valid` false on CPU or
+// without a driver.
+struct GpuSample {
+  bool valid = false;
+  unsigned sm_clock_mhz = 0, memory_clock_mhz = 0, temperature_c = 0;
+  double power_w = 0;
+  std::uint64_t throttle_reasons = 0;  // NVML clocks-event reason bits
+};
 
 // Invalid (valid == false) on CPU, without NVML, or when a query fails.
 GpuSample sample_gpu(const c10::Device& device);

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpu_state.hpp"
+#include "runner/gpu_state.hpp"
 #include "runner/measure.hpp"
 
 namespace runner {

@@ -1,5 +1,5 @@
 // Out-of-line destructors: they anchor each interface's vtable and typeinfo in
-// runner_core, so dynamic_cast works across plugin libraries.
+// runner_api, so dynamic_cast works across plugin libraries.
 #include "runner/attention.hpp"
 #include "runner/ddp.hpp"
 #include "runner/model.hpp"

@@ -16,7 +16,7 @@
 #include "config.hpp"
 #include "distributed.hpp"
 #include "launch.hpp"
-#include "gpu_state.hpp"
+#include "runner/gpu_state.hpp"
 #include "history/run_recorder.hpp"
 #include "observation.hpp"
 #include "progress.hpp"
