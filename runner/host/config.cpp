@@ -129,6 +129,20 @@ std::string resolved_text(const YAML::Node& document) {
   return out.c_str();
 }
 
+namespace {
+constexpr const char* kSmokeMark = " with --smoke";
+}  // namespace
+
+std::string config_header(const std::filesystem::path& experiment_file, bool smoke) {
+  return "# resolved from " + experiment_file.string() + (smoke ? kSmokeMark : "") + "\n";
+}
+
+bool config_header_marks_smoke(const std::string& first_line) {
+  const std::string mark = kSmokeMark;
+  return first_line.rfind("# resolved from ", 0) == 0 && first_line.size() >= mark.size() &&
+         first_line.compare(first_line.size() - mark.size(), std::string::npos, mark) == 0;
+}
+
 void check_path_component(const std::string& text, const std::string& what) {
   const bool bad = text.empty() || text == "." || text == ".." || text.find('/') != std::string::npos ||
                    text.find('\\') != std::string::npos || text.find('\0') != std::string::npos ||

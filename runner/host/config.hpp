@@ -46,6 +46,10 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
 YAML::Node plain_copy(const YAML::Node& node);
 // The resolved document as it is stored in a run's config.yaml (no anchors).
 std::string resolved_text(const YAML::Node& document);
+// The first lines of config.yaml: "# resolved from <file>[ with --smoke]", and
+// whether such a first line says --smoke.
+std::string config_header(const std::filesystem::path& experiment_file, bool smoke);
+bool config_header_marks_smoke(const std::string& first_line);
 
 // Throws ConfigError unless `text` is usable as one directory name (no '/', '..',
 // absolute paths or control characters). `what` starts the message.

@@ -1,57 +1,32 @@
+// The sweep's spine: load the experiment, check everything that can be checked
+// before a point runs, set up the ranks and the run directory, run the points one
+// by one (point.cpp), recording each as it finishes (run_output.cpp), then write
+// the reports (report/run_reports.cpp).
 #include "execute.hpp"
 
-#include <chrono>
-#include <fstream>
-#include <iomanip>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
-
-#include <c10/util/Exception.h>
-#include <torch/version.h>
-#include <ATen/Context.h>
-#include <ATen/core/Generator.h>
-#include <ATen/Utils.h>
 
 #include "config.hpp"
 #include "distributed.hpp"
-#include "launch.hpp"
-#include "runner/gpu_state.hpp"
 #include "history/run_recorder.hpp"
-#include "observation.hpp"
+#include "interrupt.hpp"
+#include "launch.hpp"
+#include "point.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
-#include "report/report.hpp"
+#include "report/run_reports.hpp"
 #include "report_check.hpp"
-#include "interrupt.hpp"
 #include "run_dir.hpp"
-#include "results.hpp"
+#include "run_output.hpp"
 #include "runner/device.hpp"
-#include "runner/outcome.hpp"
-#include "runner/profiler.hpp"
-#include "runner/task.hpp"
-#include "stderr_line.hpp"
 #include "sweep.hpp"
 
 namespace runner {
 namespace {
-
-class FileLogger : public Logger {
- public:
-  explicit FileLogger(const std::filesystem::path& file) : out_(file, std::ios::app) {}
-  void info(const std::string& line) override { write("info", line); }
-  void warn(const std::string& line) override {
-    write("warn", line);
-    std::cerr << "warning: " << line << "\n";
-  }
-
- private:
-  void write(const char* level, const std::string& line) {
-    out_ << utc_timestamp(false) << " " << level << " " << line << "\n";
-    out_.flush();
-  }
-  std::ofstream out_;
-};
 
 c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const SourceMap& src) {
   std::string wanted = flag;
@@ -67,188 +42,6 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
   }
   throw ConfigError((flag.empty() ? src.where(doc["device"], "device") : std::string("--device")) +
                     ": device: '" + wanted + "' is not one of cpu, cuda, auto");
-}
-
-std::filesystem::path run_dir_of(const std::filesystem::path& results) { return results.parent_path(); }
-
-std::string lower_first(std::string text) {
-  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = static_cast<char>(text[0] - 'A' + 'a');
-  return text;
-}
-
-struct PointOutcome {
-  std::string status = "ok";  // ok | oom | error | skipped
-  std::string message;        // the error, or why the point was skipped
-  bool device_fault = false;  // the device is unusable: end the sweep
-  std::vector<Record> records;
-  Observation observed;  // how it was measured, what the GPU did
-};
-
-// A point's profiler, with the host time spent in its point hooks (its cost
-// outside the measured steps; what it costs inside them, it measures itself).
-struct ActiveProfiler {
-  std::string name;
-  std::unique_ptr<Profiler> profiler;
-  double hook_ms = 0;
-};
-
-// Adds the hook's duration to the profiler's cost, also when the hook throws.
-template <typename Fn>
-void timed_hook(ActiveProfiler& p, Fn&& fn) {
-  struct Charge {
-    ActiveProfiler& p;
-    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    ~Charge() { p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
-  } charge{p};
-  fn();
-}
-
-// Runs the task inside its profilers; turns exceptions into statuses.
-PointOutcome run_task(const Point& point, Context& ctx, std::vector<ActiveProfiler>& profilers) {
-  PointOutcome outcome;
-  try {
-    at::manual_seed(ctx.dist.rank_seed(point.seed));
-    for (const Params& p : point.profilers)
-      profilers.push_back({p.plugin_name(), ctx.create<Profiler>(PluginKind::Profiler, p)});
-    for (auto& p : profilers) {
-      add_range_listener(p.profiler.get());
-      timed_hook(p, [&] { p.profiler->point_begin(ctx); });
-    }
-    RecordList recorder;
-    {
-      auto task = ctx.create<Task>(PluginKind::Task, point.params);
-      task->run(ctx, point.params, recorder);
-    }
-    outcome.records = std::move(recorder.records);
-  } catch (const SkipPoint& e) {
-    outcome.status = "skipped";
-    outcome.message = e.what();
-  } catch (const DeviceFault& e) {
-    outcome.status = "error";
-    outcome.message = e.what();
-    outcome.device_fault = true;
-  } catch (const c10::OutOfMemoryError& e) {
-    outcome.status = "oom";
-    outcome.message = e.what_without_backtrace();
-  } catch (const c10::Error& e) {
-    outcome.status = "error";
-    outcome.message = e.what_without_backtrace();
-  } catch (const std::exception& e) {
-    outcome.status = "error";
-    outcome.message = e.what();
-  }
-  return outcome;
-}
-
-// Ends the profilers and returns what they add to every record of the point.
-Record end_profilers(Context& ctx, std::vector<ActiveProfiler>& profilers) {
-  Record summary;
-  for (auto& p : profilers) {
-    remove_range_listener(p.profiler.get());
-    try {
-      timed_hook(p, [&] { p.profiler->point_end(ctx, summary); });
-    } catch (const std::exception& e) {
-      ctx.log->warn("profiler " + p.name + " failed at point end: " + std::string(e.what()));
-    }
-  }
-  return summary;
-}
-
-// The profilers' own records (after the task's, labelled profiler=<name>), and
-// which profilers ran with their hook time, in every record of the point.
-void add_profiler_records(Context& ctx, std::vector<ActiveProfiler>& profilers, PointOutcome& outcome) {
-  if (outcome.status == "ok") {
-    const std::vector<Record> task_records = outcome.records;
-    for (auto& p : profilers) {
-      RecordList own;
-      try {
-        timed_hook(p, [&] { p.profiler->emit_records(ctx, task_records, own); });
-      } catch (const std::exception& e) {
-        ctx.log->warn("profiler " + p.name + " failed to emit its records: " + std::string(e.what()));
-        continue;
-      }
-      for (Record& r : own.records) outcome.records.push_back(std::move(r.label("profiler", p.name)));
-    }
-  }
-  nlohmann::json ran = nlohmann::json::array();
-  for (const auto& p : profilers) ran.push_back({{"name", p.name}, {"hook_ms", p.hook_ms}});
-  if (!profilers.empty()) outcome.observed.fields["profilers"] = ran;
-  profilers.clear();
-}
-
-void merge_summary(PointOutcome& outcome, const Record& summary) {
-  try {
-    for (Record& r : outcome.records) {
-      for (const auto& [name, metric] : summary.metrics) r.add(name, metric);
-      r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
-    }
-  } catch (const std::invalid_argument& e) {  // a profiler metric named like a task metric
-    outcome.status = "error";
-    outcome.message = e.what();
-    outcome.records.clear();
-  }
-}
-
-// Runs one point with its profilers. A failed point keeps one record (with
-// the profilers' summary) so tables show the failure in its cell.
-PointOutcome run_point(const Point& point, Context& ctx) {
-  std::vector<ActiveProfiler> profilers;
-  const GpuSample before = sample_gpu(ctx.device);
-  PointOutcome outcome = run_task(point, ctx, profilers);
-  if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, before, sample_gpu(ctx.device));
-  const Record summary = end_profilers(ctx, profilers);
-  if (outcome.status == "error" && !outcome.device_fault) {
-    if (const auto fault = device_fault(ctx.device)) {
-      outcome.device_fault = true;
-      outcome.message += " (" + *fault + ")";
-    }
-  }
-  if (outcome.status != "ok") {
-    outcome.records.clear();
-    if (!outcome.device_fault) {
-      try {
-        release_cached_memory(ctx.device);
-      } catch (const DeviceFault& e) {
-        outcome.device_fault = true;
-        outcome.message += " (" + std::string(e.what()) + ")";
-      }
-    }
-  }
-  if (outcome.records.empty()) outcome.records.emplace_back();
-  merge_summary(outcome, summary);
-  if (outcome.records.empty()) outcome.records.emplace_back(summary);
-  add_profiler_records(ctx, profilers, outcome);
-  return outcome;
-}
-
-// `report:` is one report or a list of them (one run answering several questions).
-std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const std::string& file) {
-  std::vector<report::ReportSpec> specs;
-  if (node.IsSequence()) {
-    for (const auto& item : node) specs.push_back(report::parse_report_spec(item, file));
-  } else {
-    specs.push_back(report::parse_report_spec(node, file));
-  }
-  return specs;
-}
-
-void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<nlohmann::json>& records,
-                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
-  for (const auto& dir : reports_dirs) {
-    std::filesystem::create_directories(dir);
-    for (const auto& spec : specs)
-      for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
-  }
-}
-
-void write_reports(const YAML::Node& report_node, const std::string& file, const std::filesystem::path& results,
-                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
-  if (!report_node) return;
-  const std::vector<report::ReportSpec> specs = parse_report_specs(report_node, file);
-  const auto records = report::read_results(results);
-  if (const std::string about = report::run_sentence(run, records); !about.empty())
-    std::cerr << "warning: " << run_dir_of(results).string() << ": " << lower_first(about) << "\n";
-  write_reports(specs, records, reports_dirs, run);
 }
 
 // What runs, checked before anything does.
@@ -297,28 +90,6 @@ RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& optio
   return prepared;
 }
 
-// Where one run writes: its directory, log and results. In a multi-process run
-// only rank 0 writes results.jsonl; every rank has its own log.
-struct RunOutput {
-  RunOutput(std::filesystem::path dir, const c10::Device& device, DistributedSession* session)
-      : dir(std::move(dir)), session(session), rank(session ? session->dist().rank : 0),
-        log(this->dir / (rank == 0 ? std::string("log.txt") : "log.rank" + std::to_string(rank) + ".txt")),
-        env(capture_environment(device)) {
-    if (rank == 0) results.emplace(this->dir / "results.jsonl");
-    if (session) {
-      env["world_size"] = session->dist().world_size;
-      env["backend"] = session->dist().backend;
-    }
-  }
-  std::filesystem::path dir;
-  DistributedSession* session;
-  int rank;
-  FileLogger log;
-  std::optional<ResultsWriter> results;
-  nlohmann::json env;
-  std::unique_ptr<history::RunRecorder> history;  // each point's records also go to the run history
-};
-
 Context point_context(const Point& point, const c10::Device& device, RunOutput& run, const PluginRegistry& registry) {
   Context ctx;
   ctx.device = device;
@@ -335,48 +106,6 @@ Context point_context(const Point& point, const c10::Device& device, RunOutput& 
     ctx.artifact_dir /= "rank" + std::to_string(run.rank);  // no two ranks write one file
   }
   return ctx;
-}
-
-void record_outcome(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
-                    PointOutcome& outcome, RunOutput& run) {
-  const nlohmann::json params = point_params_json(point, device);
-  std::vector<nlohmann::json> lines;
-  try {
-    for (const Record& r : outcome.records)
-      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed.fields));
-  } catch (const std::invalid_argument& e) {  // duplicate metric names
-    outcome.status = "error";
-    outcome.message = e.what();
-    lines = {record_json(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
-  }
-  if (!run.session) {
-    for (const auto& line : lines) run.results->append(line);
-    if (run.history) run.history->add_point(lines);
-    return;
-  }
-  const int index = point_index;
-  if (outcome.status != "ok" && outcome.status != "skipped") {
-    // Peers may wait in a collective this rank will never join: record what we
-    // can, abort the process group and leave; the launcher stops the others.
-    const std::string why = "rank " + std::to_string(run.rank) + ": " + point.part + " " + describe_point(point) + ": " +
-                            outcome.status + ": " + outcome.message;
-    if (run.rank == 0) {
-      for (const auto& line : lines) run.results->append(line);
-    } else {
-      run.session->send_records(index, lines);
-    }
-    leave_error_note(run.rank, why);
-    write_stderr_line("runner: " + why);
-    run.session->abort();
-    std::_Exit(1);
-  }
-  if (run.rank != 0) {
-    run.session->send_records(index, lines);
-    return;
-  }
-  const auto merged = merge_rank_records(run.session->gather_records(index, std::move(lines)));
-  for (const auto& line : merged) run.results->append(line);
-  if (run.history) run.history->add_point(merged);
 }
 
 struct SweepResult {
@@ -407,7 +136,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     PointOutcome outcome = run_point(point, ctx);
     {
       std::lock_guard<std::mutex> lock(interrupt.mutex());
-      record_outcome(exp, point, static_cast<int>(i), plan.device, outcome, run);
+      record_point(exp, point, static_cast<int>(i), plan.device, outcome, run);
     }
     interrupt.on_interrupt(nullptr);
     if (outcome.status == "error") ++sweep.failures;
@@ -420,11 +149,8 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
       std::cerr << "error: the device is unusable after " << label << " (" << outcome.message << "); stopped after point "
                 << i + 1 << " of " << plan.points.size() << ". Records so far are in "
                 << (run.dir / "results.jsonl").string() << "\n";
-      if (run.session) {  // peers would wait for this rank forever
-        leave_error_note(run.rank, "rank " + std::to_string(run.rank) + ": device fault: " + outcome.message);
-        run.session->abort();
-        std::_Exit(1);
-      }
+      // Peers would wait for this rank forever.
+      if (run.session) leave_peers(run, "rank " + std::to_string(run.rank) + ": device fault: " + outcome.message);
       run.log.warn("sweep stopped: device fault at point " + std::to_string(i + 1) + " of " +
                    std::to_string(plan.points.size()));
       break;
@@ -476,8 +202,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
-                report::RunSummary{options.smoke, plan.points.size()});
+  write_run_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
+                    report::RunSummary{options.smoke, plan.points.size()});
   if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
   return sweep.failures ? 1 : 0;
 }
@@ -501,61 +227,6 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
   std::cout.flush();
   std::cerr.flush();
   std::_Exit(code);
-}
-
-int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
-                   const std::filesystem::path& spec_file) {
-  if (run_dirs.empty()) throw ConfigError("runner report: expected a run directory (runner report --help)");
-  // Several runs of one experiment (e.g. `runner launch` with 2, 4 and 6 processes)
-  // fill one report: same experiment, same report spec; the first run's spec renders
-  // unless --spec names the experiment file whose report spec renders all of them.
-  YAML::Node first_report;
-  std::string first_name, first_config;
-  if (!spec_file.empty()) {
-    const YAML::Node spec = load_experiment(spec_file, {}, false).document;
-    if (!spec["report"]) throw ConfigError("--spec " + spec_file.string() + ": the experiment declares no report: tables");
-    first_report = spec["report"];
-    first_name = YAML::Dump(spec["experiment"]);
-    first_config = spec_file.string();
-  }
-  std::vector<nlohmann::json> records;
-  report::RunSummary summary;
-  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
-    const auto& run_dir = run_dirs[i];
-    const auto config = run_dir / "config.yaml";
-    const auto results = run_dir / "results.jsonl";
-    if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
-      throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-    const YAML::Node doc = load_yaml_file(config);
-    if (!doc["report"] && spec_file.empty())
-      throw ConfigError(config.string() + ": the experiment declares no report: tables");
-    const std::string name = doc["experiment"] ? YAML::Dump(doc["experiment"]) : "";
-    if (!spec_file.empty()) {
-      if (name != first_name)
-        throw ConfigError(config.string() + ": a run of another experiment than --spec " + spec_file.string() +
-                          " (experiment: " + first_name + "); pass the experiment file that made it");
-    } else if (i == 0) {
-      first_report = doc["report"];
-      first_name = name;
-      first_config = config.string();
-    } else if (name != first_name || YAML::Dump(doc["report"]) != YAML::Dump(first_report)) {
-      throw ConfigError(config.string() + ": not the experiment or report spec of " + first_config +
-                        "; only runs of one experiment with the same report merge into one report (or render "
-                        "them all with --spec experiments/<name>.yaml)");
-    }
-    const report::RunSummary run = run_summary(run_dir);
-    auto run_records = report::read_results(results);
-    if (const std::string about = report::run_sentence(run, run_records); !about.empty())
-      std::cerr << "warning: " << run_dir.string() << ": " << lower_first(about) << "\n";
-    summary.smoke = summary.smoke || run.smoke;
-    summary.planned_points += run.planned_points;
-    for (auto& r : run_records) {
-      if (run_dirs.size() > 1) r[report::kSourceRunKey] = static_cast<long long>(i);
-      records.push_back(std::move(r));
-    }
-  }
-  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary);
-  return 0;
 }
 
 }  // namespace runner

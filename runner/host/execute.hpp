@@ -1,5 +1,6 @@
-// The host's verbs: run an experiment, re-render reports from a run directory,
-// list plugins, describe one plugin's options.
+// The host's two run verbs: run an experiment (`runner X.yaml`, one rank of a
+// multi-process run too) and start local ranks (`runner launch`). Re-rendering a run's
+// reports is report/run_reports.hpp; listing and describing plugins, catalog.hpp.
 #pragma once
 #include <filesystem>
 #include <iosfwd>
@@ -31,11 +32,5 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry);
 // run `rank_args`. Returns the first failed rank's exit code, else 0.
 int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
                  const std::vector<std::string>& rank_args);
-// Re-renders the reports of finished runs from their stored configs and records;
-// several runs of one experiment (same report spec) merge into one report. A non-empty
-// spec_file (an experiment YAML of the same experiment) supplies the report spec instead,
-// so records taken before a table or column was added render with it.
-int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
-                   const std::filesystem::path& spec_file = {});
 
 }  // namespace runner

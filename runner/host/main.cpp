@@ -10,6 +10,7 @@
 #include "execute.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
+#include "report/run_reports.hpp"
 #include "stderr_line.hpp"
 #include "sweep.hpp"
 #include "validate.hpp"

@@ -3,13 +3,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "report/report.hpp"
 #include "results.hpp"
-#include "sweep.hpp"
 
 namespace runner {
 namespace {
-
-constexpr const char* kSmokeMark = " with --smoke";
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -53,10 +51,6 @@ void drop_truncated_record(const std::filesystem::path& results) {
 
 }  // namespace
 
-std::string config_header(const std::filesystem::path& experiment_file, bool smoke) {
-  return "# resolved from " + experiment_file.string() + (smoke ? kSmokeMark : "") + "\n";
-}
-
 RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume) {
   namespace fs = std::filesystem;
@@ -97,22 +91,6 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
   config << resolved << "\n";
   if (!config.flush()) throw ConfigError(run.path.string() + "/config.yaml: cannot write");
   return run;
-}
-
-report::RunSummary run_summary(const std::filesystem::path& run_dir) {
-  report::RunSummary summary;
-  const auto config = run_dir / "config.yaml";
-  std::ifstream in(config);
-  std::string first_line;
-  std::getline(in, first_line);
-  summary.smoke = first_line.rfind("# resolved from ", 0) == 0 && first_line.size() >= std::string(kSmokeMark).size() &&
-                  first_line.compare(first_line.size() - std::string(kSmokeMark).size(), std::string::npos, kSmokeMark) == 0;
-  try {
-    summary.planned_points = count_points(load_experiment(config, {}, false));
-  } catch (const std::exception&) {
-    summary.planned_points = 0;  // an older or hand-edited config: no partial-run check
-  }
-  return summary;
 }
 
 std::set<std::pair<std::string, int>> finished_points(const std::filesystem::path& results_jsonl) {

@@ -1,5 +1,5 @@
-// Reading a run directory back: what a re-render must say about the run (smoke,
-// planned points) and which points already have a finished record (--resume).
+// A run directory: made for a new run, or checked and read back for --resume
+// (which points already have a finished record).
 #pragma once
 #include <filesystem>
 #include <set>
@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "config.hpp"
-#include "report/report.hpp"
 
 namespace runner {
 
@@ -25,13 +24,6 @@ struct RunDirectory {
 // results.jsonl so appends start on a fresh line. Throws ConfigError.
 RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume);
-
-// The first lines of config.yaml: "# resolved from <file>[ with --smoke]".
-std::string config_header(const std::filesystem::path& experiment_file, bool smoke);
-
-// Smoke flag from config.yaml's header, planned points counted from its sweeps
-// (0 when config.yaml cannot be read).
-report::RunSummary run_summary(const std::filesystem::path& run_dir);
 
 // (part, point index) of every point with a finished record (any status but
 // `interrupted`); a truncated last record is skipped.

@@ -1,0 +1,158 @@
+#include "point.hpp"
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include <ATen/Context.h>
+#include <ATen/Utils.h>
+#include <ATen/core/Generator.h>
+#include <c10/util/Exception.h>
+
+#include "runner/device.hpp"
+#include "runner/gpu_state.hpp"
+#include "runner/outcome.hpp"
+#include "runner/profiler.hpp"
+#include "runner/task.hpp"
+
+namespace runner {
+namespace {
+
+// A point's profiler, with the host time spent in its point hooks (its cost
+// outside the measured steps; what it costs inside them, it measures itself).
+struct ActiveProfiler {
+  std::string name;
+  std::unique_ptr<Profiler> profiler;
+  double hook_ms = 0;
+};
+
+// Adds the hook's duration to the profiler's cost, also when the hook throws.
+template <typename Fn>
+void timed_hook(ActiveProfiler& p, Fn&& fn) {
+  struct Charge {
+    ActiveProfiler& p;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    ~Charge() { p.hook_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); }
+  } charge{p};
+  fn();
+}
+
+// Runs the task inside its profilers; turns exceptions into statuses.
+PointOutcome run_task(const Point& point, Context& ctx, std::vector<ActiveProfiler>& profilers) {
+  PointOutcome outcome;
+  try {
+    at::manual_seed(ctx.dist.rank_seed(point.seed));
+    for (const Params& p : point.profilers)
+      profilers.push_back({p.plugin_name(), ctx.create<Profiler>(PluginKind::Profiler, p)});
+    for (auto& p : profilers) {
+      add_range_listener(p.profiler.get());
+      timed_hook(p, [&] { p.profiler->point_begin(ctx); });
+    }
+    RecordList recorder;
+    {
+      auto task = ctx.create<Task>(PluginKind::Task, point.params);
+      task->run(ctx, point.params, recorder);
+    }
+    outcome.records = std::move(recorder.records);
+  } catch (const SkipPoint& e) {
+    outcome.status = "skipped";
+    outcome.message = e.what();
+  } catch (const DeviceFault& e) {
+    outcome.status = "error";
+    outcome.message = e.what();
+    outcome.device_fault = true;
+  } catch (const c10::OutOfMemoryError& e) {
+    outcome.status = "oom";
+    outcome.message = e.what_without_backtrace();
+  } catch (const c10::Error& e) {
+    outcome.status = "error";
+    outcome.message = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    outcome.status = "error";
+    outcome.message = e.what();
+  }
+  return outcome;
+}
+
+// Ends the profilers and returns what they add to every record of the point.
+Record end_profilers(Context& ctx, std::vector<ActiveProfiler>& profilers) {
+  Record summary;
+  for (auto& p : profilers) {
+    remove_range_listener(p.profiler.get());
+    try {
+      timed_hook(p, [&] { p.profiler->point_end(ctx, summary); });
+    } catch (const std::exception& e) {
+      ctx.log->warn("profiler " + p.name + " failed at point end: " + std::string(e.what()));
+    }
+  }
+  return summary;
+}
+
+// The profilers' own records (after the task's, labelled profiler=<name>), and
+// which profilers ran with their hook time, in every record of the point.
+void add_profiler_records(Context& ctx, std::vector<ActiveProfiler>& profilers, PointOutcome& outcome) {
+  if (outcome.status == "ok") {
+    const std::vector<Record> task_records = outcome.records;
+    for (auto& p : profilers) {
+      RecordList own;
+      try {
+        timed_hook(p, [&] { p.profiler->emit_records(ctx, task_records, own); });
+      } catch (const std::exception& e) {
+        ctx.log->warn("profiler " + p.name + " failed to emit its records: " + std::string(e.what()));
+        continue;
+      }
+      for (Record& r : own.records) outcome.records.push_back(std::move(r.label("profiler", p.name)));
+    }
+  }
+  nlohmann::json ran = nlohmann::json::array();
+  for (const auto& p : profilers) ran.push_back({{"name", p.name}, {"hook_ms", p.hook_ms}});
+  if (!profilers.empty()) outcome.observed.fields["profilers"] = ran;
+  profilers.clear();
+}
+
+void merge_summary(PointOutcome& outcome, const Record& summary) {
+  try {
+    for (Record& r : outcome.records) {
+      for (const auto& [name, metric] : summary.metrics) r.add(name, metric);
+      r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
+    }
+  } catch (const std::invalid_argument& e) {  // a profiler metric named like a task metric
+    outcome.status = "error";
+    outcome.message = e.what();
+    outcome.records.clear();
+  }
+}
+
+}  // namespace
+
+PointOutcome run_point(const Point& point, Context& ctx) {
+  std::vector<ActiveProfiler> profilers;
+  const GpuSample before = sample_gpu(ctx.device);
+  PointOutcome outcome = run_task(point, ctx, profilers);
+  if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, before, sample_gpu(ctx.device));
+  const Record summary = end_profilers(ctx, profilers);
+  if (outcome.status == "error" && !outcome.device_fault) {
+    if (const auto fault = device_fault(ctx.device)) {
+      outcome.device_fault = true;
+      outcome.message += " (" + *fault + ")";
+    }
+  }
+  if (outcome.status != "ok") {
+    outcome.records.clear();
+    if (!outcome.device_fault) {
+      try {
+        release_cached_memory(ctx.device);
+      } catch (const DeviceFault& e) {
+        outcome.device_fault = true;
+        outcome.message += " (" + std::string(e.what()) + ")";
+      }
+    }
+  }
+  if (outcome.records.empty()) outcome.records.emplace_back();
+  merge_summary(outcome, summary);
+  if (outcome.records.empty()) outcome.records.emplace_back(summary);
+  add_profiler_records(ctx, profilers, outcome);
+  return outcome;
+}
+
+}  // namespace runner

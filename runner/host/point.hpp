@@ -1,0 +1,27 @@
+// One point's life: the task runs inside the point's profilers (their hooks timed),
+// its exceptions become a status, the GPU is sampled around it, and a point that
+// failed still leaves one record (with the profilers' summary) so its table cell
+// says why.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "observation.hpp"
+#include "runner/context.hpp"
+#include "runner/record.hpp"
+#include "sweep.hpp"
+
+namespace runner {
+
+struct PointOutcome {
+  std::string status = "ok";  // ok | oom | error | skipped
+  std::string message;        // the error, or why the point was skipped
+  bool device_fault = false;  // the device is unusable: end the sweep
+  std::vector<Record> records;
+  Observation observed;  // how it was measured, what the GPU did
+};
+
+// Runs `point` with its profilers in `ctx`, the point's own Context.
+PointOutcome run_point(const Point& point, Context& ctx);
+
+}  // namespace runner

@@ -1,0 +1,120 @@
+#include "report/run_reports.hpp"
+
+#include <fstream>
+#include <iostream>
+
+#include "config.hpp"
+#include "sweep.hpp"
+
+namespace runner {
+namespace {
+
+std::string lower_first(std::string text) {
+  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = static_cast<char>(text[0] - 'A' + 'a');
+  return text;
+}
+
+// `report:` is one report or a list of them (one run answering several questions).
+std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const std::string& file) {
+  std::vector<report::ReportSpec> specs;
+  if (node.IsSequence()) {
+    for (const auto& item : node) specs.push_back(report::parse_report_spec(item, file));
+  } else {
+    specs.push_back(report::parse_report_spec(node, file));
+  }
+  return specs;
+}
+
+void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<nlohmann::json>& records,
+                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
+  for (const auto& dir : reports_dirs) {
+    std::filesystem::create_directories(dir);
+    for (const auto& spec : specs)
+      for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
+  }
+}
+
+}  // namespace
+
+void write_run_reports(const YAML::Node& report_node, const std::string& experiment_file,
+                       const std::filesystem::path& results, const std::vector<std::filesystem::path>& reports_dirs,
+                       const report::RunSummary& run) {
+  if (!report_node) return;
+  const std::vector<report::ReportSpec> specs = parse_report_specs(report_node, experiment_file);
+  const auto records = report::read_results(results);
+  if (const std::string about = report::run_sentence(run, records); !about.empty())
+    std::cerr << "warning: " << results.parent_path().string() << ": " << lower_first(about) << "\n";
+  write_reports(specs, records, reports_dirs, run);
+}
+
+int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
+                   const std::filesystem::path& spec_file) {
+  if (run_dirs.empty()) throw ConfigError("runner report: expected a run directory (runner report --help)");
+  // Several runs of one experiment (e.g. `runner launch` with 2, 4 and 6 processes)
+  // fill one report: same experiment, same report spec; the first run's spec renders
+  // unless --spec names the experiment file whose report spec renders all of them.
+  YAML::Node first_report;
+  std::string first_name, first_config;
+  if (!spec_file.empty()) {
+    const YAML::Node spec = load_experiment(spec_file, {}, false).document;
+    if (!spec["report"]) throw ConfigError("--spec " + spec_file.string() + ": the experiment declares no report: tables");
+    first_report = spec["report"];
+    first_name = YAML::Dump(spec["experiment"]);
+    first_config = spec_file.string();
+  }
+  std::vector<nlohmann::json> records;
+  report::RunSummary summary;
+  for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+    const auto& run_dir = run_dirs[i];
+    const auto config = run_dir / "config.yaml";
+    const auto results = run_dir / "results.jsonl";
+    if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
+      throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
+    const YAML::Node doc = load_yaml_file(config);
+    if (!doc["report"] && spec_file.empty())
+      throw ConfigError(config.string() + ": the experiment declares no report: tables");
+    const std::string name = doc["experiment"] ? YAML::Dump(doc["experiment"]) : "";
+    if (!spec_file.empty()) {
+      if (name != first_name)
+        throw ConfigError(config.string() + ": a run of another experiment than --spec " + spec_file.string() +
+                          " (experiment: " + first_name + "); pass the experiment file that made it");
+    } else if (i == 0) {
+      first_report = doc["report"];
+      first_name = name;
+      first_config = config.string();
+    } else if (name != first_name || YAML::Dump(doc["report"]) != YAML::Dump(first_report)) {
+      throw ConfigError(config.string() + ": not the experiment or report spec of " + first_config +
+                        "; only runs of one experiment with the same report merge into one report (or render "
+                        "them all with --spec experiments/<name>.yaml)");
+    }
+    const report::RunSummary run = run_summary(run_dir);
+    auto run_records = report::read_results(results);
+    if (const std::string about = report::run_sentence(run, run_records); !about.empty())
+      std::cerr << "warning: " << run_dir.string() << ": " << lower_first(about) << "\n";
+    summary.smoke = summary.smoke || run.smoke;
+    summary.planned_points += run.planned_points;
+    for (auto& r : run_records) {
+      if (run_dirs.size() > 1) r[report::kSourceRunKey] = static_cast<long long>(i);
+      records.push_back(std::move(r));
+    }
+  }
+  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary);
+  return 0;
+}
+
+report::RunSummary run_summary(const std::filesystem::path& run_dir) {
+  report::RunSummary summary;
+  const auto config = run_dir / "config.yaml";
+  std::ifstream in(config);
+  std::string first_line;
+  std::getline(in, first_line);
+  summary.smoke = config_header_marks_smoke(first_line);
+  try {
+    summary.planned_points = count_points(load_experiment(config, {}, false));
+  } catch (const std::exception&) {
+    summary.planned_points = 0;  // an older or hand-edited config: no partial-run check
+  }
+  return summary;
+}
+
+}  // namespace runner

@@ -1,0 +1,32 @@
+// The reports of runs: written at the end of a run from its results.jsonl, and
+// written again later from stored run directories (`runner report`), where several
+// runs of one experiment merge into one report.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "report/report.hpp"
+
+namespace runner {
+
+// Every report of `report_node` (an experiment's `report:`, one report or a list;
+// nothing when it is null) from the records in `results`, into each of `reports_dirs`.
+void write_run_reports(const YAML::Node& report_node, const std::string& experiment_file,
+                       const std::filesystem::path& results, const std::vector<std::filesystem::path>& reports_dirs,
+                       const report::RunSummary& run);
+
+// Re-renders the reports of finished runs from their stored configs and records;
+// several runs of one experiment (same report spec) merge into one report. A non-empty
+// spec_file (an experiment YAML of the same experiment) supplies the report spec instead,
+// so records taken before a table or column was added render with it.
+int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
+                   const std::filesystem::path& spec_file = {});
+
+// Smoke flag from a run's config.yaml header, planned points counted from its sweeps
+// (0 when config.yaml cannot be read).
+report::RunSummary run_summary(const std::filesystem::path& run_dir);
+
+}  // namespace runner
