@@ -8,11 +8,15 @@
 #   scripts/gpu/fast_path.sh adamw  OUT   experiments/fused_adamw.yaml (the optimizer alone)
 #   scripts/gpu/fast_path.sh step   OUT [--set ...]  train_step_vs_pytorch, all rows
 #   scripts/gpu/fast_path.sh compile OUT [--set ...] torch_compile_model, all rows
-#   scripts/gpu/fast_path.sh reports OUT  the three experiments with --reports reports,
+#   scripts/gpu/fast_path.sh long   OUT [--set ...]  train_step_vs_pytorch's longer-context parts
+#                                         only (context 1024 and 2048, bf16; run dir run-train_step_vs_pytorch-long)
+#   scripts/gpu/fast_path.sh diff   OUT [--set ...]  experiments/step_kernel_diff.yaml (kernel classes
+#                                         per step, runner fast vs PyTorch compile + CUDA graph)
+#   scripts/gpu/fast_path.sh reports OUT  the four experiments with --reports reports,
 #                                         records copied to reports/data/<experiment>/
 #   scripts/gpu/fast_path.sh slice OUT EXPERIMENT SIZE PRECISION [runner args]
-#                                         one size and precision of every part (a run fits
-#                                         one device call; run dir run-EXPERIMENT-SIZE-PRECISION)
+#                                         one size and precision of every context-256 part (a run
+#                                         fits one device call; run dir run-EXPERIMENT-SIZE-PRECISION)
 #   scripts/gpu/fast_path.sh merge OUT EXPERIMENT
 #                                         OUT/EXPERIMENT-*.results.jsonl (the slices) into
 #                                         reports/data/EXPERIMENT/, tables into reports/
@@ -43,7 +47,7 @@ case "$stage" in
     cmake --build "$build" -j "$(nproc)" --target runner \
       kernels_adamw_tests kernels_rmsnorm_tests kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests \
       optimizer_adamw_tests task_train_step_tests model_transformer_lm_tests task_optimizer_step_tests \
-      task_external_python attention_naive 2>&1 | tail -40
+      task_external_python attention_naive attention_sdpa profiler_kernels 2>&1 | tail -40
     ;;
   tests)
     ctest --test-dir "$build" --output-on-failure -L kernels 2>&1 | tee "$out/tests-kernels.log"
@@ -53,8 +57,23 @@ case "$stage" in
   adamw) run_experiment fused_adamw "$@" ;;
   step) run_experiment train_step_vs_pytorch "$@" ;;
   compile) run_experiment torch_compile_model "$@" ;;
+  diff) run_experiment step_kernel_diff "$@" ;;
+  long)
+    sets=()
+    for part in cpp cpp_fast python python_compiled python_compiled_graph python_compiled_model python_max_autotune; do
+      sets+=(--set "parts.$part.enabled=false")
+    done
+    dir="${RUN_ROOT:-$out}/run-train_step_vs_pytorch-long"
+    rm -rf "$dir"
+    status=0
+    "$build/runner" experiments/train_step_vs_pytorch.yaml --out "$dir" "${sets[@]}" "$@" \
+      > "$out/train_step_vs_pytorch-long.log" 2>&1 || status=$?
+    tail -5 "$out/train_step_vs_pytorch-long.log"
+    cp "$dir/results.jsonl" "$out/train_step_vs_pytorch-long.results.jsonl" || true
+    exit $status
+    ;;
   reports)
-    for name in fused_adamw train_step_vs_pytorch torch_compile_model; do
+    for name in fused_adamw train_step_vs_pytorch torch_compile_model step_kernel_diff; do
       run_experiment "$name" --reports reports "$@" || echo "$name: some points failed (see $out/$name.log)"
       mkdir -p "reports/data/$name"
       cp "${RUN_ROOT:-$out}/run-$name/results.jsonl" "${RUN_ROOT:-$out}/run-$name/config.yaml" "reports/data/$name/"
@@ -63,8 +82,8 @@ case "$stage" in
   slice)
     name="$1"; size="$2"; precision="$3"; shift 3
     case "$name" in
-      train_step_vs_pytorch) parts="cpp cpp_fast python python_compiled" ;;
-      torch_compile_model) parts="cpp_eager cpp_graph cpp_fused_graph py_eager_fwd py_eager_step py_graph_fwd py_graph_step py_compile_fwd py_compile_step" ;;
+      train_step_vs_pytorch) parts="cpp cpp_fast python python_compiled python_compiled_graph" ;;
+      torch_compile_model) parts="cpp_eager cpp_graph cpp_fused_graph py_eager_fwd py_eager_step py_graph_fwd py_graph_step py_compile_fwd py_compile_step py_compile_graph_fwd py_compile_graph_step" ;;
       *) echo "slice: unknown experiment $name" >&2; exit 2 ;;
     esac
     sets=()
@@ -78,6 +97,9 @@ case "$stage" in
         sets+=(--set parts.python_compiled_model.enabled=false)
       fi
       [[ "$size" == small && "$precision" == bf16 ]] || sets+=(--set parts.python_max_autotune.enabled=false)
+      for part in cpp_fast_long python_compiled_graph_1024 python_compiled_graph_2048; do  # the `long` stage's
+        sets+=(--set "parts.$part.enabled=false")
+      done
     fi
     dir="${RUN_ROOT:-$out}/run-$name-$size-$precision"
     rm -rf "$dir"
