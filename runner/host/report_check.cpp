@@ -18,21 +18,35 @@ struct Vocabulary {
   bool metrics_known = true;      // every task and profiler declared its metrics
 };
 
+// Metrics that the nested plugins of `params` add to their task's records.
+void add_nested_metrics(const Params& params, const PluginManifest& manifest, const PluginRegistry& registry,
+                        std::set<std::string>& metrics) {
+  for (const OptionSpec& option : manifest.options) {
+    if (option.type != OptionType::Plugin || !params.has(option.name)) continue;
+    const Params& nested = params.plugin(option.name);
+    const PluginManifest* m = registry.find(option.plugin_kind, nested.plugin_name());
+    if (m == nullptr) continue;
+    if (m->metrics) metrics.insert(m->metrics->begin(), m->metrics->end());
+    add_nested_metrics(nested, *m, registry, metrics);
+  }
+}
+
 Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRegistry& registry) {
   Vocabulary v;
   std::set<std::string> seen_tasks, seen_profilers;
   for (const Point* p : points) {
     for (const auto& [key, value] : p->params.flatten()) v.keys.insert(key);
+    // The host's keys; "rank" labels each rank's records in a multi-process run.
     for (const char* key : {"precision", "seed", "device", "measure.warmup_steps", "measure.measured_steps",
-                            "measure.sync_each_step"})
+                            "measure.sync_each_step", "rank"})
       v.keys.insert(key);
     if (seen_tasks.insert(p->task).second) {
       const PluginManifest* m = registry.find(PluginKind::Task, p->task);
       if (m == nullptr || !m->labels) v.labels_known = false;
       else v.keys.insert(m->labels->begin(), m->labels->end());
-      if (m == nullptr || !m->metrics) v.metrics_known = false;
-      else v.metrics.insert(m->metrics->begin(), m->metrics->end());
     }
+    if (const auto metrics = declared_metrics(p->task, p->params, registry)) v.metrics.insert(metrics->begin(), metrics->end());
+    else v.metrics_known = false;
     for (const Params& profiler : p->profilers) {
       if (!seen_profilers.insert(profiler.plugin_name()).second) continue;
       const PluginManifest* m = registry.find(PluginKind::Profiler, profiler.plugin_name());
@@ -146,6 +160,15 @@ void validate_report_spec(const Experiment& exp, const std::vector<Point>& point
 }
 
 }  // namespace
+
+std::optional<std::set<std::string>> declared_metrics(const std::string& task, const Params& params,
+                                                      const PluginRegistry& registry) {
+  const PluginManifest* m = registry.find(PluginKind::Task, task);
+  if (m == nullptr || !m->metrics) return std::nullopt;
+  std::set<std::string> metrics(m->metrics->begin(), m->metrics->end());
+  add_nested_metrics(params, *m, registry, metrics);
+  return metrics;
+}
 
 void validate_report(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry) {
   const YAML::Node report_node = exp.document["report"];

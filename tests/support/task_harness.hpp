@@ -2,12 +2,14 @@
 // (options resolved with defaults, plugin created through the registry), and
 // read metrics back. Plugin test targets have tests/support on their include path.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "registry.hpp"
+#include "report_check.hpp"
 #include "runner/task.hpp"
 #include "validate.hpp"
 
@@ -25,7 +27,24 @@ class TaskTest : public ::testing::Test {
     auto instance = ctx.create<Task>(PluginKind::Task, params);
     RecordList out;
     instance->run(ctx, params, out);
+    expect_declared(task, params, out.records);
     return out.records;
+  }
+
+  // What the task emitted is what its manifest declares (when it declares it): report
+  // specs are checked against the declarations before a run.
+  void expect_declared(const std::string& task, const Params& params, const std::vector<Record>& records) {
+    const auto metrics = declared_metrics(task, params, registry);
+    const PluginManifest* manifest = registry.find(PluginKind::Task, task);
+    for (const Record& r : records) {
+      for (const auto& [name, metric] : r.metrics)
+        EXPECT_TRUE(!metrics || metrics->count(name)) << task << " records metric '" << name
+                                                      << "', which its manifest does not declare";
+      if (manifest == nullptr || !manifest->labels) continue;
+      for (const auto& [key, value] : r.labels)
+        EXPECT_NE(std::find(manifest->labels->begin(), manifest->labels->end(), key), manifest->labels->end())
+            << task << " records label '" << key << "', which its manifest does not declare";
+    }
   }
 
   // The one record a single-record task emits.

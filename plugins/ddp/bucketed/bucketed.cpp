@@ -193,6 +193,8 @@ runner::PluginManifest make_manifest() {
   m.version = "1";
   m.description = "gradients as views into buckets; a bucket's async all-reduce starts when its last gradient is ready";
   m.options = {runner::opt_float("bucket_size_mb", 25.0, "largest bucket in MiB (a larger parameter gets its own)")};
+  // What report() adds to the train step's record.
+  m.metrics = std::vector<std::string>{"buckets", "collectives_per_step"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<BucketedDdp>(p.number("bucket_size_mb"));
   };

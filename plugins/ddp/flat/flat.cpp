@@ -40,6 +40,8 @@ runner::PluginManifest make_manifest() {
   m.name = "flat";
   m.version = "1";
   m.description = "one all-reduce of all gradients flattened into one buffer, after backward";
+  // What report() adds to the train step's record.
+  m.metrics = std::vector<std::string>{"collectives_per_step"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<FlatDdp>();
   };

@@ -30,6 +30,8 @@ runner::PluginManifest make_manifest() {
   m.name = "naive";
   m.version = "1";
   m.description = "one blocking all-reduce per parameter gradient after backward";
+  // What report() adds to the train step's record.
+  m.metrics = std::vector<std::string>{"collectives_per_step"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<NaiveDdp>();
   };

@@ -108,6 +108,8 @@ runner::PluginManifest make_manifest() {
   m.name = "overlap";
   m.version = "1";
   m.description = "per-parameter async all-reduce launched from gradient hooks, overlapping backward";
+  // What report() adds to the train step's record.
+  m.metrics = std::vector<std::string>{"collectives_per_step"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<OverlapDdp>();
   };

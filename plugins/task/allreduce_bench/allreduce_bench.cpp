@@ -73,6 +73,8 @@ runner::PluginManifest make_manifest() {
       runner::opt_float("size_mb", 1.0, "tensor size in MB (10^6 bytes) of float32"),
       runner::opt_enum("backend", {"gloo", "nccl"}, "gloo", "gloo: CPU tensors; nccl: the rank's GPU"),
   };
+  m.metrics = std::vector<std::string>{"time_ms", "algbw_gbps", "busbw_gbps", "bytes"};
+  m.labels = std::vector<std::string>{"processes", "impl"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<AllreduceBench>();
   };

@@ -265,6 +265,16 @@ runner::PluginManifest make_manifest() {
       runner::opt_bool("check_against_naive", false,
                        "also record relative errors of out, dq, dk, dv against attention/naive in fp32"),
   };
+  m.metrics = std::vector<std::string>{
+      "forward_ms", "backward_ms", "forward_backward_ms", "step_ms", "wall_ms", "forward_tflops", "fwd_bwd_ms",
+      "fwd_bwd_tflops", "backward_tflops", "mechanism",
+      "memory_before_backward_bytes", "memory_before_backward_gib", "saved_by_forward_bytes", "saved_by_forward_gib",
+      "peak_memory_bytes", "peak_memory_gib",
+      "analytic_attention_matrix_bytes", "analytic_attention_matrix_gib", "analytic_naive_saved_bytes",
+      "analytic_naive_saved_gib", "analytic_naive_forward_peak_bytes", "analytic_naive_forward_peak_gib",
+      "analytic_naive_backward_peak_bytes", "analytic_naive_backward_peak_gib",
+      "error_out", "error_dq", "error_dk", "error_dv", "error_max_grad", "error_max", "nan_in_output"};
+  m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<AttentionBench>();
   };

@@ -149,6 +149,9 @@ runner::PluginManifest make_manifest() {
       runner::opt_bool("split_groups", false, "add the second half of the parameters with add_param_group"),
       runner::opt_float("tolerance", 1e-6, "largest relative error accepted"),
   };
+  m.metrics = std::vector<std::string>{"relative_error", "max_parameter_relative_error", "worst_parameter", "ranks",
+                                       "optimizer_state_bytes", "reference_optimizer_state_bytes"};
+  m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<DdpCheck>();
   };

@@ -276,6 +276,14 @@ runner::PluginManifest make_manifest() {
                        "capture the whole step (forward, backward, optimizer) in one CUDA graph and replay it; "
                        "one phase 'graph'; needs a capturable optimizer (adamw impl: fused); ignored on CPU"),
   };
+  // The step's record (phases by mode; with ddp also its strategy's metrics, which that
+  // plugin declares), and with memory_breakdown one record per `moment`.
+  m.metrics = std::vector<std::string>{
+      "forward_ms", "backward_ms", "communication_ms", "optimizer_ms", "graph_ms", "step_ms", "wall_ms",
+      "tokens_per_s", "parameters", "collective_ms", "comm_share", "exposed_comm_share", "world_size",
+      "optimizer_state_gib", "peak_memory_bytes", "peak_memory_gib", "loss_first", "loss_last",
+      "parameters_gib", "gradients_gib", "other_gib", "allocated_gib", "peak_gib"};
+  m.labels = std::vector<std::string>{"moment"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<TrainStep>();
   };
