@@ -42,7 +42,40 @@ std::string range_text(const OptionSpec& o) {
   return s.str();
 }
 
+// "int, >= 1", "one of fp32|bf16|fp16", "model plugin".
+std::string type_text(const OptionSpec& o, const std::string& choice_separator) {
+  std::string type = to_string(o.type);
+  if (o.type == OptionType::Enum) {
+    type = "one of ";
+    for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? choice_separator : "") + o.choices[i];
+  } else if (o.type == OptionType::Plugin) {
+    type = std::string(to_string(o.plugin_kind)) + " plugin";
+  }
+  return type + range_text(o);
+}
+
+// A Markdown table cell: '|' would end the cell, a line break the row.
+std::string cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string option_table(const PluginManifest& manifest) {
+  if (manifest.options.empty()) return "";
+  std::string table = "| option | type | default | meaning |\n|---|---|---|---|\n";
+  for (const OptionSpec& o : manifest.options)
+    table += "| " + cell(o.name) + " | " + cell(type_text(o, ", ")) + " | " +
+             cell(o.default_value.empty() ? "(required)" : o.default_value.to_string()) + " | " + cell(o.help) +
+             " |\n";
+  return table;
+}
 
 std::string runner_version() { return RUNNER_VERSION; }
 
@@ -56,25 +89,22 @@ void list_plugins(const PluginRegistry& registry, std::ostream& out) {
   for (const auto& e : registry.load_errors()) out << "skipped " << e.file.string() << ": " << e.message << "\n";
 }
 
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out) {
+bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out, bool markdown) {
   const auto slash = what.find('/');
   PluginKind kind;
   if (slash == std::string::npos || !parse_plugin_kind(what.substr(0, slash), kind)) return false;
   const PluginManifest* m = registry.find(kind, what.substr(slash + 1));
   if (m == nullptr) return false;
+  if (markdown) {
+    out << option_table(*m);
+    return true;
+  }
   out << what << " " << m->version << ": " << m->description << "\n";
   if (m->options.empty()) out << "  (no options)\n";
   for (const OptionSpec& o : m->options) {
-    std::string type = to_string(o.type);
-    if (o.type == OptionType::Enum) {
-      type = "one of ";
-      for (size_t i = 0; i < o.choices.size(); ++i) type += (i ? "|" : "") + o.choices[i];
-    } else if (o.type == OptionType::Plugin) {
-      type = std::string(to_string(o.plugin_kind)) + " plugin";
-    }
-    type += range_text(o);
     const std::string def = o.default_value.empty() ? "(required)" : "default " + o.default_value.to_string();
-    out << "  " << std::left << std::setw(20) << o.name << " " << type << ", " << def << "\n      " << o.help << "\n";
+    out << "  " << std::left << std::setw(20) << o.name << " " << type_text(o, "|") << ", " << def << "\n      "
+        << o.help << "\n";
   }
   auto names = [](const std::vector<std::string>& list) {
     std::string s;

@@ -8,14 +8,21 @@
 namespace runner {
 
 class PluginRegistry;
+struct PluginManifest;
 
 // "0.1.0": the project version this runner was built from.
 std::string runner_version();
 
 // Columns sized to the longest entry; skipped files after the plugins, with why.
 void list_plugins(const PluginRegistry& registry, std::ostream& out);
-// `what` is "<kind>/<name>"; returns false if there is no such plugin.
-bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out);
+// `what` is "<kind>/<name>"; returns false if there is no such plugin. With `markdown`
+// only the option table of the plugin's README.
+bool describe_plugin(const PluginRegistry& registry, const std::string& what, std::ostream& out,
+                     bool markdown = false);
+// The options as the Markdown table of the plugin's README (option, type, default,
+// meaning); "" for a plugin without options. Generated, so README and manifest agree
+// (scripts/plugin_readme_tables.py writes it into every README; a test compares).
+std::string option_table(const PluginManifest& manifest);
 // "; did you mean 'task/train_step'?" for a `what` that names no plugin.
 std::string plugin_suggestion(const PluginRegistry& registry, const std::string& what);
 // One line per *.yaml of `dir`: file, experiment name, points, description. A file

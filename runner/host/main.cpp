@@ -54,9 +54,10 @@ const Command kCommands[] = {
      "were skipped and why (not a plugin, another plugin API, LibTorch or C++ ABI, a throwing manifest).\n"
      "Search path: the build's plugins/, then $RUNNER_PLUGIN_PATH (colon-separated), then --plugin-path.\n"},
     {"describe",
-     "usage: runner describe <kind>/<name>     e.g. runner describe task/device_ceilings\n"
+     "usage: runner describe <kind>/<name> [--markdown]     e.g. runner describe task/device_ceilings\n"
      "Prints a plugin's options (type, allowed range, default, meaning) and the metrics and labels\n"
-     "its records carry (what report tables can name).\n"},
+     "its records carry (what report tables can name). --markdown: only the options, as the table\n"
+     "of the plugin's README (scripts/plugin_readme_tables.py writes it there).\n"},
     {"report",
      "usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--spec FILE] [--pdf]\n"
      "       runner report --pdf [--reports DIR]\n"
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
       ("history", po::value<std::string>(), "history database for this run, or off (default: RUNNER_HISTORY, the experiment's history:, ~/.local/share/runner/history.sqlite)")
       ("plugin-path", po::value<std::vector<std::string>>()->composing(), "extra plugin directory (repeatable)")
       ("backend", po::value<std::string>(), "multi-process runs: auto (nccl for CUDA, gloo for CPU), gloo or nccl")
-      ("nproc-per-node", po::value<int>(), "runner launch: number of local ranks");
+      ("nproc-per-node", po::value<int>(), "runner launch: number of local ranks")
+      ("markdown", "runner describe: print the options as the Markdown table of the plugin's README");
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and arguments");
   po::options_description all;
@@ -197,7 +199,7 @@ int main(int argc, char** argv) {
     if (command == "describe") {
       if (args.size() != 2)
         throw runner::ConfigError("runner describe: expected <kind>/<name>, e.g. task/device_ceilings");
-      if (!runner::describe_plugin(registry, args[1], std::cout))
+      if (!runner::describe_plugin(registry, args[1], std::cout, vm.count("markdown") > 0))
         throw runner::ConfigError("runner describe: no plugin '" + args[1] + "'" +
                                   runner::plugin_suggestion(registry, args[1]) + " (see `runner plugins`)");
       return 0;
