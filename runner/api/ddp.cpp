@@ -104,15 +104,20 @@ const std::vector<torch::Tensor>& BlockingDataParallel::parameters_with_gradient
   return params_;
 }
 
-void BlockingDataParallel::allreduce_mean(const at::Tensor& tensor) {
-  const bool avg = backend_averages(dist_);
+c10::intrusive_ptr<c10d::Work> allreduce_mean(const at::Tensor& tensor, const Distributed& dist,
+                                              CollectiveClock& clock) {
+  const bool avg = backend_averages(dist);
   std::vector<at::Tensor> one = {tensor};
+  if (!avg) one[0].div_(dist.world_size);
   c10d::AllreduceOptions opts;
   opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
-  auto work = dist_.group->allreduce(one, opts);
-  clock_->launched(work, static_cast<std::int64_t>(tensor.nbytes()));
-  work->wait();
-  if (!avg) one[0].div_(dist_.world_size);
+  auto work = dist.group->allreduce(one, opts);
+  clock.launched(work, static_cast<std::int64_t>(tensor.nbytes()));
+  return work;
+}
+
+void BlockingDataParallel::allreduce_mean(const at::Tensor& tensor) {
+  runner::allreduce_mean(tensor, dist_, *clock_)->wait();
 }
 
 }  // namespace runner

@@ -27,6 +27,7 @@
 
 #include <optional>
 
+#include "bucket_assignment.hpp"
 #include "runner/ddp.hpp"
 
 namespace {
@@ -38,7 +39,6 @@ struct Bucket {
   std::vector<size_t> params;  // indices into BucketedDdp::params_
   int pending = 0;             // gradients not yet ready this step
   bool ready = false;
-  bool launched = false;
   c10::intrusive_ptr<c10d::Work> work;
 };
 
@@ -85,7 +85,7 @@ class BucketedDdp : public runner::DataParallel {
   void prepare_for_backward() override {
     for (auto& b : buckets_) {
       b.pending = static_cast<int>(b.params.size());
-      b.ready = b.launched = false;
+      b.ready = false;
       b.work.reset();
     }
     next_bucket_ = 0;
@@ -123,23 +123,8 @@ class BucketedDdp : public runner::DataParallel {
  private:
   void build_buckets() {
     bucket_of_.assign(params_.size(), 0);
-    std::vector<std::vector<size_t>> groups;
-    double bytes = 0;
-    for (size_t k = params_.size(); k-- > 0;) {
-      const torch::Tensor& p = params_[k];
-      const double n = static_cast<double>(p.nbytes());
-      const bool fits = !groups.empty() && bytes + n <= bucket_bytes_ &&
-                        params_[groups.back().front()].dtype() == p.dtype() &&
-                        params_[groups.back().front()].device() == p.device();
-      if (!fits) {
-        groups.emplace_back();
-        bytes = 0;
-      }
-      groups.back().push_back(k);
-      bytes += n;
-    }
     views_.resize(params_.size());
-    for (const auto& members : groups) {
+    for (const auto& members : ddp_bucketed::bucket_assignment(params_, bucket_bytes_)) {
       Bucket b;
       std::int64_t numel = 0;
       for (size_t k : members) numel += params_[k].numel();
@@ -164,14 +149,7 @@ class BucketedDdp : public runner::DataParallel {
 
   void launch(size_t index) {
     Bucket& b = buckets_[index];
-    b.launched = true;
-    const bool avg = runner::backend_averages(dist_);
-    if (!avg) b.flat.div_(dist_.world_size);
-    std::vector<at::Tensor> one = {b.flat};
-    c10d::AllreduceOptions opts;
-    opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
-    b.work = dist_.group->allreduce(one, opts);
-    clock_->launched(b.work, static_cast<std::int64_t>(b.flat.nbytes()));
+    b.work = runner::allreduce_mean(b.flat, dist_, *clock_);
   }
 
   double bucket_bytes_;

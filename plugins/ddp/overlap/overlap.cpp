@@ -82,15 +82,7 @@ class OverlapDdp : public runner::DataParallel {
  private:
   void launch(size_t index) {
     launched_[index] = true;
-    torch::Tensor grad = params_[index].grad();
-    const bool avg = runner::backend_averages(dist_);
-    if (!avg) grad.div_(dist_.world_size);
-    std::vector<at::Tensor> one = {grad};
-    c10d::AllreduceOptions opts;
-    opts.reduceOp = avg ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM;
-    auto work = dist_.group->allreduce(one, opts);
-    clock_->launched(work, static_cast<std::int64_t>(grad.nbytes()));
-    works_.push_back(std::move(work));
+    works_.push_back(runner::allreduce_mean(params_[index].grad(), dist_, *clock_));
   }
 
   runner::Distributed dist_;

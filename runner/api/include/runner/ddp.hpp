@@ -66,8 +66,7 @@ class NoSync {
   bool previous_;
 };
 
-// NCCL averages inside the collective (ReduceOp::AVG); Gloo has no AVG, so with
-// Gloo the caller divides by the world size and sums.
+// NCCL averages inside the collective (ReduceOp::AVG); Gloo has none (allreduce_mean).
 inline bool backend_averages(const Distributed& dist) { return dist.backend == "nccl"; }
 
 // Throws "<plugin>: needs 2 or more ranks ..." for a single-process context.
@@ -95,6 +94,14 @@ class CollectiveClock {
   std::vector<std::shared_ptr<Pending>> pending_;
   CommunicationStats done_;
 };
+
+// Starts the all-reduce that leaves in `tensor` its mean over the ranks: NCCL's AVG,
+// or, where the backend has no AVG (Gloo), a SUM of tensor / world_size, divided
+// before the collective so that the tensor holds the mean as soon as the work
+// completes (no step after the wait, which an asynchronous caller could not take).
+// `clock` times the collective. Every strategy reduces through this one function.
+c10::intrusive_ptr<c10d::Work> allreduce_mean(const at::Tensor& tensor, const Distributed& dist,
+                                              CollectiveClock& clock);
 
 // Base of the strategies that synchronize after backward with blocking collectives
 // (ddp/naive, ddp/flat): attach() keeps the trainable parameters, copies rank 0's

@@ -1,0 +1,19 @@
+// Which parameters share a bucket (ddp/bucketed's layout; PyTorch's reducer calls
+// its version compute_bucket_assignment_by_size).
+//
+// Parameters are taken in reverse order, since backward produces the last layers'
+// gradients first, so buckets fill (and launch) in the order gradients arrive. A
+// bucket holds consecutive parameters up to `bucket_bytes` in all; a parameter larger
+// than that gets a bucket of its own, and a change of dtype or device starts a new
+// bucket (one flat tensor holds a bucket). Returns each bucket's parameter indices.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace ddp_bucketed {
+
+std::vector<std::vector<std::size_t>> bucket_assignment(const std::vector<at::Tensor>& params, double bucket_bytes);
+
+}  // namespace ddp_bucketed
