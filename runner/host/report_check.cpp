@@ -31,6 +31,23 @@ void add_nested_metrics(const Params& params, const PluginManifest& manifest, co
   }
 }
 
+// "<prefix><option>" for every option of the plugins that may fill the nested plugin
+// options of `options` (any attention plugin's options for a task's `attention`), so
+// a key such as attention.kernel stays valid where the points at hand (a --smoke
+// sweep, say) use another plugin of that kind.
+void add_nested_option_keys(const std::vector<OptionSpec>& options, const std::string& prefix,
+                            const PluginRegistry& registry, int depth, std::set<std::string>& keys) {
+  if (depth > 3) return;
+  for (const OptionSpec& option : options) {
+    if (option.type != OptionType::Plugin) continue;
+    for (const auto& plugin : registry.plugins()) {
+      if (plugin.manifest->kind != option.plugin_kind) continue;
+      for (const OptionSpec& nested : plugin.manifest->options) keys.insert(prefix + option.name + "." + nested.name);
+      add_nested_option_keys(plugin.manifest->options, prefix + option.name + ".", registry, depth + 1, keys);
+    }
+  }
+}
+
 Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRegistry& registry) {
   Vocabulary v;
   std::set<std::string> seen_tasks, seen_profilers;
@@ -44,6 +61,7 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
       const PluginManifest* m = registry.find(PluginKind::Task, p->task);
       if (m == nullptr || !m->labels) v.labels_known = false;
       else v.keys.insert(m->labels->begin(), m->labels->end());
+      if (m != nullptr) add_nested_option_keys(m->options, "", registry, 0, v.keys);
     }
     if (const auto metrics = declared_metrics(p->task, p->params, registry)) v.metrics.insert(metrics->begin(), metrics->end());
     else v.metrics_known = false;
