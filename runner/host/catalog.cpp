@@ -32,14 +32,20 @@ void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostre
   }
 }
 
+// Whole numbers in full (1048576, not 1.04858e+06), others as the stream prints them.
+std::string bound_text(double bound) {
+  if (std::abs(bound) < 1e15 && bound == std::floor(bound)) return std::to_string(static_cast<long long>(bound));
+  std::ostringstream s;
+  s << bound;
+  return s.str();
+}
+
 std::string range_text(const OptionSpec& o) {
   const bool lo = std::isfinite(o.min_value), hi = std::isfinite(o.max_value);
-  if (!lo && !hi) return "";
-  std::ostringstream s;
-  if (lo && hi) s << ", " << o.min_value << ".." << o.max_value;
-  else if (lo) s << ", >= " << o.min_value;
-  else s << ", <= " << o.max_value;
-  return s.str();
+  if (lo && hi) return ", " + bound_text(o.min_value) + ".." + bound_text(o.max_value);
+  if (lo) return ", >= " + bound_text(o.min_value);
+  if (hi) return ", <= " + bound_text(o.max_value);
+  return "";
 }
 
 // "int, >= 1", "one of fp32|bf16|fp16", "model plugin".
