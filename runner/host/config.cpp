@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {
     "experiment", "description", "device", "seed", "precision", "measure", "profilers",
-    "task",       "params",      "sweep",  "parts", "smoke",    "report", "history", "processes"};
+    "task",       "params",      "sweep",  "parts", "smoke",    "report", "history", "processes", "include"};
 const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
                                             "measure", "precision", "seed",     "profilers",
                                             "description", "enabled"};
@@ -101,6 +101,162 @@ void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const s
   }
 }
 
+
+// ---- include: one experiment file over others ----------------------------------
+// `include: base.yaml` (or a list, merged in order, each path relative to the including
+// file) puts this document over the included ones: maps merge key by key, lists of maps
+// that all carry a `name` (parts) or an `id` (reports) merge entry by entry (new entries
+// are appended), any other value replaces the included one.
+
+std::string text_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string() + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const YAML::Node* find_key(const YAML::Node& map, const std::string& key, YAML::Node& holder) {
+  for (const auto& kv : map)
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) {
+      holder.reset(kv.second);
+      return &holder;
+    }
+  return nullptr;
+}
+
+// "name" or "id" when every entry of both lists is a map carrying it, else "".
+std::string entry_key(const YAML::Node& a, const YAML::Node& b) {
+  for (const char* key : {"name", "id"}) {
+    bool all = a.size() + b.size() > 0;
+    for (const YAML::Node* list : {&a, &b})
+      for (const auto& item : *list) all = all && item.IsMap() && item[key] && item[key].IsScalar();
+    if (all) return key;
+  }
+  return "";
+}
+
+YAML::Node merge_over(const YAML::Node& base, const YAML::Node& top) {
+  if (base.IsMap() && top.IsMap()) {
+    YAML::Node out(YAML::NodeType::Map);
+    YAML::Node holder;
+    for (const auto& kv : base) {
+      bool overridden = false;
+      for (const auto& t : top)
+        if (t.first.IsScalar() && kv.first.IsScalar() && t.first.Scalar() == kv.first.Scalar()) {
+          out[t.first] = merge_over(kv.second, t.second);
+          overridden = true;
+          break;
+        }
+      if (!overridden) out[kv.first] = kv.second;
+    }
+    for (const auto& t : top)
+      if (!t.first.IsScalar() || !find_key(base, t.first.Scalar(), holder)) out[t.first] = t.second;
+    return out;
+  }
+  if (base.IsSequence() && top.IsSequence()) {
+    const std::string key = entry_key(base, top);
+    if (key.empty()) return top;
+    YAML::Node out(YAML::NodeType::Sequence);
+    std::vector<bool> used(top.size(), false);
+    for (const auto& item : base) {
+      YAML::Node merged = item;
+      for (size_t i = 0; i < top.size(); ++i)
+        if (!used[i] && top[i][key].Scalar() == item[key].Scalar()) {
+          merged = merge_over(item, top[i]);
+          used[i] = true;
+          break;
+        }
+      out.push_back(merged);
+    }
+    for (size_t i = 0; i < top.size(); ++i)
+      if (!used[i]) out.push_back(top[i]);
+    return out;
+  }
+  return top;
+}
+
+std::string chain_text(const std::vector<std::filesystem::path>& chain, const std::filesystem::path& last) {
+  std::string out;
+  for (const auto& f : chain) out += f.filename().string() + " -> ";
+  return out + last.filename().string();
+}
+
+// `doc` (read from `file`) with its includes resolved, recursively; `chain` holds the files
+// being resolved (a file that includes itself, directly or not, is refused).
+YAML::Node resolve_includes(const YAML::Node& doc, const std::filesystem::path& file, SourceMap& source,
+                            std::vector<std::filesystem::path>& chain) {
+  if (!doc.IsMap()) return doc;
+  YAML::Node holder;
+  const YAML::Node* include = find_key(doc, "include", holder);
+  if (include == nullptr) return doc;
+  const SourceMap here{file.string(), {}, {}};
+  std::vector<YAML::Node> entries;
+  if (include->IsScalar()) {
+    entries.push_back(*include);
+  } else if (include->IsSequence() && include->size() > 0) {
+    for (const auto& e : *include) entries.push_back(e);
+  }
+  for (const auto& e : entries)
+    if (!e.IsScalar() || e.Scalar().empty()) entries.clear();
+  if (entries.empty())
+    throw ConfigError(here.where(*include, "include") +
+                      ": include: expected a file name or a list of them, relative to this file (e.g. "
+                      "include: ddp_benchmarking.yaml)");
+  YAML::Node merged;
+  for (const auto& entry : entries) {
+    const std::filesystem::path target =
+        std::filesystem::weakly_canonical(file.parent_path() / entry.Scalar());
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(target, ec))
+      throw ConfigError(here.where(entry, "include") + ": include: no file '" + entry.Scalar() + "' next to " +
+                        file.filename().string() + " (" + target.string() + ")");
+    if (std::find(chain.begin(), chain.end(), target) != chain.end())
+      throw ConfigError(here.where(entry, "include") + ": include: cycle " + chain_text(chain, target) +
+                        "; a file cannot include itself, directly or through another");
+    const YAML::Node base = parse_yaml(text_of(target), target.string());
+    if (!base.IsMap())
+      throw ConfigError(target.string() + ": included by " + here.where(entry, "include") +
+                        ": expected a map of experiment keys");
+    SourceMap base_source{target.string(), {}, {}};
+    size_t visited = 0;
+    reject_duplicate_keys(base, base_source, "", visited);
+    source.included.push_back({base, target.string()});
+    chain.push_back(target);
+    const YAML::Node resolved = resolve_includes(base, target, source, chain);
+    chain.pop_back();
+    merged = merged.IsDefined() && !merged.IsNull() ? merge_over(merged, resolved) : resolved;
+  }
+  YAML::Node own(YAML::NodeType::Map);
+  for (const auto& kv : doc)
+    if (!(kv.first.IsScalar() && kv.first.Scalar() == "include")) own[kv.first] = kv.second;
+  return merge_over(merged, own);
+}
+
+
+// A report entry marked `enabled: false` (a file over a base that writes several reports
+// keeps only its own) is left out of the document before anything reads it.
+void drop_disabled_reports(YAML::Node& doc, const SourceMap& source) {
+  const YAML::Node list = doc["report"];
+  if (!list || !list.IsSequence()) return;
+  YAML::Node kept(YAML::NodeType::Sequence);
+  for (const auto& entry : list) {
+    bool on = true;
+    if (entry.IsMap() && entry["enabled"]) {
+      if (!entry["enabled"].IsScalar() || !YAML::convert<bool>::decode(entry["enabled"], on))
+        throw ConfigError(source.where(entry["enabled"], "report.enabled") + ": report.enabled: expected true or false");
+      YAML::Node copy(YAML::NodeType::Map);
+      for (const auto& kv : entry)
+        if (kv.first.Scalar() != "enabled") copy[kv.first] = kv.second;
+      if (on) kept.push_back(copy);
+      continue;
+    }
+    kept.push_back(entry);
+  }
+  if (kept.size() == 0)
+    throw ConfigError(source.where(list, "report") + ": report: every entry has enabled: false; enable one or drop report:");
+  doc["report"] = kept;
+}
 }  // namespace
 
 YAML::Node plain_copy(const YAML::Node& node) {
@@ -225,11 +381,7 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
 }
 
 YAML::Node load_yaml_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string() + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_yaml(text.str(), file.string());
+  return parse_yaml(text_of(file), file.string());
 }
 
 Experiment load_experiment_text(const std::string& text, const std::filesystem::path& file,
@@ -244,6 +396,13 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
   size_t visited = 0;
   reject_duplicate_keys(exp.document, exp.source, "", visited);
   check_keys(exp.document, kTopLevelKeys, exp.source, "");
+  std::vector<std::filesystem::path> chain = {std::filesystem::weakly_canonical(file)};
+  exp.document = resolve_includes(exp.document, file, exp.source, chain);
+  if (!exp.source.included.empty()) {
+    visited = 0;
+    reject_duplicate_keys(exp.document, exp.source, "", visited);
+    check_keys(exp.document, kTopLevelKeys, exp.source, "");
+  }
   if (smoke) {
     const YAML::Node s = exp.document["smoke"];
     if (!s) throw ConfigError(file.string() + ": --smoke given but the experiment has no 'smoke:' overrides");
@@ -280,6 +439,7 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
     reject_duplicate_keys(exp.document, exp.source, "", visited);
   }
   check_keys(exp.document, kTopLevelKeys, exp.source, "");
+  drop_disabled_reports(exp.document, exp.source);
   const YAML::Node name = exp.document["experiment"];
   if (!name || !name.IsScalar())
     throw ConfigError(file.string() + ": experiment: missing; add 'experiment: <name>' at the top");

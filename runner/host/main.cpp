@@ -3,6 +3,7 @@
 // re-render reports. history, compare and schedule never reach it.
 #include <cstdlib>
 #include <iostream>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 
@@ -11,6 +12,7 @@
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report/run_reports.hpp"
+#include "report_check_committed.hpp"
 #include "stderr_line.hpp"
 #include "sweep.hpp"
 #include "validate.hpp"
@@ -30,6 +32,7 @@ const char* kUsage =
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
     "       runner report <run-dir>...     re-render a run's tables and figures from its stored records\n"
     "       runner report --pdf            build reports/writeup.pdf (latexmk) from the rendered reports\n"
+    "       runner report --check          fail when a committed report differs from its records' rendering\n"
     "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
     "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
     "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n"
@@ -61,6 +64,7 @@ const Command kCommands[] = {
     {"report",
      "usage: runner report <run-dir> [<run-dir>...] [--reports DIR] [--spec FILE] [--pdf]\n"
      "       runner report --pdf [--reports DIR]\n"
+     "       runner report --check [--reports DIR]   (re-renders every committed report; fails on a stale one)\n"
      "Re-renders the tables and figures of a run from its stored config.yaml and results.jsonl,\n"
      "without re-running. Writes into <run-dir>/reports/ unless --reports names another directory (e.g.\n"
      "--reports reports to update the project's committed reports). A truncated last record (a killed\n"
@@ -117,6 +121,7 @@ int main(int argc, char** argv) {
       ("out,o", po::value<std::string>(), "run directory, new or empty (default runs/<experiment>/<UTC time>)")
       ("reports", po::value<std::string>(), "also write reports into this directory (e.g. reports)")
       ("pdf", "runner report: build <reports>/writeup.pdf with latexmk")
+      ("check", "runner report: re-render every committed report into a scratch copy; fail on any difference")
       ("spec", po::value<std::string>(), "runner report: render with this experiment file's report: spec")
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
@@ -164,6 +169,17 @@ int main(int argc, char** argv) {
     if (command == "list") {
       if (args.size() > 2) throw runner::ConfigError("runner list: expected at most one directory");
       return runner::list_experiments(args.size() == 2 ? args[1] : "experiments", std::cout) ? 2 : 0;
+    }
+    if (command == "report" && vm.count("check")) {
+      if (args.size() > 1) throw runner::ConfigError("runner report --check: takes no run directory (it checks every committed report)");
+      const std::filesystem::path reports_dir = vm.count("reports") ? vm["reports"].as<std::string>() : "reports";
+      const std::filesystem::path scratch = std::filesystem::temp_directory_path() /
+                                            ("runner-report-check-" + std::to_string(::getpid()));
+      const int code = runner::check_committed_reports(reports_dir, reports_dir.parent_path().empty()
+                                                                        ? std::filesystem::path("experiments")
+                                                                        : reports_dir.parent_path() / "experiments",
+                                                       scratch, std::cout);
+      return code;
     }
     if (command == "report") {
       const bool pdf = vm.count("pdf") > 0;
@@ -224,6 +240,7 @@ int main(int argc, char** argv) {
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
     if (vm.count("pdf")) throw runner::ConfigError("--pdf belongs to `runner report` (runner report --help)");
+    if (vm.count("check")) throw runner::ConfigError("--check belongs to `runner report` (runner report --help)");
     if (vm.count("spec")) throw runner::ConfigError("--spec belongs to `runner report` (runner report --help)");
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
     if (vm.count("history")) options.history = vm["history"].as<std::string>();

@@ -42,6 +42,10 @@ PointOutcome run_task(const Point& point, Context& ctx, std::vector<ActiveProfil
   PointOutcome outcome;
   try {
     at::manual_seed(ctx.dist.rank_seed(point.seed));
+    // A point's "peak since the last reset" starts with the point, not with the peak the
+    // previous point left behind (optimizer_state_sharding_accounting's after_init read 39.46
+    // GiB, the unsharded point's peak, before this reset).
+    reset_peak_memory(ctx.device);
     for (const Params& p : point.profilers)
       profilers.push_back({p.plugin_name(), ctx.create<Profiler>(PluginKind::Profiler, p)});
     for (auto& p : profilers) {

@@ -218,12 +218,34 @@ Params resolve_impl(const YAML::Node& maybe_node, const std::vector<OptionSpec>&
 
 }  // namespace
 
+namespace {
+// Whether `node` is `tree` or one of its keys or values (same node, not an equal one).
+bool holds_node(const YAML::Node& tree, const YAML::Node& node, size_t depth = 0) {
+  if (tree.is(node)) return true;
+  if (depth > 64) return false;
+  if (tree.IsMap()) {
+    for (const auto& kv : tree)
+      if (holds_node(kv.first, node, depth + 1) || holds_node(kv.second, node, depth + 1)) return true;
+  } else if (tree.IsSequence()) {
+    for (const auto& item : tree)
+      if (holds_node(item, node, depth + 1)) return true;
+  }
+  return false;
+}
+}  // namespace
+
 std::string SourceMap::where(const YAML::Node& node, const std::string& path) const {
   for (const auto& [p, origin] : overridden)
     if (path == p || path.rfind(p + ".", 0) == 0 || p.rfind(path + ".", 0) == 0) return origin;
   if (node.IsDefined()) {
     const YAML::Mark mark = node.Mark();
-    if (mark.line >= 0) return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    std::string origin = file;
+    for (const auto& [tree, included_file] : included)
+      if (holds_node(tree, node)) {
+        origin = included_file;
+        break;
+      }
+    if (mark.line >= 0) return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
   }
   return file;
 }

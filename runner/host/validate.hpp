@@ -20,6 +20,9 @@ class PluginRegistry;
 struct SourceMap {
   std::string file;                                // the experiment file
   std::map<std::string, std::string> overridden;  // dotted path -> "--set a.b=c"
+  // Documents read through `include:` and their files: a node found in one of them is
+  // reported at its own file's line and column.
+  std::vector<std::pair<YAML::Node, std::string>> included;
   std::string where(const YAML::Node& node, const std::string& path) const;
 };
 

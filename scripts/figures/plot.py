@@ -58,13 +58,17 @@ def series_styles(panel):
         if tuple(parts[1:]) not in rests:
             rests.append(tuple(parts[1:]))
     styles = []
+    # Up to ten lines each get a colour of their own (on top of the style), so lines that
+    # differ only in a later key (Gloo on 2, 4 and 6 ranks) never share one.
+    own_colours = len(panel["series"]) <= len(COLOURS)
     for i, s in enumerate(panel["series"]):
         parts = s.get("parts") or [s["label"]]
         if len(rests) <= 1:
             styles.append((COLOURS[i % len(COLOURS)], "-", "o"))
         else:
             line, marker = STYLES[rests.index(tuple(parts[1:])) % len(STYLES)]
-            styles.append((COLOURS[firsts.index(parts[0]) % len(COLOURS)], line, marker))
+            colour = COLOURS[i] if own_colours else COLOURS[firsts.index(parts[0]) % len(COLOURS)]
+            styles.append((colour, line, marker))
     return styles
 
 
@@ -125,16 +129,33 @@ def draw(figure):
             ax.yaxis.set_major_formatter(plain)
             ax.yaxis.set_minor_formatter(plain if ax.get_ylim()[1] / ax.get_ylim()[0] < 100 else
                                          matplotlib.ticker.NullFormatter())
+        elif all(p["y"] >= 0 for s in panel["series"] for p in s["points"]):
+            # A linear axis starts at zero, so heights compare; headroom for error bars.
+            top = max((p["y"] + p.get("std", 0.0) for s in panel["series"] for p in s["points"]), default=0)
+            ax.set_ylim(0, top * 1.08 if top > 0 else None)
         ax.set_title(panel["title"], fontsize=9)
         ax.set_xlabel(figure["xlabel"])
         ax.set_ylabel(figure["ylabel"])
         labels = [s["label"] for s in panel["series"] if s["label"]]
-        if labels:
+        if labels and figure["kind"] != "bar":
             ax.legend(ncol=2 if len(labels) > 6 else 1)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.suptitle(figure["title"], fontsize=10)
-    fig.tight_layout()
+    handles, labels = [], []
+    for ax in axes.flat:  # every series of every panel, once
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if figure["kind"] == "bar" and labels:
+        # One legend for all panels, below them: inside an axis it hides the tallest bars.
+        columns = min(len(labels), 3)
+        rows_of_legend = math.ceil(len(labels) / columns)
+        fig.tight_layout(rect=(0, 0.05 + 0.045 * rows_of_legend, 1, 1))
+        fig.legend(handles, labels, loc="lower center", ncol=columns, frameon=False)
+    else:
+        fig.tight_layout()
     for path in figure["outputs"]:
         extension = path[path.rfind("."):]
         fig.savefig(path, dpi=150 if extension == ".png" else None, metadata=METADATA.get(extension))

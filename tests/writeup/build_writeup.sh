@@ -20,8 +20,23 @@ for config in "$src"/reports/data/*/config.yaml; do
   # (train_step_vs_pytorch_stop9, ddp_nccl_ctas2, ...) render to the same report id and, in
   # glob order, would replace it.
   grep -q "^experiment: $(basename "$run_dir")\$" "$config" || continue
-  "$runner" report "$run_dir" --reports "$out"
+  # With the experiment file's current report spec, as `runner report --check` renders it.
+  spec="$src/experiments/$(basename "$run_dir").yaml"
+  # A report merged from several runs renders from all of them (reports/renders.txt).
+  merged=$(awk -v run="reports/data/$(basename "$run_dir")" '$2 == run' "$src/reports/renders.txt" 2>/dev/null)
+  if [ -n "$merged" ]; then
+    # shellcheck disable=SC2086
+    (cd "$src" && "$runner" report $(echo "$merged" | cut -d' ' -f2-) --spec $(echo "$merged" | cut -d' ' -f1) --reports "$out")
+  elif [ -f "$spec" ]; then
+    "$runner" report "$run_dir" --spec "$spec" --reports "$out"
+  else
+    "$runner" report "$run_dir" --reports "$out"
+  fi
 done
+# The memory profiler's timelines are SVG; pdfLaTeX needs them redrawn as PDF.
+if ls "$out"/figures/memory_profiling-*.svg >/dev/null 2>&1; then
+  "${RUNNER_PYTHON:-python3}" "$src/scripts/figures/svg_chart.py" "$out"/figures/memory_profiling-*.svg >/dev/null
+fi
 "$runner" report --pdf --reports "$out"
 pages=$(sed -n 's/^Output written on .*(\([0-9]*\) pages.*/\1/p' "$out/.latex/writeup.log")
 echo "writeup.pdf: ${pages:-?} pages"

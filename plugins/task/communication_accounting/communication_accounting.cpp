@@ -75,7 +75,7 @@ runner::Record memory_record(const runner::Params& p) {
     r.add_text("smallest_derivation", "N > (" + fixed(s.model_state() / kBytesPerGB, 1) + " + " + fixed(sharded, 2) +
                                           " x " + fixed(activations / kBytesPerGB, 1) + ") / (" +
                                           fixed(limit / kBytesPerGB, 0) + " - " + fixed(1.0 - sharded, 2) + " x " +
-                                          fixed(activations / kBytesPerGB, 1) + ") = " + fixed(shardable / room, 2) +
+                                          fixed(activations / kBytesPerGB, 1) + ") = " + fixed(shardable / room, 3) +
                                           ", so N = " + std::to_string(smallest));
   } else {
     r.add_text("smallest_devices", "none (unsharded activations alone exceed the device)");

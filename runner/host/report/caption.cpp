@@ -11,6 +11,10 @@
 #include <string_view>
 
 #include "report/record_fields.hpp"
+// Header-only, shared with the task plugins that build analytic tables: the named sizes'
+// dimensions, so a caption can say what model.size=xl resolved to (records keep the
+// options as given, where 0 means "from the size").
+#include "../../../plugins/model/transformer_lm/transformer_lm_dims.hpp"
 
 namespace runner::report::detail {
 namespace {
@@ -143,13 +147,42 @@ std::string steps_clause(const std::vector<const json*>& records) {
   return join(parts, ", ");
 }
 
+// "d_model 1600, d_ff 6400, 48 layers, 25 heads" for a transformer_lm record: the named
+// size's dimensions with any non-zero option on top; "" for other models.
+std::string model_dims(const json& params) {
+  if (!params.is_object() || params.value("model", json()) != "transformer_lm") return "";
+  const auto integer = [&](const char* key) {
+    const auto it = params.find(key);
+    return it != params.end() && it->is_number() ? it->get<long long>() : 0LL;
+  };
+  long long d_model = 0, d_ff = 0, layers = 0, heads = 0;
+  const auto size = params.find("model.size");
+  if (size != params.end() && size->is_string())
+    for (const auto& s : plugins::transformer_lm::kModelSizes)
+      if (*size == s.name) d_model = s.d_model, d_ff = s.d_ff, layers = s.num_layers, heads = s.num_heads;
+  if (integer("model.d_model")) d_model = integer("model.d_model");
+  if (integer("model.d_ff")) d_ff = integer("model.d_ff");
+  if (integer("model.num_layers")) layers = integer("model.num_layers");
+  if (integer("model.num_heads")) heads = integer("model.num_heads");
+  if (!d_model || !d_ff || !layers || !heads) return "";
+  return "d_model " + std::to_string(d_model) + ", d_ff " + std::to_string(d_ff) + ", " + std::to_string(layers) +
+         " layers, " + std::to_string(heads) + " heads";
+}
+
 // Params equal in every record, minus what the table shows and what says nothing
-// about the setup (seed, device, measure.*, list values).
+// about the setup (seed, device, measure.*, list values). Only what a reader needs:
+// top-level choices and the model's size, context and resolved dimensions; a plugin's
+// other options (optimizer.beta1, model.rope_theta, ...) and switches left off stay
+// in the records.
 std::string fixed_clause(const std::vector<const json*>& records,
                          const std::set<std::string>& shown_keys) {
+  static const std::set<std::string> kNestedShown = {"model.size", "model.context_length", "model.attention",
+                                                     "ddp.bucket_size_mb"};
   const auto ignored = [&](const std::string& key, const json& value) {
-    return shown_keys.count(key) || key == "seed" || key == "device" ||
-           key.rfind("measure.", 0) == 0 || value.is_array() || value.is_object();
+    const bool nested = key.find('.') != std::string::npos && !kNestedShown.count(key);
+    return shown_keys.count(key) || key == "seed" || key == "device" || nested || value == false ||
+           (value.is_string() && value.get<std::string>().empty()) || key.rfind("measure.", 0) == 0 ||
+           value.is_array() || value.is_object();
   };
   std::map<std::string, std::string> fixed;  // sorted by key: deterministic
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -167,6 +200,14 @@ std::string fixed_clause(const std::vector<const json*>& records,
   }
   std::vector<std::string> parts;
   for (const auto& [key, value] : fixed) parts.push_back(key + "=" + value);
+  // The dimensions, when every record has the same ones (a model.size column still has one
+  // value then) and the table does not show them.
+  if (!records.empty() && !shown_keys.count("model.d_model")) {
+    const std::string dims = model_dims(records.front()->value("params", json::object()));
+    bool same = !dims.empty();
+    for (const json* r : records) same = same && model_dims(r->value("params", json::object())) == dims;
+    if (same) parts.push_back("model: " + dims);
+  }
   return parts.empty() ? "" : "fixed: " + join(parts, ", ");
 }
 

@@ -169,13 +169,16 @@ std::string to_latex(const BuiltTable& table, const std::string& report_id) {
     for (std::size_t c = 0; c < cells.size(); ++c) line += (c ? " & " : "") + latex_escape(cells[c]);
     return line + " \\\\\n";
   };
-  std::string out = "\\begin{table}[ht]\\centering\n";
+  // A document that prints a table shared by several reports once defines
+  // \runnerskip@<report>:<table> for the other copies (reports/writeup.tex does).
+  std::string out = "\\ifcsname runnerskip@" + report_id + ":" + table.name + "\\endcsname\\else\n";
+  out += "\\begin{table}[ht]\\centering\n";
   out += "\\caption{" + latex_escape(caption) + "}\n";
   out += "\\label{tab:" + report_id + ":" + table.name + "}\n";
   out += "\\begin{tabular}{" + columns + "}\n\\toprule\n";
   out += row_line(table.header) + "\\midrule\n";
   for (const auto& row : table.cells) out += row_line(row);
-  out += "\\bottomrule\n\\end{tabular}\n\\end{table}\n";
+  out += "\\bottomrule\n\\end{tabular}\n\\end{table}\n\\fi\n";
   return out;
 }
 

@@ -74,10 +74,22 @@ struct FigureSpec {
   std::map<std::string, std::string> legend;  // series text -> label shown
 };
 
+// A number the prose quotes (`{{value name}}` in <id>.md, \val{<id>.name} in LaTeX),
+// computed from the report's tables at full precision: numbers, earlier values by name,
+// + - * / ^, cell("table", "row keys", "column"), sum("table", "column"),
+// slope/intercept("table", "x column", "y column") (least squares), sqrt, abs, ceil,
+// floor, min, max.
+struct ValueSpec {
+  std::string name;    // [a-z0-9_]+, unique in the report
+  std::string expr;
+  std::string format = "%.3g";
+};
+
 struct ReportSpec {
   std::string id, title;
   std::vector<TableSpec> tables;
   std::vector<FigureSpec> figures;
+  std::vector<ValueSpec> values;
 };
 
 // Throws SpecError("<file>:<line>:<col>: report.tables[0].colums: unknown
@@ -158,6 +170,21 @@ FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<nlohmann::j
 std::string figure_markdown(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
 std::string figure_latex(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
 std::string figure_caption(const FigureSpec& spec, const std::vector<nlohmann::json>& records);
+
+// Values (values.cpp).
+struct RenderedValue {
+  std::string name;
+  double value;
+  std::string text;  // formatted with the value's format
+};
+// In declaration order; a SpecError names the report, the value and what is wrong.
+std::vector<RenderedValue> compute_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables);
+// Replaces `{{value name}}` and the text between <!-- runner:value name --> and
+// <!-- runner:value end --> by the value's text (between those markers).
+std::string merge_values(const std::string& markdown, const std::string& report_id,
+                         const std::vector<RenderedValue>& values);
+// \runnervalue{<id>.<name>}{text} lines; the writeup defines \runnervalue and \val.
+std::string values_latex(const std::string& report_id, const std::vector<RenderedValue>& values);
 
 // Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv (and figures); returns their paths.
 // `run` adds a smoke/partial-run sentence to every caption.

@@ -139,7 +139,9 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const RunSummary& run) {
   std::vector<BuiltTable> tables;
   const std::string about_run = run_sentence(run, records);
-  for (const auto& table_spec : spec.tables) {
+  for (TableSpec table_spec : spec.tables) {
+    // A table shared by several reports (a YAML anchor) answers each report's own question.
+    if (table_spec.question.empty()) table_spec.question = spec.id;
     tables.push_back(build_table(table_spec, records));
     if (!about_run.empty()) tables.back().caption = about_run + " " + tables.back().caption;
   }
@@ -151,7 +153,8 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   if (!drawn.problem.empty()) std::cerr << "warning: " << spec.id << ": " << drawn.problem << "\n";
   std::vector<std::pair<std::string, std::string>> figure_blocks;
   std::string figure_latex_text;
-  for (const auto& figure : spec.figures) {
+  for (FigureSpec figure : spec.figures) {
+    if (figure.question.empty()) figure.question = spec.id;
     std::string caption = figure_caption(figure, records);
     if (!about_run.empty()) caption = about_run + " " + caption;
     figure_blocks.emplace_back(figure.name, figure_markdown(figure, spec.id, caption));
@@ -161,9 +164,13 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   const std::filesystem::path markdown_path = reports_dir / (spec.id + ".md");
   const std::string existing =
       std::filesystem::exists(markdown_path) ? read_text(markdown_path) : std::string();
+  const std::vector<RenderedValue> values = compute_values(spec, tables);
   try {
     write_text(markdown_path,
-               merge_markdown_blocks(merge_markdown(existing, spec.title, tables), "figure", figure_blocks));
+               merge_values(merge_markdown_blocks(merge_markdown(existing, spec.title, tables), "figure", figure_blocks),
+                            spec.id, values));
+  } catch (const SpecError&) {
+    throw;
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(markdown_path.string() + ": " + e.what());
   }
@@ -176,6 +183,10 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   written.push_back(reports_dir / (spec.id + ".tex"));
   write_text(written.back(), latex);
 
+  if (!values.empty()) {
+    written.push_back(reports_dir / (spec.id + ".values.tex"));
+    write_text(written.back(), values_latex(spec.id, values));
+  }
   for (const auto& table : tables) {
     written.push_back(reports_dir / (spec.id + "." + table.name + ".csv"));
     write_text(written.back(), to_csv(table));

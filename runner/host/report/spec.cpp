@@ -15,7 +15,8 @@
 namespace runner::report {
 namespace {
 
-const std::vector<std::string> kReportKeys = {"id", "title", "tables", "figures"};
+const std::vector<std::string> kReportKeys = {"id", "title", "tables", "figures", "values"};
+const std::vector<std::string> kValueKeys = {"name", "expr", "format"};
 const std::vector<std::string> kFigureKeys = {
     "name", "title", "question", "part", "where", "kind", "x", "series", "panel", "metric",
     "stat", "logx", "logy", "error_bars", "xlabel", "ylabel", "legend", "caption"};
@@ -274,6 +275,29 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
     spec.figures.push_back(parser.figure(figures[i], path));
     if (!names.insert(spec.figures.back().name).second)
       parser.fail(figures[i]["name"], path + ".name", "duplicate figure name in this report");
+  }
+  names.clear();
+  if (const YAML::Node values = report_node["values"]) {
+    if (!values.IsSequence()) parser.fail(values, "report.values", "expected a list of {name, expr, format}");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::string path = "report.values[" + std::to_string(i) + "]";
+      parser.check_keys(values[i], path, kValueKeys);
+      ValueSpec v;
+      v.name = parser.optional_scalar(values[i], "name", path);
+      if (!is_name(v.name, false)) parser.fail(values[i], path + ".name", "needs a name made of [a-z0-9_]");
+      if (!names.insert(v.name).second) parser.fail(values[i]["name"], path + ".name", "duplicate value name");
+      v.expr = parser.optional_scalar(values[i], "expr", path);
+      if (v.expr.empty()) parser.fail(values[i], path + ".expr", "missing; e.g. expr: 'cell(\"step\", \"xl\", \"naive\") / 1000'");
+      if (values[i]["format"]) {
+        v.format = parser.scalar(values[i]["format"], path + ".format");
+        try {
+          check_number_format(v.format);
+        } catch (const std::exception& e) {
+          parser.fail(values[i]["format"], path + ".format", e.what());
+        }
+      }
+      spec.values.push_back(v);
+    }
   }
   names.clear();
   for (std::size_t i = 0; tables && i < tables.size(); ++i) {

@@ -1,0 +1,156 @@
+#include "report_check_committed.hpp"
+
+#include <cstdlib>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "config.hpp"
+#include "report/run_reports.hpp"
+
+namespace runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The first line where two texts differ, as "line N: committed '...' vs rendered '...'".
+std::string first_difference(const std::string& committed, const std::string& rendered) {
+  std::istringstream a(committed), b(rendered);
+  std::string la, lb;
+  for (int line = 1;; ++line) {
+    const bool ha = static_cast<bool>(std::getline(a, la)), hb = static_cast<bool>(std::getline(b, lb));
+    if (!ha && !hb) return "line endings differ";
+    if (la != lb || ha != hb) {
+      const auto cut = [](const std::string& s) { return s.size() > 100 ? s.substr(0, 100) + "..." : s; };
+      return "line " + std::to_string(line) + ": committed '" + (ha ? cut(la) : "(end)") + "', rendered '" +
+             (hb ? cut(lb) : "(end)") + "'";
+    }
+  }
+}
+
+// POSIX, not std::filesystem::remove_all: libtorch.so exports an incompatible copy of that
+// symbol, which the dynamic linker may bind here (it crashes; see launch.cpp).
+void remove_tree(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
+  for (const auto& path : entries) {
+    if (fs::is_directory(fs::symlink_status(path, ec))) remove_tree(path);
+    else unlink(path.c_str());
+  }
+  rmdir(dir.c_str());
+}
+
+struct Render {
+  fs::path spec;
+  std::vector<fs::path> runs;
+};
+
+// <reports>/renders.txt: "<experiment file> <run dir> [<run dir>...]" per line, paths relative
+// to the repository root (the parent of reports/), # comments.
+std::map<std::string, Render> read_renders(const fs::path& reports_dir, const fs::path& root) {
+  std::map<std::string, Render> out;
+  std::ifstream in(reports_dir / "renders.txt");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    Render r;
+    std::string word;
+    if (!(words >> word)) continue;
+    r.spec = root / word;
+    while (words >> word) r.runs.push_back(root / word);
+    if (r.runs.empty())
+      throw ConfigError((reports_dir / "renders.txt").string() + ":" + std::to_string(n) +
+                        ": expected '<experiment file> <run dir>...'");
+    out[r.runs.front().filename().string()] = r;
+  }
+  return out;
+}
+
+}  // namespace
+
+int check_committed_reports(const fs::path& reports_dir, const fs::path& experiments_dir, const fs::path& scratch,
+                            std::ostream& out) {
+  const fs::path root = reports_dir.parent_path().empty() ? fs::path(".") : reports_dir.parent_path();
+  const auto listed = read_renders(reports_dir, root);
+  std::set<fs::path> merged_away;  // runs that render as part of a listed merge
+  for (const auto& [first, r] : listed)
+    for (std::size_t i = 1; i < r.runs.size(); ++i) merged_away.insert(fs::weakly_canonical(r.runs[i]));
+
+  std::vector<Render> renders;
+  for (const auto& entry : fs::directory_iterator(reports_dir / "data")) {
+    const fs::path run = entry.path();
+    if (!fs::exists(run / "config.yaml") || merged_away.count(fs::weakly_canonical(run))) continue;
+    const YAML::Node config = load_yaml_file(run / "config.yaml");
+    if (!config["report"] || !config["experiment"] || config["experiment"].Scalar() != run.filename().string())
+      continue;  // re-runs and earlier sessions kept beside a run render nothing of their own
+    if (const auto it = listed.find(run.filename().string()); it != listed.end()) {
+      renders.push_back(it->second);
+      continue;
+    }
+    const fs::path spec = experiments_dir / (run.filename().string() + ".yaml");
+    if (!fs::exists(spec)) {
+      out << run.string() << ": no " << spec.string() << " to render it with; name one in "
+          << (reports_dir / "renders.txt").string() << "\n";
+      return 1;
+    }
+    renders.push_back({spec, {run}});
+  }
+
+  // The prose merges into a copy of the committed .md files; everything else is written fresh.
+  remove_tree(scratch);
+  fs::create_directories(scratch);
+  for (const auto& entry : fs::directory_iterator(reports_dir))
+    if (entry.path().extension() == ".md") fs::copy_file(entry.path(), scratch / entry.path().filename());
+  ::setenv("RUNNER_SKIP_FIGURES", "1", 1);
+  for (const auto& r : renders) render_reports(r.runs, scratch, r.spec);
+
+  int stale = 0;
+  std::size_t compared = 0;
+  for (const auto& entry : fs::directory_iterator(scratch)) {
+    const fs::path rendered = entry.path();
+    if (!entry.is_regular_file()) continue;
+    const fs::path committed = reports_dir / rendered.filename();
+    ++compared;
+    if (!fs::exists(committed)) {
+      out << committed.string() << ": missing; `runner report` writes it\n";
+      ++stale;
+      continue;
+    }
+    const std::string a = read_all(committed), b = read_all(rendered);
+    if (a != b) {
+      out << committed.string() << ": stale (" << first_difference(a, b) << ")\n";
+      ++stale;
+    }
+  }
+  // A table file no render writes is left over from a table since renamed or removed.
+  for (const auto& entry : fs::directory_iterator(reports_dir)) {
+    const std::string ext = entry.path().extension().string();
+    if ((ext == ".csv" || ext == ".tex") && entry.path().filename() != "writeup.tex" &&
+        !fs::exists(scratch / entry.path().filename()) && entry.path().filename().string().find('.') != std::string::npos &&
+        entry.path().stem().extension() != "") {
+      out << entry.path().string() << ": no report writes it any more; delete it\n";
+      ++stale;
+    }
+  }
+  out << (stale ? std::to_string(stale) + " of " : "all ") << compared << " rendered report files "
+      << (stale ? "differ from the committed ones" : "match the committed ones") << " (" << renders.size()
+      << " renders from " << (reports_dir / "data").string() << ")\n";
+  remove_tree(scratch);
+  return stale ? 1 : 0;
+}
+
+}  // namespace runner
