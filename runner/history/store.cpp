@@ -60,6 +60,11 @@ CREATE VIEW IF NOT EXISTS record_keys AS
   FROM records r JOIN runs u ON u.id = r.run_id;
 )sql";
 
+// Text that is not UTF-8 (a plugin's label) becomes U+FFFD, not a type_error.
+std::string safe_dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string env_text(const nlohmann::json& env, const char* key) {
   return env.contains(key) && env[key].is_string() ? env[key].get<std::string>() : std::string();
 }
@@ -126,7 +131,7 @@ std::string point_key(const std::string& part, const nlohmann::json& params, con
     if (k != "device" && k.rfind("measure.", 0) != 0) p[k] = v;
   key["params"] = p;
   key["labels"] = labels.is_object() ? labels : nlohmann::json::object();
-  return key.dump();  // nlohmann objects are sorted by key: the dump is canonical
+  return safe_dump(key);  // nlohmann objects are sorted by key: the dump is canonical
 }
 
 nlohmann::json parse_results_line(const std::string& line) {
@@ -148,7 +153,7 @@ namespace {
 std::string text_field(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return it->is_string() ? it->get<std::string>() : safe_dump(*it);
 }
 
 double number_field(const nlohmann::json& j, const char* key, double fallback) {
@@ -300,7 +305,7 @@ std::int64_t HistoryStore::begin_run(const std::string& experiment, const fs::pa
       .bind(10, env_text(env, "host"))
       .bind(11, static_cast<std::int64_t>(getpid()))
       .bind(12, static_cast<std::int64_t>(smoke))
-      .bind(13, env.dump());
+      .bind(13, safe_dump(env));
   s.step();
   const std::int64_t id = sqlite3_last_insert_rowid(db_);
   tx.commit();
@@ -355,8 +360,8 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::js
     const StoredRecord r = parse_record(j);
     rec.reset();
     rec.bind(1, run_id).bind(2, r.part).bind(3, static_cast<std::int64_t>(r.point)).bind(4, r.key)
-        .bind(5, r.params.dump()).bind(6, r.labels.dump()).bind(7, r.status).bind(8, r.message).bind(9, r.time)
-        .bind(10, j.contains("artifacts") ? j["artifacts"].dump() : std::string("[]"));
+        .bind(5, safe_dump(r.params)).bind(6, safe_dump(r.labels)).bind(7, r.status).bind(8, r.message).bind(9, r.time)
+        .bind(10, j.contains("artifacts") ? safe_dump(j["artifacts"]) : std::string("[]"));
     rec.step();
     const std::int64_t record_id = sqlite3_last_insert_rowid(db_);
     for (const auto& [name, v] : r.metrics) {
@@ -369,7 +374,7 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::js
       for (const auto& [name, m] : j["metrics"].items())
         if (m.is_object() && m.contains("text")) {
           met.reset();
-          met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, m["text"].dump());
+          met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, safe_dump(m["text"]));
           met.step();
         }
   }

@@ -57,6 +57,12 @@ std::string command_output(const char* cmd) {
   return out;
 }
 
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string nvidia_driver_version() {
   // "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64  580.159.04  Release Build ..."
   std::ifstream in("/proc/driver/nvidia/version");
@@ -95,11 +101,16 @@ nlohmann::json capture_environment(const c10::Device& device) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   env["host"] = host;
-  // RUNNER_GIT_COMMIT names the commit where the tree is a copy without .git (the GPU host).
+  // The commit of the runner's own source tree, wherever the run starts from (a
+  // run started in another checkout must not record that checkout's commit);
+  // RUNNER_GIT_COMMIT names it where the tree is a copy without .git (the GPU host),
+  // and the commit baked in at configure time stands in when the tree is gone.
+  const std::string git = "git -C " + shell_quoted(RUNNER_SOURCE_DIR) + " ";
   const char* given = std::getenv("RUNNER_GIT_COMMIT");
-  std::string commit = given ? given : command_output("git rev-parse --short=12 HEAD 2>/dev/null");
+  std::string commit = given ? given : command_output((git + "rev-parse --short=12 HEAD 2>/dev/null").c_str());
+  const bool from_tree = !given && !commit.empty();
   if (commit.empty()) commit = RUNNER_GIT_COMMIT;
-  if (!commit.empty() && !command_output("git status --porcelain --untracked-files=no 2>/dev/null").empty())
+  if (from_tree && !command_output((git + "status --porcelain --untracked-files=no 2>/dev/null").c_str()).empty())
     commit += "-dirty";
   env["git_commit"] = commit;
   env["runner_version"] = RUNNER_VERSION;
@@ -173,7 +184,9 @@ ResultsWriter::ResultsWriter(const std::filesystem::path& file) : out_(file, std
 }
 
 void ResultsWriter::append(const nlohmann::json& record) {
-  out_ << record.dump() << '\n';
+  // Text from plugins (an error message quoting a file name) may not be UTF-8:
+  // replaced by U+FFFD, never a type_error that loses the record.
+  out_ << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
   if (!out_) throw std::runtime_error("writing " + file_.string() + " failed (disk full?)");
 }

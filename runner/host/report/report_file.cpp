@@ -1,5 +1,7 @@
 // Reading results.jsonl and writing reports/<id>.md|.tex|.<table>.csv. The .md
 // file belongs to the authors too: only text between runner markers is ours.
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -31,11 +33,29 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::path partial = path;
   partial += ".partial";
   {
+    errno = 0;
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out.flush()) throw std::runtime_error(partial.string() + ": cannot write");
+    if (!out.flush()) {
+      // Say why (a full disk, a read-only directory), and leave no partial file.
+      const std::string why = errno ? std::strerror(errno) : "write failed";
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(partial, ec);
+      throw std::runtime_error(path.string() + ": cannot write (" + why + "); the earlier file is unchanged");
+    }
   }
   std::filesystem::rename(partial, path);
+}
+
+// Records nest a few levels. nlohmann parses iteratively but copies and dumps
+// recursively: a 100,000-deep array would overflow the stack in the tables.
+constexpr int kMaxDepth = 64;
+nlohmann::json parse_bounded(const std::string& line) {
+  return nlohmann::json::parse(line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxDepth) throw std::runtime_error("nested more than 64 levels deep (not a record the runner writes)");
+    return true;
+  });
 }
 
 }  // namespace
@@ -55,7 +75,7 @@ std::vector<nlohmann::json> read_results(const std::filesystem::path& results_js
     const std::string where = results_jsonl.string() + ":" + std::to_string(i + 1) + ": ";
     nlohmann::json record;
     try {
-      record = nlohmann::json::parse(line);
+      record = parse_bounded(line);
     } catch (const nlohmann::json::parse_error& e) {
       if (i + 1 == last) {  // records are appended whole; only a kill cuts the last one
         const std::string warning = where + "skipped a truncated last record (the run was killed while writing it)";
@@ -64,6 +84,8 @@ std::vector<nlohmann::json> read_results(const std::filesystem::path& results_js
         break;
       }
       throw std::runtime_error(where + "malformed JSON: " + e.what());
+    } catch (const std::runtime_error& e) {  // nested too deep
+      throw std::runtime_error(where + e.what());
     }
     if (!record.is_object()) throw std::runtime_error(where + "expected one JSON object per line");
     records.push_back(std::move(record));
