@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <functional>
+
 #include "history/compare.hpp"
 #include "history/store.hpp"
 #include "support.hpp"
