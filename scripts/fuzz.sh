@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds the fuzzers with clang (libFuzzer, AddressSanitizer, UBSan) into build-fuzz/
+# Builds the fuzzers with clang (libFuzzer, AddressSanitizer, UBSan) into $bd/
 # and runs each for SECONDS on a copy of its committed corpus.
 #   scripts/fuzz.sh [SECONDS=600] [TARGETS=config,records,history] [extra libFuzzer flags]
 #   scripts/fuzz.sh --merge      minimize tests/fuzz/corpus/* with -merge=1 (seeds:
 #                                the corpus, experiments/*.yaml, tests/hostile)
 # Targets: config (YAML experiments, --set, --smoke, report specs), records (the
 # results.jsonl reader and the tables built from it), history (import into the
-# history, read back, compared). New inputs land in build-fuzz/corpus-<target>;
-# crashes in build-fuzz/crashes-<target>/. Commit crashers to tests/fuzz/crashers
+# history, read back, compared). New inputs land in $bd/corpus-<target>;
+# crashes in $bd/crashes-<target>/. Commit crashers to tests/fuzz/crashers
 # (config) or tests/hostile/records (records, history) after the fix: ctest replays them.
 # Exit code 0 when no target found a crash; 77 when no clang with libFuzzer is here.
 set -euo pipefail
@@ -27,12 +27,13 @@ done
 rm -f /tmp/runner-fuzz-probe.$$
 [[ -n $cxx ]] || { echo "fuzz: needs clang with libFuzzer (Debian: clang-14 libclang-rt-14-dev)" >&2; exit 77; }
 cc="${cxx/clang++/clang}"
-venv="${RUNNER_VENV:-.venv}"
-torch_prefix="$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-cmake -S . -B build-fuzz -G Ninja -DRUNNER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+python="${RUNNER_PYTHON:-${RUNNER_VENV:-.venv}/bin/python}"
+torch_prefix="$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+bd="${RUNNER_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+cmake -S . -B "$bd" -G Ninja -DRUNNER_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$torch_prefix" >/dev/null
 IFS=, read -r -a names <<< "$targets"
-for t in "${names[@]}"; do cmake --build build-fuzz --target "runner_${t}_fuzzer"; done
+for t in "${names[@]}"; do cmake --build "$bd" --target "runner_${t}_fuzzer"; done
 
 corpus_of() { [[ $1 == config ]] && echo config || echo records; }
 seeds_of() {
@@ -46,12 +47,12 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 status=0
 declare -A merged
 for t in "${names[@]}"; do
-  bin="$root/build-fuzz/tests/fuzz/runner_${t}_fuzzer"
+  bin="$bd/tests/fuzz/runner_${t}_fuzzer"
   if [[ $merge == 1 ]]; then
     # records and history share one corpus: the second merge adds what the first lacks.
     # The files ctest replays anyway (experiments/*.yaml, tests/hostile) go in first
     # as replayed-* and leave after: the corpus keeps only what they do not cover.
-    fresh="$root/build-fuzz/merged-$(corpus_of "$t")"
+    fresh="$bd/merged-$(corpus_of "$t")"
     if [[ -z ${merged[$(corpus_of "$t")]:-} ]]; then
       rm -rf "$fresh"; mkdir -p "$fresh"
       for f in $(seeds_of "$t"); do
@@ -59,26 +60,26 @@ for t in "${names[@]}"; do
       done
     fi
     merged[$(corpus_of "$t")]=1
-    mkdir -p "build-fuzz/corpus-$t"
+    mkdir -p "$bd/corpus-$t"
     # shellcheck disable=SC2046
-    "$bin" -merge=1 -max_len=8192 -timeout=10 "$fresh" $(seeds_of "$t") "build-fuzz/corpus-$t" \
-      > "build-fuzz/merge-$t.log" 2>&1
+    "$bin" -merge=1 -max_len=8192 -timeout=10 "$fresh" $(seeds_of "$t") "$bd/corpus-$t" \
+      > "$bd/merge-$t.log" 2>&1
     continue
   fi
-  mkdir -p "build-fuzz/corpus-$t" "build-fuzz/crashes-$t"
+  mkdir -p "$bd/corpus-$t" "$bd/crashes-$t"
   # shellcheck disable=SC2046
-  if ! "$bin" "build-fuzz/corpus-$t" $(seeds_of "$t") -max_total_time="$seconds" -max_len=8192 -timeout=10 \
-       -rss_limit_mb=4096 -artifact_prefix="build-fuzz/crashes-$t/" -print_final_stats=1 "$@" \
-       > "build-fuzz/fuzz-$t.log" 2>&1; then
+  if ! "$bin" "$bd/corpus-$t" $(seeds_of "$t") -max_total_time="$seconds" -max_len=8192 -timeout=10 \
+       -rss_limit_mb=4096 -artifact_prefix="$bd/crashes-$t/" -print_final_stats=1 "$@" \
+       > "$bd/fuzz-$t.log" 2>&1; then
     status=1
-    echo "fuzz: $t FOUND A CRASH: build-fuzz/crashes-$t/ (log: build-fuzz/fuzz-$t.log)" >&2
+    echo "fuzz: $t FOUND A CRASH: $bd/crashes-$t/ (log: $bd/fuzz-$t.log)" >&2
   fi
-  echo "fuzz: $t: $(grep -E 'stat::number_of_executed_units' "build-fuzz/fuzz-$t.log" | tail -1 | awk '{print $2}') executions in ${seconds}s"
+  echo "fuzz: $t: $(grep -E 'stat::number_of_executed_units' "$bd/fuzz-$t.log" | tail -1 | awk '{print $2}') executions in ${seconds}s"
 done
 if [[ $merge == 1 ]]; then
   for c in "${!merged[@]}"; do
-    rm -f "build-fuzz/merged-$c"/replayed-*
-    rm -rf "tests/fuzz/corpus/$c"; mv "build-fuzz/merged-$c" "tests/fuzz/corpus/$c"
+    rm -f "$bd/merged-$c"/replayed-*
+    rm -rf "tests/fuzz/corpus/$c"; mv "$bd/merged-$c" "tests/fuzz/corpus/$c"
     echo "fuzz: tests/fuzz/corpus/$c: $(ls "tests/fuzz/corpus/$c" | wc -l) inputs after -merge=1"
   done
 fi

@@ -86,6 +86,25 @@ std::string utc_timestamp(bool for_path) {
   return buf;
 }
 
+// The commit of the git repository at `dir` (its working tree, "-dirty" when
+// tracked files changed), or "" outside one.
+std::string commit_of(const std::string& dir) {
+  const std::string git = "git -C " + shell_quoted(dir) + " ";
+  std::string commit = command_output((git + "rev-parse --short=12 HEAD 2>/dev/null").c_str());
+  if (!commit.empty() && !command_output((git + "status --porcelain --untracked-files=no 2>/dev/null").c_str()).empty())
+    commit += "-dirty";
+  return commit;
+}
+
+nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, file] : plugin_files) {
+    const std::string commit = commit_of(file.parent_path().string());
+    if (!commit.empty()) out[name] = commit;
+  }
+  return out;
+}
+
 nlohmann::json capture_environment(const c10::Device& device) {
   nlohmann::json env;
   env["device"] = device.is_cuda() ? "cuda" : "cpu";
@@ -105,13 +124,9 @@ nlohmann::json capture_environment(const c10::Device& device) {
   // run started in another checkout must not record that checkout's commit);
   // RUNNER_GIT_COMMIT names it where the tree is a copy without .git (the GPU host),
   // and the commit baked in at configure time stands in when the tree is gone.
-  const std::string git = "git -C " + shell_quoted(RUNNER_SOURCE_DIR) + " ";
   const char* given = std::getenv("RUNNER_GIT_COMMIT");
-  std::string commit = given ? given : command_output((git + "rev-parse --short=12 HEAD 2>/dev/null").c_str());
-  const bool from_tree = !given && !commit.empty();
+  std::string commit = given ? given : commit_of(RUNNER_SOURCE_DIR);
   if (commit.empty()) commit = RUNNER_GIT_COMMIT;
-  if (from_tree && !command_output((git + "status --porcelain --untracked-files=no 2>/dev/null").c_str()).empty())
-    commit += "-dirty";
   env["git_commit"] = commit;
   env["runner_version"] = RUNNER_VERSION;
   return env;

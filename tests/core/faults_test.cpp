@@ -46,7 +46,7 @@ TEST(Faults, PluginsThatCrashExitOrHangWhileLoadingAreNamedAndSkipped) {
            faulty + "directory.so: is a directory, not a shared library",
            faulty + "fifo.so: is not a regular file"})
     EXPECT_NE(result.output.find(expected), std::string::npos) << expected << "\n" << result.output;
-  EXPECT_NE(result.output.find("task      fault"), std::string::npos) << result.output;  // the good ones still load
+  EXPECT_NE(result.output.find("test task: dies on purpose at one point"), std::string::npos) << result.output;  // the good ones still load
 }
 
 struct Run {
@@ -117,8 +117,11 @@ TEST(Faults, TheRecordedCommitIsTheRunnersNotTheCurrentDirectorys) {
   std::system(("git -C " + std::string(RUNNER_SOURCE_DIR) + " rev-parse --short=12 HEAD > " + log.string()).c_str());
   std::string head = read_file(log);
   head = head.substr(0, head.find('\n'));
-  const std::string recorded = records_of(run.dir)[0]["env"]["git_commit"];
+  const auto env = records_of(run.dir)[0]["env"];
+  const std::string recorded = env["git_commit"];
   EXPECT_EQ(recorded.substr(0, head.size()), head) << "recorded " << recorded;
+  // task/fault is built in the runner's tree: the same commit.
+  EXPECT_EQ(env["plugin_commits"]["task/fault"], recorded) << env.dump();
 }
 
 // The child's pid and its output file; the runner runs in the background.
