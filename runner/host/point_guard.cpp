@@ -23,7 +23,6 @@ constexpr size_t kSignalCount = sizeof kFatalSignals / sizeof kFatalSignals[0];
 
 struct Active {
   pid_t pid = 0;
-  long tid = 0;
   PointDeathNote note;
   std::string record_head, record_tail;  // record_json split at the placeholder
   struct sigaction previous[kSignalCount] = {};
@@ -94,11 +93,12 @@ void append_to(const std::string& file, const char* a, const char* b, const char
   ::close(fd);
 }
 
-// Records the death of the guarded point; false when no guard is active for
-// the calling thread of this process (then the caller just proceeds).
-bool report_death(const char* cause, bool any_thread = false) {
+// Records the death of the guarded point, from whichever thread of the process
+// ends it (a plugin's worker thread too); false when no point is guarded in
+// this process (a forked child shares the memory, not the run).
+bool report_death(const char* cause) {
   Active* a = g_active.load();
-  if (a == nullptr || getpid() != a->pid || (!any_thread && syscall(SYS_gettid) != a->tid)) return false;
+  if (a == nullptr || getpid() != a->pid) return false;
   if (!g_active.compare_exchange_strong(a, nullptr)) return false;
   const PointDeathNote& n = a->note;
   append_to(n.results_file, a->record_head.c_str(), cause, a->record_tail.c_str(), "\n");
@@ -161,12 +161,17 @@ Fn next_definition(const char* name) {
 
 }  // namespace
 
-bool record_point_death(const std::string& cause) { return report_death(cause.c_str(), true); }
+bool record_point_death(const std::string& cause) { return report_death(cause.c_str()); }
+
+void exit_now(int code) {
+  delete g_active.exchange(nullptr);
+  syscall(SYS_exit_group, code);
+  __builtin_unreachable();
+}
 
 PointGuard::PointGuard(const PointDeathNote& note) {
   auto* a = new Active;
   a->pid = getpid();
-  a->tid = syscall(SYS_gettid);
   a->note = note;
   const size_t cut = note.record_json.find(kDeathPlaceholder);
   a->record_head = note.record_json.substr(0, cut);

@@ -10,7 +10,8 @@
 //
 // The exit family is caught by defining exit, _exit, _Exit and quick_exit in
 // this library (it precedes libc in the lookup order, so plugins' calls land
-// here); calls from other threads or from forked children pass straight on.
+// here); calls from forked children pass straight on, and the host's own
+// deliberate exits (Ctrl-C) go through exit_now().
 #pragma once
 #include <string>
 
@@ -27,8 +28,8 @@ struct PointDeathNote {
 
 inline constexpr const char* kDeathPlaceholder = "@@POINT_DEATH@@";
 
-// Active from construction to destruction, for the calling thread (the one that
-// runs the point). Not nestable.
+// Active from construction to destruction, for every thread of this process.
+// Not nestable.
 class PointGuard {
  public:
   explicit PointGuard(const PointDeathNote& note);
@@ -41,5 +42,9 @@ class PointGuard {
 // writes the guarded point's record and lines with `cause`; false when no point
 // is guarded.
 bool record_point_death(const std::string& cause);
+
+// The host ending the process on purpose while a point may be guarded (a
+// signal's note is written): no death record, no cleanup.
+[[noreturn]] void exit_now(int code);
 
 }  // namespace runner
