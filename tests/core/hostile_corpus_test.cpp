@@ -98,6 +98,17 @@ TEST(HostileCorpus, DeepRecordsAreRefusedByTheReportReaderWithFileAndLine) {
   }
 }
 
+TEST(HostileCorpus, RecordsOfTheWrongJsonTypesAreNamedWithFileAndLine) {
+  const auto file = kHostile / "records" / "wrong_types.jsonl";
+  try {
+    report::read_results(file);
+    FAIL() << "read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              file.string() + ":1: experiment is an integer, expected text (not a record the runner writes)");
+  }
+}
+
 TEST(HostileCorpus, ResumeRefusesASymlinkedResultsFile) {
   const auto dir = fresh_dir("hostile-symlink");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");
