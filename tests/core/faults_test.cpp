@@ -49,14 +49,14 @@ TEST(Faults, PluginsThatCrashExitOrHangWhileLoadingAreNamedAndSkipped) {
   EXPECT_NE(result.output.find("test task: dies on purpose at one point"), std::string::npos) << result.output;  // the good ones still load
 }
 
-struct Run {
+struct FaultRun {
   testing::RunnerResult result;
   std::filesystem::path dir;
   std::string log;
 };
 
 // Three points of task/fault; point 1 faults as `fault` says.
-Run fault_run(const std::string& name, const std::string& fault, const std::string& cwd = "") {
+FaultRun fault_run(const std::string& name, const std::string& fault, const std::string& cwd = "") {
   const auto dir = fresh_dir("faults-" + name);
   const auto file = write_file(dir / "f.yaml", "experiment: f\nmeasure: {warmup_steps: 0, measured_steps: 1}\n"
                                                "task: fault\nparams: {at: 1, fault: " + fault + "}\n"
@@ -67,7 +67,7 @@ Run fault_run(const std::string& name, const std::string& fault, const std::stri
 }
 
 // exit_code -1: killed by a signal (run_runner's shell may exec the runner or report 128 + signal).
-void expect_point_died(const Run& run, const std::string& cause, int exit_code) {
+void expect_point_died(const FaultRun& run, const std::string& cause, int exit_code) {
   if (exit_code == -1) EXPECT_TRUE(run.result.exit_code == -1 || run.result.exit_code == 128 + SIGSEGV) << run.result.output;
   else EXPECT_EQ(run.result.exit_code, exit_code) << run.result.output;
   const auto records = records_of(run.dir);
@@ -95,7 +95,7 @@ TEST(Faults, UnderscoreExitAndQuickExitInAPointAreFailedRuns) {
 
 TEST(Faults, NonStdThrowsFailThePointAndTheRunGoesOn) {
   for (const std::string fault : {"throw_int", "throw_struct"}) {
-    const Run run = fault_run(fault, fault);
+    const FaultRun run = fault_run(fault, fault);
     EXPECT_EQ(run.result.exit_code, 1) << run.result.output;
     const auto records = records_of(run.dir);
     ASSERT_EQ(records.size(), 3u) << run.result.output;
@@ -111,7 +111,7 @@ TEST(Faults, TheRecordedCommitIsTheRunnersNotTheCurrentDirectorys) {
   const auto other = fresh_dir("faults-other-repo");
   ASSERT_EQ(std::system(("cd " + other.string() + " && git init -q && git -c user.email=a@b -c user.name=t commit -q "
                          "--allow-empty -m x").c_str()), 0);
-  const Run run = fault_run("commit", "none", other.string());
+  const FaultRun run = fault_run("commit", "none", other.string());
   ASSERT_EQ(run.result.exit_code, 0) << run.result.output;
   const auto log = fresh_dir("faults-git") / "head.txt";
   std::system(("git -C " + std::string(RUNNER_SOURCE_DIR) + " rev-parse --short=12 HEAD > " + log.string()).c_str());
