@@ -151,7 +151,7 @@ int history_command(const std::vector<std::string>& args) {
                                   {"finished", r.finished}, {"status", r.status}, {"verdict", r.verdict},
                                   {"git_commit", r.git_commit}, {"device_name", r.device_name},
                                   {"records", r.records}, {"run_dir", r.run_dir}, {"smoke", r.smoke}}
-                       .dump()
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     return 0;
   }

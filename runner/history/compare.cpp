@@ -99,31 +99,24 @@ namespace {
 
 Side side_from_run_dir(const fs::path& dir, HistoryStore* store) {
   Side side;
-  std::ifstream in(dir / "results.jsonl");
-  std::string line;
   nlohmann::json env;
   std::string experiment, started;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      if (in.peek() == EOF) break;  // torn last line of a killed run
-      throw std::runtime_error((dir / "results.jsonl").string() + ": a line is not JSON");
-    }
-    if (env.is_null() && j.contains("env")) env = j["env"];
-    if (started.empty()) started = j.value("time", "");
-    experiment = j.value("experiment", experiment);
-    side.records.push_back(parse_record(j));
+  for (const nlohmann::json& j : read_results_file(dir / "results.jsonl")) {
+    if (env.is_null() && j.contains("env") && j["env"].is_object()) env = j["env"];
+    StoredRecord r = parse_record(j);
+    if (started.empty()) started = r.time;
+    if (!r.experiment.empty()) experiment = r.experiment;
+    side.records.push_back(std::move(r));
   }
+  if (side.records.empty())
+    throw std::runtime_error((dir / "results.jsonl").string() + ": no records yet (the run recorded no point)");
   std::optional<RunInfo> run = store ? store->run_by_dir(dir) : std::nullopt;
   if (!run) {
     RunInfo r;
     r.experiment = experiment;
     r.run_dir = dir.string();
     r.started = started;
-    auto text = [&](const char* k) { return env.contains(k) ? env[k].get<std::string>() : std::string(); };
+    auto text = [&](const char* k) { return env.contains(k) && env[k].is_string() ? env[k].get<std::string>() : std::string(); };
     r.git_commit = text("git_commit");
     r.device = text("device");
     r.device_name = text("gpu").empty() ? text("cpu") : text("gpu");
@@ -212,15 +205,13 @@ Side resolve_side(const std::string& spec, HistoryStore* store, const Side* cont
       f.device_name = other.device_name;
       f.smoke = other.smoke;
       f.exclude_run = other.id;
+      // A baseline is older than the run it judges (filtered in the query: the
+      // newest run overall may be newer than it).
+      f.started_before = other.started;
     }
     if (f.experiment.empty())
       throw std::runtime_error("'" + spec + "' needs an experiment: give --experiment or a run on the other side");
     auto runs = need_store().runs(f);
-    // A baseline is older than the run it judges.
-    if (context && !context->runs.empty() && !context->runs.front().started.empty())
-      runs.erase(std::remove_if(runs.begin(), runs.end(),
-                                [&](const RunInfo& r) { return r.started > context->runs.front().started; }),
-                 runs.end());
     if (runs.empty())
       throw std::runtime_error("no " + std::string(f.good_only ? "good " : "") + "finished run of " + f.experiment +
                                (f.device_name.empty() ? "" : " on " + f.device_name) + " in " + store->file().string());
@@ -240,7 +231,12 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
   for (const auto& r : a.runs) devices_a.insert(r.device_name);
   for (const auto& r : b.runs) devices_b.insert(r.device_name);
   if (devices_a != devices_b) {
-    const std::string msg = "A ran on " + *devices_a.begin() + ", B on " + *devices_b.begin();
+    auto names = [](const std::set<std::string>& d) {
+      std::string out;
+      for (const auto& n : d) out += (out.empty() ? "" : " and ") + (n.empty() ? std::string("an unrecorded device") : n);
+      return out.empty() ? std::string("no device") : out;
+    };
+    const std::string msg = "A ran on " + names(devices_a) + ", B on " + names(devices_b);
     if (!o.cross_device) throw std::invalid_argument(msg + ": pass --cross-device to compare different devices");
     c.warnings.push_back(msg + ": ratios mix device and code changes");
   }

@@ -12,7 +12,14 @@ RunRecorder::RunRecorder(const std::string& flag, const std::string& config_valu
   if (file.empty()) return;
   try {
     store_ = std::make_unique<HistoryStore>(file);
-    run_id_ = store_->begin_run(experiment, run_dir, env, smoke);
+    // Records already in the directory: a resumed run, which continues its
+    // history run (and adds any of its points the history lacks).
+    const auto results = run_dir / "results.jsonl";
+    std::error_code ec;
+    const auto recorded = std::filesystem::file_size(results, ec) > 0 && !ec ? read_results_file(results)
+                                                                            : std::vector<nlohmann::json>{};
+    run_id_ = recorded.empty() ? store_->begin_run(experiment, run_dir, env, smoke)
+                               : store_->resume_run(experiment, run_dir, env, smoke, recorded);
     std::cerr << "history: run " << run_id_ << " in " << file.string() << "\n";
   } catch (const std::exception& e) {
     disable(e.what());

@@ -60,6 +60,11 @@ std::vector<double> Statement::blob_doubles(int col) const {
 }
 
 Transaction::Transaction(sqlite3* db) : db_(db) {
+  // Inside another transaction: part of it (it commits or rolls back the whole).
+  if (!sqlite3_get_autocommit(db)) {
+    done_ = true;
+    return;
+  }
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK)
     throw SqliteError(db, "starting a write transaction");
 }
@@ -69,6 +74,7 @@ Transaction::~Transaction() {
 }
 
 void Transaction::commit() {
+  if (done_) return;
   if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) throw SqliteError(db_, "committing");
   done_ = true;
 }

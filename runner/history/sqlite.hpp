@@ -41,7 +41,8 @@ class SqliteError : public std::runtime_error {
   SqliteError(sqlite3* db, const std::string& what);
 };
 
-// BEGIN IMMEDIATE ... COMMIT; rolls back when destroyed before commit().
+// BEGIN IMMEDIATE ... COMMIT; rolls back when destroyed before commit(). Inside an
+// open transaction it does nothing: the outer one commits or rolls back the whole.
 class Transaction {
  public:
   explicit Transaction(sqlite3* db);

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "history/sqlite.hpp"
@@ -58,6 +59,11 @@ CREATE VIEW IF NOT EXISTS record_keys AS
          u.driver, u.cuda, u.libtorch, r.time, u.id AS run_id
   FROM records r JOIN runs u ON u.id = r.run_id;
 )sql";
+
+// Text that is not UTF-8 (a plugin's label) becomes U+FFFD, not a type_error.
+std::string safe_dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string env_text(const nlohmann::json& env, const char* key) {
   return env.contains(key) && env[key].is_string() ? env[key].get<std::string>() : std::string();
@@ -125,33 +131,64 @@ std::string point_key(const std::string& part, const nlohmann::json& params, con
     if (k != "device" && k.rfind("measure.", 0) != 0) p[k] = v;
   key["params"] = p;
   key["labels"] = labels.is_object() ? labels : nlohmann::json::object();
-  return key.dump();  // nlohmann objects are sorted by key: the dump is canonical
+  return safe_dump(key);  // nlohmann objects are sorted by key: the dump is canonical
 }
 
+nlohmann::json parse_results_line(const std::string& line) {
+  // nlohmann parses iteratively, but copies, compares and dumps recurse: a
+  // 100,000-deep array would overflow the stack later. No record nests deeper
+  // than a few levels.
+  return nlohmann::json::parse(line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxRecordDepth)
+      throw std::runtime_error("nested more than " + std::to_string(kMaxRecordDepth) +
+                               " levels deep (not a record the runner writes)");
+    return true;
+  });
+}
+
+namespace {
+
+// A field of a record line that should be text: a string as is, anything else
+// (a hand-edited or foreign file) as its JSON, never a type error.
+std::string text_field(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : safe_dump(*it);
+}
+
+double number_field(const nlohmann::json& j, const char* key, double fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+}  // namespace
+
 StoredRecord parse_record(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("expected one JSON object per line");
   StoredRecord r;
-  r.experiment = j.value("experiment", "");
-  r.part = j.value("part", "");
-  r.point = j.value("point", 0);
-  r.params = j.contains("params") ? j["params"] : nlohmann::json::object();
-  r.labels = j.contains("labels") ? j["labels"] : nlohmann::json::object();
-  r.status = j.value("status", "ok");
-  r.message = j.contains("error") ? j["error"].get<std::string>() : j.value("reason", "");
-  r.time = j.value("time", "");
+  r.experiment = text_field(j, "experiment");
+  r.part = text_field(j, "part");
+  r.point = j.contains("point") && j["point"].is_number_integer() ? j["point"].get<int>() : 0;
+  r.params = j.contains("params") && j["params"].is_object() ? j["params"] : nlohmann::json::object();
+  r.labels = j.contains("labels") && j["labels"].is_object() ? j["labels"] : nlohmann::json::object();
+  r.status = text_field(j, "status", "ok");
+  r.message = j.contains("error") ? text_field(j, "error") : text_field(j, "reason");
+  r.time = text_field(j, "time");
   r.key = point_key(r.part, r.params, r.labels);
-  if (!j.contains("metrics")) return r;
+  if (!j.contains("metrics") || !j["metrics"].is_object()) return r;
   for (const auto& [name, m] : j["metrics"].items()) {
+    if (!m.is_object()) continue;
     MetricValue v;
-    v.unit = m.value("unit", "");
+    v.unit = text_field(m, "unit");
     if (m.contains("value") && m["value"].is_number()) {
       v.center = v.mean = v.min = v.max = m["value"].get<double>();
     } else if (m.contains("median") && m["median"].is_number()) {
       v.center = m["median"].get<double>();
-      v.mean = m.value("mean", v.center);
-      v.std = m.value("std", 0.0);
-      v.min = m.value("min", v.center);
-      v.max = m.value("max", v.center);
-      v.n = m.value("n", static_cast<std::int64_t>(1));
+      v.mean = number_field(m, "mean", v.center);
+      v.std = number_field(m, "std", 0.0);
+      v.min = number_field(m, "min", v.center);
+      v.max = number_field(m, "max", v.center);
+      v.n = m.contains("n") && m["n"].is_number_integer() ? m["n"].get<std::int64_t>() : 1;
       // The U test runs over the repetitions: one mean per repetition when the
       // point was measured with measure.repetitions > 1, else per-step samples.
       for (const char* field : {"repetition_means", "samples"}) {
@@ -166,6 +203,49 @@ StoredRecord parse_record(const nlohmann::json& j) {
     r.metrics.emplace(name, std::move(v));
   }
   return r;
+}
+
+std::vector<nlohmann::json> read_results_file(const fs::path& results) {
+  std::ifstream in(results, std::ios::binary);
+  if (!in) throw std::runtime_error(results.string() + ": cannot read");
+  std::vector<nlohmann::json> lines;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const std::string where = results.string() + ":" + std::to_string(line_no) + ": ";
+    try {
+      nlohmann::json j = parse_results_line(line);
+      if (!j.is_object()) throw std::runtime_error("expected one JSON object per line");
+      lines.push_back(std::move(j));
+    } catch (const nlohmann::json::parse_error&) {
+      // A run killed mid-write leaves a torn last line: keep the whole ones.
+      if (in.peek() != EOF) throw std::runtime_error(where + "not JSON");
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + e.what());
+    }
+  }
+  return lines;
+}
+
+std::vector<std::vector<nlohmann::json>> whole_points(const std::vector<nlohmann::json>& lines) {
+  // A point interrupted and run again on --resume has an `interrupted` record
+  // and a later one: the later one is the point.
+  auto id = [](const nlohmann::json& j) { return text_field(j, "part") + "\n" + text_field(j, "point"); };
+  std::set<std::string> rerun;
+  for (const auto& j : lines)
+    if (text_field(j, "status") != "interrupted") rerun.insert(id(j));
+  std::vector<std::vector<nlohmann::json>> points;
+  std::map<std::string, size_t> at;
+  for (const auto& j : lines) {
+    const std::string key = id(j);
+    if (text_field(j, "status") == "interrupted" && rerun.count(key)) continue;
+    const auto [it, fresh] = at.emplace(key, points.size());
+    if (fresh) points.emplace_back();
+    points[it->second].push_back(j);
+  }
+  return points;
 }
 
 HistoryStore::HistoryStore(const fs::path& file) : file_(file) {
@@ -202,6 +282,13 @@ void HistoryStore::exec(const char* sql) const {
 std::int64_t HistoryStore::begin_run(const std::string& experiment, const fs::path& run_dir, const nlohmann::json& env,
                                      bool smoke, const std::string& started) {
   Transaction tx(db_);
+  if (!run_dir.empty()) {
+    // A new run in a directory an older run named (--out of an emptied
+    // directory): that run's records left with its results.jsonl.
+    Statement gone(db_, "DELETE FROM runs WHERE run_dir = ?");
+    gone.bind(1, fs::absolute(run_dir).lexically_normal().string());
+    gone.step();
+  }
   Statement s(db_,
               "INSERT INTO runs (experiment, run_dir, started, git_commit, device, device_name, driver, cuda, "
               "libtorch, host, pid, smoke, env) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -218,9 +305,45 @@ std::int64_t HistoryStore::begin_run(const std::string& experiment, const fs::pa
       .bind(10, env_text(env, "host"))
       .bind(11, static_cast<std::int64_t>(getpid()))
       .bind(12, static_cast<std::int64_t>(smoke))
-      .bind(13, env.dump());
+      .bind(13, safe_dump(env));
   s.step();
   const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  tx.commit();
+  return id;
+}
+
+std::int64_t HistoryStore::resume_run(const std::string& experiment, const fs::path& run_dir,
+                                      const nlohmann::json& env, bool smoke,
+                                      const std::vector<nlohmann::json>& recorded) {
+  Transaction tx(db_);
+  std::int64_t id = 0;
+  if (const auto known = run_by_dir(run_dir)) {
+    id = known->id;
+    // Running again: no longer finished nor judged; this process owns it now.
+    Statement s(db_, "UPDATE runs SET finished = NULL, verdict = NULL, host = ?, pid = ? WHERE id = ?");
+    s.bind(1, env_text(env, "host")).bind(2, static_cast<std::int64_t>(getpid())).bind(3, id);
+    s.step();
+  } else {
+    const nlohmann::json first_env = !recorded.empty() && recorded.front().contains("env") ? recorded.front()["env"] : env;
+    id = begin_run(experiment, run_dir, first_env, smoke,
+                   recorded.empty() ? std::string() : text_field(recorded.front(), "time"));
+    Statement s(db_, "UPDATE runs SET host = ?, pid = ? WHERE id = ?");
+    s.bind(1, env_text(env, "host")).bind(2, static_cast<std::int64_t>(getpid())).bind(3, id);
+    s.step();
+  }
+  // Points the directory holds but the store does not (the history was off or
+  // failed then, or the run died between its two writes).
+  std::set<std::pair<std::string, std::int64_t>> stored;
+  {
+    Statement s(db_, "SELECT DISTINCT part, point FROM records WHERE run_id = ?");
+    s.bind(1, id);
+    while (s.step()) stored.emplace(s.text(0), s.int64(1));
+  }
+  for (const auto& point : whole_points(recorded)) {
+    const StoredRecord first = parse_record(point.front());
+    if (text_field(point.front(), "status") == "interrupted") continue;  // runs again now
+    if (!stored.count({first.part, first.point})) add_point(id, point);
+  }
   tx.commit();
   return id;
 }
@@ -237,8 +360,8 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::js
     const StoredRecord r = parse_record(j);
     rec.reset();
     rec.bind(1, run_id).bind(2, r.part).bind(3, static_cast<std::int64_t>(r.point)).bind(4, r.key)
-        .bind(5, r.params.dump()).bind(6, r.labels.dump()).bind(7, r.status).bind(8, r.message).bind(9, r.time)
-        .bind(10, j.contains("artifacts") ? j["artifacts"].dump() : std::string("[]"));
+        .bind(5, safe_dump(r.params)).bind(6, safe_dump(r.labels)).bind(7, r.status).bind(8, r.message).bind(9, r.time)
+        .bind(10, j.contains("artifacts") ? safe_dump(j["artifacts"]) : std::string("[]"));
     rec.step();
     const std::int64_t record_id = sqlite3_last_insert_rowid(db_);
     for (const auto& [name, v] : r.metrics) {
@@ -247,11 +370,11 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::js
           .bind(7, v.min).bind(8, v.max).bind(9, v.n).bind_blob(10, v.samples).bind_null(11);
       met.step();
     }
-    if (j.contains("metrics"))
+    if (j.contains("metrics") && j["metrics"].is_object())
       for (const auto& [name, m] : j["metrics"].items())
-        if (m.contains("text")) {
+        if (m.is_object() && m.contains("text")) {
           met.reset();
-          met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, m["text"].dump());
+          met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, safe_dump(m["text"]));
           met.step();
         }
   }
@@ -282,6 +405,7 @@ std::vector<RunInfo> HistoryStore::runs(const RunFilter& f) const {
     sql += " AND coalesce(verdict, '') <> 'regression' AND NOT EXISTS (SELECT 1 FROM records r WHERE "
            "r.run_id = runs.id AND r.status = 'error')";
   if (f.exclude_run) sql += " AND id <> ?6";
+  if (!f.started_before.empty()) sql += " AND started <= ?7";
   sql += " ORDER BY started DESC, id DESC";
   if (f.limit > 0) sql += " LIMIT " + std::to_string(f.limit);
   Statement s(db_, sql.c_str());
@@ -291,6 +415,7 @@ std::vector<RunInfo> HistoryStore::runs(const RunFilter& f) const {
   if (!f.commit_prefix.empty()) s.bind(4, f.commit_prefix);
   if (f.smoke) s.bind(5, static_cast<std::int64_t>(*f.smoke));
   if (f.exclude_run) s.bind(6, f.exclude_run);
+  if (!f.started_before.empty()) s.bind(7, f.started_before);
   std::vector<RunInfo> out;
   while (s.step()) out.push_back(read_run(s));
   return out;
@@ -389,20 +514,7 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
   if (!fs::exists(results))
     throw std::runtime_error(run_dir.string() + ": not a run directory (no results.jsonl)");
   if (run_by_dir(run_dir)) return 0;
-  std::ifstream in(results);
-  std::vector<nlohmann::json> lines;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    try {
-      lines.push_back(nlohmann::json::parse(line));
-    } catch (const nlohmann::json::exception&) {
-      // A run killed mid-write leaves a torn last line: keep the whole ones.
-      if (in.peek() != EOF) throw std::runtime_error(results.string() + ":" + std::to_string(line_no) + ": not JSON");
-    }
-  }
+  const std::vector<nlohmann::json> lines = read_results_file(results);
   if (lines.empty()) throw std::runtime_error(results.string() + ": no records to import");
   bool smoke = false;
   {
@@ -412,22 +524,18 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
     smoke = first.find("with --smoke") != std::string::npos;
   }
   const nlohmann::json& first = lines.front();
-  const std::string started = first.value("time", utc_now());
+  const std::string started = text_field(first, "time", utc_now());
+  // One transaction, the check inside it: parallel imports of one directory add
+  // it once, and a killed import adds nothing.
+  Transaction tx(db_);
+  if (run_by_dir(run_dir)) return 0;
   const std::int64_t id =
-      begin_run(first.value("experiment", run_dir.filename().string()), run_dir,
-                first.contains("env") ? first["env"] : nlohmann::json::object(), smoke, started);
-  // Group lines into points (consecutive lines of one part and index).
-  std::vector<nlohmann::json> point;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    point.push_back(lines[i]);
-    const bool last = i + 1 == lines.size() || lines[i + 1].value("part", "") != lines[i].value("part", "") ||
-                      lines[i + 1].value("point", -1) != lines[i].value("point", -1);
-    if (last) {
-      add_point(id, point);
-      point.clear();
-    }
-  }
-  finish_run(id, lines.back().value("time", started));
+      begin_run(text_field(first, "experiment", run_dir.filename().string()), run_dir,
+                first.contains("env") && first["env"].is_object() ? first["env"] : nlohmann::json::object(), smoke,
+                started);
+  for (const auto& point : whole_points(lines)) add_point(id, point);
+  finish_run(id, text_field(lines.back(), "time", started));
+  tx.commit();
   return id;
 }
 

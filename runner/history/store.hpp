@@ -50,6 +50,7 @@ struct RunFilter {
   std::string experiment, device_name, since, commit_prefix;  // empty: any
   std::optional<bool> smoke;
   bool finished_only = false, good_only = false;
+  std::string started_before;  // non-empty: only runs started at or before this time
   std::int64_t exclude_run = 0;
   int limit = 0;  // 0: all
 };
@@ -87,6 +88,12 @@ class HistoryStore {
   std::optional<RunInfo> run_by_dir(const std::filesystem::path& run_dir) const;
   std::vector<StoredRecord> records(std::int64_t run_id) const;
 
+  // A resumed run (--resume): the run of that directory again (a new one when the
+  // store lacks it), unfinished, owned by this process, with every point of
+  // `recorded` (the directory's results.jsonl lines so far) that it lacks.
+  std::int64_t resume_run(const std::string& experiment, const std::filesystem::path& run_dir,
+                          const nlohmann::json& env, bool smoke, const std::vector<nlohmann::json>& recorded);
+
   // Imports a finished run directory (config.yaml + results.jsonl); returns the
   // run id, or 0 when that directory is already in the store.
   std::int64_t import_run_dir(const std::filesystem::path& run_dir);
@@ -97,7 +104,23 @@ class HistoryStore {
   std::filesystem::path file_;
 };
 
-// A results.jsonl line as a StoredRecord (shared by the store and compare of run dirs).
+// A results.jsonl line as a StoredRecord (shared by the store and compare of run
+// dirs); fields of the wrong JSON type read as text or defaults, never a type error.
 StoredRecord parse_record(const nlohmann::json& j);
+
+// Records nest a few levels; deeper input is refused (copies of it would
+// overflow the stack).
+constexpr int kMaxRecordDepth = 64;
+// One results.jsonl line; throws nlohmann's parse_error, or runtime_error when
+// it nests deeper than kMaxRecordDepth.
+nlohmann::json parse_results_line(const std::string& line);
+
+// Every whole record of a results.jsonl (a torn last line is dropped); errors
+// name the file and line.
+std::vector<nlohmann::json> read_results_file(const std::filesystem::path& results);
+
+// Records grouped by point (part, index) in first-seen order; an `interrupted`
+// record of a point that has another record is left out.
+std::vector<std::vector<nlohmann::json>> whole_points(const std::vector<nlohmann::json>& lines);
 
 }  // namespace runner::history

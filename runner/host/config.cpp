@@ -1,6 +1,7 @@
 #include "config.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -46,6 +47,37 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
     throw ConfigError(file + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                       ": YAML syntax error: " + e.msg);
   }
+}
+
+// Offset of the first byte that is not part of well-formed UTF-8, or npos.
+// Names and values end up in results.jsonl, which JSON requires to be UTF-8.
+size_t first_invalid_utf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || c == 0xC0 || c == 0xC1 || c > 0xF4 || i + len > text.size()) return i;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return i;
+    const auto next = static_cast<unsigned char>(text[i + 1 < text.size() ? i + 1 : i]);
+    if ((c == 0xE0 && next < 0xA0) || (c == 0xED && next > 0x9F) || (c == 0xF0 && next < 0x90) ||
+        (c == 0xF4 && next > 0x8F))
+      return i;  // overlong, surrogate or beyond U+10FFFF
+    i += len;
+  }
+  return std::string::npos;
+}
+
+void require_utf8(const std::string& text, const std::string& file) {
+  const size_t bad = first_invalid_utf8(text);
+  if (bad == std::string::npos) return;
+  const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+  const size_t line = static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n')) + 1;
+  const size_t column = line_start == std::string::npos || bad == 0 ? bad + 1 : bad - line_start;
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[bad]));
+  throw ConfigError(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not valid UTF-8 (byte " +
+                    byte + "); save the file as UTF-8");
 }
 
 bool is_index(const std::string& s) {
@@ -311,6 +343,12 @@ void check_path_component(const std::string& text, const std::string& what) {
 
 void set_path(YAML::Node root, const std::string& path, const YAML::Node& value) {
   const auto parts = split(path);
+  // Finding the longest existing dotted key costs parts^2 joins per level: a
+  // path deeper than any document may be is refused before that.
+  if (parts.size() > kMaxDocumentDepth)
+    throw ConfigError("--set " + path.substr(0, 80) + (path.size() > 80 ? "..." : "") + ": " +
+                      std::to_string(parts.size()) + " dotted parts; a key path has at most " +
+                      std::to_string(kMaxDocumentDepth));
   YAML::Node node;
   node.reset(root);
   std::string parent_key;
@@ -389,6 +427,7 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
   Experiment exp;
   exp.file = file;
   exp.source.file = file.string();
+  require_utf8(text, file.string());
   exp.document = parse_yaml(text, file.string());
   if (!exp.document.IsDefined() || exp.document.IsNull())
     throw ConfigError(file.string() + ": the file is empty; an experiment needs at least 'experiment: <name>' "
@@ -407,12 +446,20 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
     const YAML::Node s = exp.document["smoke"];
     if (!s) throw ConfigError(file.string() + ": --smoke given but the experiment has no 'smoke:' overrides");
     if (!s.IsMap()) throw ConfigError(exp.source.where(s, "smoke") + ": smoke: expected a map of path: value");
-    for (const auto& kv : s) set_path(exp.document, kv.first.as<std::string>(), kv.second);
+    for (const auto& kv : s) {
+      const std::string key = kv.first.as<std::string>();
+      if (static_cast<size_t>(std::count(key.begin(), key.end(), '.')) >= kMaxDocumentDepth)
+        throw ConfigError(exp.source.where(kv.first, "smoke") + ": smoke: a key of " +
+                          std::to_string(std::count(key.begin(), key.end(), '.') + 1) +
+                          " dotted parts; a key path has at most " + std::to_string(kMaxDocumentDepth));
+      set_path(exp.document, key, kv.second);
+    }
   }
   for (const std::string& o : overrides) {
     const size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
       throw ConfigError("--set " + o + ": expected key.path=value");
+    if (first_invalid_utf8(o) != std::string::npos) throw ConfigError("--set: a value that is not valid UTF-8");
     const std::string path = o.substr(0, eq);
     YAML::Node value;
     try {

@@ -13,6 +13,9 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "config.hpp"
+#include "heartbeat.hpp"
+#include "point_guard.hpp"
+#include "stderr_line.hpp"
 #include "registry.hpp"
 #include "runner/device.hpp"
 #include "sweep.hpp"
@@ -261,6 +264,14 @@ DistributedSession::DistributedSession(const LaunchEnv& env, const c10::Device& 
   group->setDefaultBackend(dist_.backend == "nccl" ? c10d::ProcessGroup::BackendType::NCCL
                                                    : c10d::ProcessGroup::BackendType::GLOO);
   dist_.group = group;
+  heartbeat_ = std::make_unique<Heartbeat>(env, [this](const std::string& why) {
+    // The point in flight gets its error record (rank 0) and log line.
+    const std::string who = "rank " + std::to_string(env_.rank) + ": ";
+    if (!record_point_death(why)) write_stderr_line("runner: " + who + why);
+    leave_error_note(env_.rank, who + why);
+    abort();
+    std::_Exit(1);
+  });
 }
 
 DistributedSession::~DistributedSession() = default;

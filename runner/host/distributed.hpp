@@ -81,6 +81,7 @@ class DistributedSession {
   LaunchEnv env_;
   c10::intrusive_ptr<c10d::Store> store_;
   Distributed dist_;
+  std::unique_ptr<class Heartbeat> heartbeat_;  // last: stops first
 };
 
 // What rank 0 appends for one point: each rank's records labelled rank=<r>, then

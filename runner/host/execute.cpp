@@ -16,6 +16,7 @@
 #include "interrupt.hpp"
 #include "launch.hpp"
 #include "point.hpp"
+#include "point_guard.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/run_reports.hpp"
@@ -130,10 +131,13 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
       if (run.results) run.results->append(record_json(exp.name, point, "interrupted", note, Record{},
                                      point_params_json(point, plan.device), run.env));
-      run.log.warn(note + "; continue with: runner " + exp.file.string() + " --resume " + run.dir.string());
+      run.log.warn(note + "; " + run.resume_hint);
     });
     Context ctx = point_context(point, plan.device, run, registry);
-    PointOutcome outcome = run_point(point, ctx);
+    PointOutcome outcome = [&] {
+      const PointGuard guard(death_note(exp, point, plan.device, run, label));
+      return run_point(point, ctx);
+    }();
     {
       std::lock_guard<std::mutex> lock(interrupt.mutex());
       record_point(exp, point, static_cast<int>(i), plan.device, outcome, run);
@@ -185,6 +189,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   }
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
+  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, session != nullptr);
+  run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   if (launch) run.env["launcher"] = launch->launcher;
   run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
                exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
@@ -211,6 +217,10 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
 int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
                  const std::vector<std::string>& rank_args) {
   if (nproc < 1) throw ConfigError("--nproc-per-node: must be 1 or more, got " + std::to_string(nproc));
+  // Refused here, before any rank starts (each rank would refuse it on its own).
+  if (!options.resume.empty())
+    throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
+                      "start a new run");
   // Everything a rank would reject, caught once before any rank starts.
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const Plan plan = plan_run(exp, options, registry);

@@ -1,5 +1,6 @@
 #include "interrupt.hpp"
 
+#include "point_guard.hpp"
 #include "runner/child_process.hpp"
 
 #include <pthread.h>
@@ -43,7 +44,7 @@ InterruptGuard::InterruptGuard() : watcher_(new Watcher) {
       // A child still running (a PyTorch script) would outlive us holding the GPU.
       end_child_processes(std::chrono::seconds(5));
       // 128 + signal number, as a shell reports a process killed by it.
-      _exit(128 + signal_number);
+      exit_now(128 + signal_number);
     }
   });
   watcher_thread = watcher_->thread.native_handle();

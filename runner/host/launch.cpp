@@ -104,7 +104,10 @@ int supervise_ranks(const LaunchSpec& spec) {
   bool stopping = false;
   auto stop_all = [&](int sig) {
     for (pid_t pid : pids)
-      if (pid > 0) kill(-pid, sig);
+      if (pid > 0) {
+        kill(-pid, sig);
+        kill(-pid, SIGCONT);  // a stopped rank (SIGSTOP) takes SIGTERM only once it runs
+      }
   };
   while (live > 0) {
     if (g_stop_signal && !stopping) {

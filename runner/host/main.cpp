@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
       ("spec", po::value<std::string>(), "runner report: render with this experiment file's report: spec")
       ("dry-run", "print the expanded points and exit")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
-      ("max-points", po::value<std::size_t>()->default_value(runner::kDefaultMaxPoints),
+      ("max-points", po::value<std::string>()->default_value(std::to_string(runner::kDefaultMaxPoints)),
        "refuse a sweep with more points than this (counted before expanding)")
       ("resume", po::value<std::string>(), "complete a crashed or killed run: run only points without a record")
       ("history", po::value<std::string>(), "history database for this run, or off (default: RUNNER_HISTORY, the experiment's history:, ~/.local/share/runner/history.sqlite)")
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
     if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;
     options.smoke = vm.count("smoke") > 0;
-    options.max_points = vm["max-points"].as<std::size_t>();
+    options.max_points = runner::parse_max_points(vm["max-points"].as<std::string>());
     if (vm.count("resume")) {
       if (vm.count("out")) throw runner::ConfigError("--resume and --out: give one; --resume continues the run it names");
       options.resume = vm["resume"].as<std::string>();
@@ -275,6 +275,9 @@ int main(int argc, char** argv) {
   } catch (const runner::report::SpecError& e) {
     runner::write_stderr_line(std::string("runner: ") + e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    runner::write_stderr_line("runner: out of memory (a sweep or file too large for this machine?)");
+    return 1;
   } catch (const std::exception& e) {
     runner::write_stderr_line(std::string("runner: ") + e.what());
     return 1;

@@ -74,6 +74,10 @@ PointOutcome run_task(const Point& point, Context& ctx, std::vector<ActiveProfil
   } catch (const std::exception& e) {
     outcome.status = "error";
     outcome.message = e.what();
+  } catch (...) {
+    outcome.status = "error";
+    outcome.message = "threw something that is not a std::exception (an int, a plugin's own type); the plugin "
+                      "should throw std::runtime_error with a message";
   }
   return outcome;
 }
@@ -87,6 +91,8 @@ Record end_profilers(Context& ctx, std::vector<ActiveProfiler>& profilers) {
       timed_hook(p, [&] { p.profiler->point_end(ctx, summary); });
     } catch (const std::exception& e) {
       ctx.log->warn("profiler " + p.name + " failed at point end: " + std::string(e.what()));
+    } catch (...) {
+      ctx.log->warn("profiler " + p.name + " failed at point end: threw something that is not a std::exception");
     }
   }
   return summary;
@@ -103,6 +109,9 @@ void add_profiler_records(Context& ctx, std::vector<ActiveProfiler>& profilers, 
         timed_hook(p, [&] { p.profiler->emit_records(ctx, task_records, own); });
       } catch (const std::exception& e) {
         ctx.log->warn("profiler " + p.name + " failed to emit its records: " + std::string(e.what()));
+        continue;
+      } catch (...) {
+        ctx.log->warn("profiler " + p.name + " failed to emit its records: threw something that is not a std::exception");
         continue;
       }
       for (Record& r : own.records) outcome.records.push_back(std::move(r.label("profiler", p.name)));

@@ -6,6 +6,17 @@
 #include <sstream>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -33,7 +44,91 @@ std::string why_not_loadable(const std::filesystem::path& file) {
   return reason ? reason : "the dynamic loader refused it";
 }
 
+bool g_probe_child = false;
+
+std::chrono::milliseconds probe_timeout() {
+  const char* env = std::getenv("RUNNER_PLUGIN_LOAD_TIMEOUT_S");
+  const double seconds = env && *env ? std::atof(env) : 30.0;
+  return std::chrono::milliseconds(static_cast<long>(1000 * (seconds > 0 ? seconds : 30.0)));
+}
+
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status))
+    return std::string("crashed the process loading it (") + strsignal(WTERMSIG(status)) +
+           "): a bug in its static constructors or manifest";
+  return "ended the process loading it with exit(" + std::to_string(WEXITSTATUS(status)) +
+         ") in its static constructors or manifest";
+}
+
+// Loads files[from], files[from + 1], ... in a child process and reports each
+// one it survives through a pipe. Returns the index of the first file that
+// crashed, ended or hung the child, with why; files.size() when none did.
+std::pair<std::size_t, std::string> probe_from(const std::vector<std::filesystem::path>& files, std::size_t from) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return {files.size(), ""};  // cannot probe: load as before
+  std::fflush(nullptr);  // nothing buffered twice
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return {files.size(), ""};
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    g_probe_child = true;
+    for (std::size_t i = from; i < files.size(); ++i) {
+      PluginRegistry probe;
+      probe.load_file_in_process(files[i]);
+      for (const auto& plugin : probe.plugins()) {  // what `plugins` and `describe` read
+        const PluginManifest& m = *plugin.manifest;
+        std::size_t touched = m.name.size() + m.version.size() + m.description.size();
+        for (const auto& o : m.options) touched += o.name.size() + o.help.size() + o.default_value.to_string().size();
+        (void)touched;
+      }
+      if (write(fds[1], &i, sizeof i) != static_cast<ssize_t>(sizeof i)) break;
+    }
+    syscall(SYS_exit_group, 0);
+  }
+  close(fds[1]);
+  std::size_t next = from;
+  const auto timeout = probe_timeout();
+  while (true) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(timeout.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    std::size_t done = 0;
+    const ssize_t n = ready > 0 ? read(fds[0], &done, sizeof done) : -1;
+    if (n == static_cast<ssize_t>(sizeof done)) {
+      next = done + 1;
+      continue;
+    }
+    int status = 0;
+    if (ready == 0) kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(fds[0]);
+    if (ready == 0)
+      return {next, "did not finish loading within " + std::to_string(timeout.count() / 1000.0).substr(0, 4) +
+                        " s (a static constructor that never returns?); set RUNNER_PLUGIN_LOAD_TIMEOUT_S to wait longer"};
+    if (next >= files.size() && WIFEXITED(status) && WEXITSTATUS(status) == 0) return {files.size(), ""};
+    return {next, how_it_ended(status)};
+  }
+}
+
+// Why a path named *.so cannot be a plugin without opening it (a FIFO would
+// block the open forever), or "".
+std::string not_a_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec) return "cannot read: " + ec.message();
+  if (std::filesystem::is_directory(status)) return "is a directory, not a shared library";
+  if (!std::filesystem::is_regular_file(status)) return "is not a regular file (a FIFO, socket or device), not a shared library";
+  return "";
+}
+
 }  // namespace
+
+bool in_plugin_probe() { return g_probe_child; }
 
 std::string host_build_info() { return RUNNER_PLUGIN_BUILD_INFO; }
 
@@ -49,6 +144,7 @@ PluginRegistry::~PluginRegistry() {
 }
 
 void PluginRegistry::scan(const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::filesystem::path> all;  // probed together: one child for every file
   for (const auto& dir : dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) continue;
@@ -62,11 +158,40 @@ void PluginRegistry::scan(const std::vector<std::filesystem::path>& dirs) {
       if (entry.path().extension() == ".so") files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) load_file(f);
+    all.insert(all.end(), files.begin(), files.end());
   }
+  load_files(all);
 }
 
 bool PluginRegistry::load_file(const std::filesystem::path& file) {
+  const size_t before = plugins_.size();
+  load_files({file});
+  return plugins_.size() > before;
+}
+
+void PluginRegistry::load_files(const std::vector<std::filesystem::path>& candidates) {
+  // Loading runs the plugin's code: a crash, exit() or hang there must not take
+  // this process down with no word. Each file is loaded in a child first; only
+  // files it survives are loaded here.
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : candidates) {
+    if (const std::string why = not_a_file(f); !why.empty()) errors_.push_back({f, why});
+    else files.push_back(f);
+  }
+  std::vector<std::string> fatal(files.size());
+  for (std::size_t from = 0; from < files.size();) {
+    const auto [bad, why] = probe_from(files, from);
+    if (bad >= files.size()) break;
+    fatal[bad] = why;
+    from = bad + 1;
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!fatal[i].empty()) errors_.push_back({files[i], fatal[i] + "; skipped"});
+    else load_file_in_process(files[i]);
+  }
+}
+
+bool PluginRegistry::load_file_in_process(const std::filesystem::path& file) {
   auto fail = [&](const std::string& message) {
     errors_.push_back({file, message});
     return false;

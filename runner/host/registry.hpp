@@ -29,7 +29,14 @@ class PluginRegistry : public PluginFactory {
   // Loads every *.so in each directory (non-recursive); missing dirs are ignored.
   void scan(const std::vector<std::filesystem::path>& dirs);
   // Loads one file; returns false (and records a LoadError) if it is not a usable plugin.
+  // Files are first loaded in a child process (see load_files).
   bool load_file(const std::filesystem::path& file);
+  // Loads files that a child process loaded first without crashing, calling
+  // exit() or hanging (RUNNER_PLUGIN_LOAD_TIMEOUT_S, default 30); the others, and
+  // paths that are not regular files, become LoadErrors that say what happened.
+  void load_files(const std::vector<std::filesystem::path>& files);
+  // Loads one file here, unprobed (the probe child does this).
+  bool load_file_in_process(const std::filesystem::path& file);
 
   // A manifest compiled into this process (tests, the config fuzzer); `origin`
   // stands in for the file. Same duplicate rule as load_file.
@@ -60,6 +67,10 @@ class PluginRegistry : public PluginFactory {
   std::vector<LoadError> errors_;
   std::vector<std::string> warnings_;
 };
+
+// True in the child that probes plugin files: an exit() there ends it at once
+// (the parent's atexit handlers and static destructors are not the child's).
+bool in_plugin_probe();
 
 // "libtorch=2.11.0 cxx11_abi=1": what a plugin's runner_plugin_build_info() must say.
 std::string host_build_info();

@@ -57,6 +57,12 @@ std::string command_output(const char* cmd) {
   return out;
 }
 
+std::string shell_quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string nvidia_driver_version() {
   // "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64  580.159.04  Release Build ..."
   std::ifstream in("/proc/driver/nvidia/version");
@@ -80,6 +86,25 @@ std::string utc_timestamp(bool for_path) {
   return buf;
 }
 
+// The commit of the git repository at `dir` (its working tree, "-dirty" when
+// tracked files changed), or "" outside one.
+std::string commit_of(const std::string& dir) {
+  const std::string git = "git -C " + shell_quoted(dir) + " ";
+  std::string commit = command_output((git + "rev-parse --short=12 HEAD 2>/dev/null").c_str());
+  if (!commit.empty() && !command_output((git + "status --porcelain --untracked-files=no 2>/dev/null").c_str()).empty())
+    commit += "-dirty";
+  return commit;
+}
+
+nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, file] : plugin_files) {
+    const std::string commit = commit_of(file.parent_path().string());
+    if (!commit.empty()) out[name] = commit;
+  }
+  return out;
+}
+
 nlohmann::json capture_environment(const c10::Device& device) {
   nlohmann::json env;
   env["device"] = device.is_cuda() ? "cuda" : "cpu";
@@ -95,12 +120,13 @@ nlohmann::json capture_environment(const c10::Device& device) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   env["host"] = host;
-  // RUNNER_GIT_COMMIT names the commit where the tree is a copy without .git (the GPU host).
+  // The commit of the runner's own source tree, wherever the run starts from (a
+  // run started in another checkout must not record that checkout's commit);
+  // RUNNER_GIT_COMMIT names it where the tree is a copy without .git (the GPU host),
+  // and the commit baked in at configure time stands in when the tree is gone.
   const char* given = std::getenv("RUNNER_GIT_COMMIT");
-  std::string commit = given ? given : command_output("git rev-parse --short=12 HEAD 2>/dev/null");
+  std::string commit = given ? given : commit_of(RUNNER_SOURCE_DIR);
   if (commit.empty()) commit = RUNNER_GIT_COMMIT;
-  if (!commit.empty() && !command_output("git status --porcelain --untracked-files=no 2>/dev/null").empty())
-    commit += "-dirty";
   env["git_commit"] = commit;
   env["runner_version"] = RUNNER_VERSION;
   return env;
@@ -173,7 +199,9 @@ ResultsWriter::ResultsWriter(const std::filesystem::path& file) : out_(file, std
 }
 
 void ResultsWriter::append(const nlohmann::json& record) {
-  out_ << record.dump() << '\n';
+  // Text from plugins (an error message quoting a file name) may not be UTF-8:
+  // replaced by U+FFFD, never a type_error that loses the record.
+  out_ << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
   if (!out_) throw std::runtime_error("writing " + file_.string() + " failed (disk full?)");
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,11 @@ namespace runner {
 
 // Environment of this process: device, GPU, driver, CUDA, LibTorch, host, git commit.
 nlohmann::json capture_environment(const c10::Device& device);
+
+// {"task/echo": "<commit>", ...}: the commit of the git repository each plugin file
+// lies in (a plugin built in the runner's tree has the runner's; one built in its own
+// repository, that one's); plugins outside any repository are left out.
+nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files);
 
 // The point's parameters as flat dotted keys with native JSON types.
 nlohmann::json point_params_json(const Point& point, const c10::Device& device);

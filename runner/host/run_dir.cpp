@@ -1,5 +1,8 @@
 #include "run_dir.hpp"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -61,6 +64,16 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
     const fs::path config = resume / "config.yaml";
     if (!fs::exists(config, ec))
       throw ConfigError("--resume " + resume.string() + ": not a run directory (no config.yaml)");
+    // A resumed run truncates and appends to these files: never through a link
+    // to some other file.
+    for (const char* name : {"config.yaml", "results.jsonl", "log.txt"}) {
+      const auto status = fs::symlink_status(resume / name, ec);
+      if (ec || !fs::exists(status)) continue;
+      if (fs::is_symlink(status) || !fs::is_regular_file(status))
+        throw ConfigError("--resume " + resume.string() + ": " + name + " is " +
+                          (fs::is_symlink(status) ? "a symbolic link" : "not a regular file") +
+                          "; a run directory holds its own files (copy the run to a new directory first)");
+    }
     const std::string stored = stored_document(read_text(config));
     if (stored != resolved)
       throw ConfigError("--resume " + resume.string() + ": the resolved config differs from " + config.string() +
@@ -83,13 +96,29 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
     throw ConfigError("--out " + run.path.string() + ": exists and is not empty; a run needs a new (or empty) "
                       "directory, so nothing in it is overwritten");
   }
+  const bool existed = fs::exists(run.path, ec);
   fs::create_directories(run.path / "artifacts", ec);
   if (ec) throw ConfigError("--out " + run.path.string() + ": cannot create the run directory (" + ec.message() + ")");
-  std::ofstream config(run.path / "config.yaml");
+  // Written whole or not at all: a full disk must not leave an empty config.yaml
+  // (a run directory that --resume and report would misread).
+  const fs::path partial = run.path / "config.yaml.partial";
+  errno = 0;
+  std::ofstream config(partial);
   config << config_header(exp.file, smoke);
   for (const auto& o : overrides) config << "# --set " << o << "\n";
   config << resolved << "\n";
-  if (!config.flush()) throw ConfigError(run.path.string() + "/config.yaml: cannot write");
+  config.flush();
+  const int error = errno;
+  const bool written = static_cast<bool>(config);
+  config.close();
+  if (!written || std::rename(partial.c_str(), (run.path / "config.yaml").c_str()) != 0) {
+    const std::string why = std::strerror(error ? error : errno);
+    fs::remove(partial, ec);
+    fs::remove(run.path / "artifacts", ec);
+    if (!existed) fs::remove(run.path, ec);
+    throw ConfigError(run.path.string() + "/config.yaml: cannot write (" + why +
+                      "); nothing was run. Free space or choose another directory with --out");
+  }
   return run;
 }
 

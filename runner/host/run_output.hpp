@@ -5,9 +5,11 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,8 @@
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
 #include "point.hpp"
+#include "point_guard.hpp"
+#include "registry.hpp"
 #include "results.hpp"
 #include "runner/context.hpp"
 
@@ -42,7 +46,25 @@ struct RunOutput {
   std::optional<ResultsWriter> results;  // rank 0 only
   nlohmann::json env;
   std::unique_ptr<history::RunRecorder> history;  // each point's records also go to the run history
+  std::string resume_hint;                         // how to finish the run if it stops (resume_hint())
 };
+
+// log.txt, or log.rank<r>.txt on rank r > 0.
+std::filesystem::path log_file_of(const std::filesystem::path& dir, int rank);
+
+// How to finish a run that stopped: the same file, --set, --smoke and --device
+// (a different resolved config is refused), or a new run where resuming is not possible.
+std::string resume_hint(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+                        const std::string& device, const std::filesystem::path& dir, bool multi_process);
+
+// What the run writes if plugin code ends the process during this point
+// (point_guard.hpp); `label` names the point as log lines do.
+PointDeathNote death_note(const Experiment& exp, const Point& point, const c10::Device& device, const RunOutput& run,
+                          const std::string& label);
+
+// The files of the task and profiler plugins the points use, by kind/name.
+std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Point>& points,
+                                                          const PluginRegistry& registry);
 
 // Writes the records of point number `point_index` of the sweep. A rank whose point
 // failed (not ok, not skipped) cannot wait for its peers, which may sit in a

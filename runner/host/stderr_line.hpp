@@ -6,9 +6,14 @@
 #include <cerrno>
 #include <string>
 
+#include "printable.hpp"
+
 namespace runner {
 
+// The line's control characters are shown as escapes (printable.hpp): a name
+// or a plugin's message must not drive the terminal.
 inline void write_stderr_line(std::string line) {
+  line = printable(line, true);
   if (line.empty() || line.back() != '\n') line.push_back('\n');
   const char* p = line.data();
   size_t left = line.size();

@@ -216,6 +216,15 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
   return points;
 }
 
+std::size_t parse_max_points(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 12 && text.find_first_not_of("0123456789") == std::string::npos;
+  const std::size_t n = digits ? std::stoull(text) : 0;
+  if (n < 1 || n > kMaxPointsCeiling)
+    throw ConfigError("--max-points " + text + ": expected a whole number from 1 to " +
+                      std::to_string(kMaxPointsCeiling) + " (every point is held in memory)");
+  return n;
+}
+
 void preflight_points(const std::vector<Point>& points, const PluginRegistry& registry) {
   for (const Point& p : points) {
     const PluginManifest* m = registry.find(PluginKind::Task, p.task);

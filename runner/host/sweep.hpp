@@ -29,6 +29,9 @@ struct Point {
 };
 
 inline constexpr std::size_t kDefaultMaxPoints = 100000;
+// --max-points cannot go above this: every point is held in memory (about 10 KiB
+// each with its parameters), so a larger sweep would exhaust memory, not run.
+inline constexpr std::size_t kMaxPointsCeiling = 1000000;
 
 // Points the sweep of every part makes (product of axis lengths), without
 // expanding them; saturates at SIZE_MAX.
@@ -39,6 +42,10 @@ std::size_t count_points(const Experiment& exp, bool include_disabled = false);
 // `max_points` points (before expanding any).
 std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry,
                                  std::size_t max_points = kDefaultMaxPoints, bool include_disabled = false);
+
+// --max-points N: a whole number from 1 to kMaxPointsCeiling (ConfigError
+// otherwise; "-1" must not wrap to 2^64-1).
+std::size_t parse_max_points(const std::string& text);
 
 // Runs each task's preflight check on every point (before the sweep, not on
 // --dry-run); a failure is a ConfigError naming the part and task.

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "history/store.hpp"
@@ -109,7 +110,7 @@ TEST(HistoryEndToEnd, CompareFlagsAnInjectedSlowdownAndNotAnUnchangedRerun) {
   EXPECT_EQ(sh(dir, "compare base nowhere").code, 2);
 }
 
-TEST(HistoryEndToEnd, AKilledRunKeepsWholePointsAndIsListedAsKilled) {
+TEST(HistoryEndToEnd, AKilledRunKeepsWholePointsAndIsListedAsKilledThenResumeCompletesIt) {
   const auto dir = fresh_dir("e2e-killed");
   std::ofstream(dir / "many.yaml") << "experiment: many\nmeasure: {warmup_steps: 0, measured_steps: 1}\ntask: echo\n"
                                       "params: {sleep_us: 20000, labels: [a, b, c]}\nsweep:\n  value: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]\n";
@@ -140,6 +141,19 @@ TEST(HistoryEndToEnd, AKilledRunKeepsWholePointsAndIsListedAsKilled) {
   EXPECT_EQ(records.size() % 3, 0u) << "a point was stored in part";
   const Result listing = sh(dir, "history");
   EXPECT_NE(listing.output.find("killed"), std::string::npos) << listing.output;
+
+  // --resume continues the same history run: finished, every point once.
+  const Result resumed = sh(dir, "many.yaml --device cpu --resume run");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("history disabled"), std::string::npos) << resumed.output;
+  const auto after = store.runs({});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].status, "ok");
+  const auto all = store.records(after[0].id);
+  EXPECT_EQ(all.size(), 60u);
+  std::set<std::string> keys;
+  for (const auto& r : all) keys.insert(r.key);
+  EXPECT_EQ(keys.size(), 60u);
 }
 
 TEST(HistoryEndToEnd, AScheduledSweepLogsOneVerdictLinePerRunAndKeepsTheGoodBaseline) {

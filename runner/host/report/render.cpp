@@ -16,6 +16,7 @@ namespace {
 constexpr std::string_view kFloatConversions = "fFeEgGaA";
 constexpr std::string_view kIntegerConversions = "di";
 constexpr std::string_view kFlagsWidthPrecision = "-+ #0123456789.";
+constexpr std::size_t kMaxFormatWidth = 64;
 
 // Positions of the conversion characters of a printf format ("%%" is text).
 std::vector<std::size_t> conversion_positions(const std::string& format) {
@@ -86,6 +87,21 @@ void check_number_format(const std::string& format) {
                              kIntegerConversions.find(conversion) == std::string_view::npos))
     throw std::runtime_error("format '" + format +
                              "' needs a number conversion such as %.2f, %.3g, %e or %d");
+  // Width and precision are table-cell sized: "%900000000.1f" would write
+  // gigabytes per cell.
+  const std::size_t spec = format.rfind('%', positions[0]);
+  std::size_t number = 0;
+  for (std::size_t i = spec + 1; i <= positions[0]; ++i) {
+    if (i < positions[0] && format[i] >= '0' && format[i] <= '9') {
+      number = std::min<std::size_t>(number * 10 + static_cast<std::size_t>(format[i] - '0'), 1000000);
+      continue;
+    }
+    if (number > kMaxFormatWidth)
+      throw std::runtime_error("format '" + format + "': width or precision " +
+                               (number == 1000000 ? std::string("of a million or more") : std::to_string(number)) +
+                               " is more than " + std::to_string(kMaxFormatWidth) + "; a cell needs a few digits");
+    number = 0;
+  }
 }
 
 std::string format_number(double value, const std::string& format) {

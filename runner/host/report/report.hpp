@@ -16,12 +16,15 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "printable.hpp"
+
 namespace runner::report {
 
 // A mistake in the report spec (exit code 2, like other config errors).
 class SpecError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // Control characters from the spec are kept visible as escapes (printable.hpp).
+  explicit SpecError(const std::string& what) : std::runtime_error(printable(what)) {}
 };
 
 // One column of an explicit column list; exactly one of metric, ratio, key is set.

@@ -1,7 +1,10 @@
 // Reading results.jsonl and writing reports/<id>.md|.tex|.<table>.csv. The .md
 // file belongs to the authors too: only text between runner markers is ours.
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <tuple>
 #include <sstream>
@@ -31,11 +34,91 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::path partial = path;
   partial += ".partial";
   {
+    errno = 0;
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out.flush()) throw std::runtime_error(partial.string() + ": cannot write");
+    if (!out.flush()) {
+      // Say why (a full disk, a read-only directory), and leave no partial file.
+      const std::string why = errno ? std::strerror(errno) : "write failed";
+      out.close();
+      std::error_code ec;
+      std::filesystem::remove(partial, ec);
+      throw std::runtime_error(path.string() + ": cannot write (" + why + "); the earlier file is unchanged");
+    }
   }
   std::filesystem::rename(partial, path);
+}
+
+// Records nest a few levels. nlohmann parses iteratively but copies and dumps
+// recursively: a 100,000-deep array would overflow the stack in the tables.
+constexpr int kMaxDepth = 64;
+nlohmann::json parse_bounded(const std::string& line) {
+  return nlohmann::json::parse(line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxDepth) throw std::runtime_error("nested more than 64 levels deep (not a record the runner writes)");
+    return true;
+  });
+}
+
+const char* type_name(const nlohmann::json& v) {
+  if (v.is_string()) return "text";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_boolean()) return "true/false";
+  if (v.is_object()) return "an object";
+  if (v.is_array()) return "a list";
+  return "null";
+}
+
+bool is(const nlohmann::json& v, char type) {
+  switch (type) {
+    case 's': return v.is_string();
+    case 'i': return v.is_number_integer();
+    case 'n': return v.is_number();
+    case 'o': return v.is_object();
+    case 'a': return v.is_array();
+    default: return true;
+  }
+}
+
+// The first field of `object` (among `fields`: key, type s/i/n/o/a) whose JSON
+// type is wrong, as "<path>.<key> is <type>, expected <type>"; "" when none.
+std::string wrong_field(const nlohmann::json& object, std::initializer_list<std::pair<const char*, char>> fields,
+                        const std::string& path) {
+  static const std::map<char, const char*> expected = {
+      {'s', "text"}, {'i', "an integer"}, {'n', "a number"}, {'o', "an object"}, {'a', "a list"}};
+  for (const auto& [key, type] : fields) {
+    const auto it = object.find(key);
+    if (it != object.end() && !(it->is_null() && type == 'n') && !is(*it, type))  // NaN is written as null
+      return path + key + " is " + type_name(*it) + ", expected " + expected.at(type);
+  }
+  return "";
+}
+
+// Tables read a record's fields by type: one of the wrong type (a hand-edited
+// or foreign file) is named here, with the file and line, not as a bare type_error.
+std::string wrong_record_type(const nlohmann::json& r) {
+  std::string why = wrong_field(r, {{"experiment", 's'}, {"part", 's'}, {"task", 's'}, {"status", 's'}, {"error", 's'},
+                                    {"reason", 's'}, {"time", 's'}, {"timer", 's'}, {"point", 'i'}, {"params", 'o'},
+                                    {"labels", 'o'}, {"metrics", 'o'}, {"env", 'o'}, {"artifacts", 'a'}},
+                                "");
+  if (!why.empty()) return why;
+  if (const auto m = r.find("metrics"); m != r.end() && m->is_object())
+    for (const auto& [name, metric] : m->items()) {
+      if (!metric.is_object()) return "metrics." + name + " is " + type_name(metric) + ", expected an object";
+      why = wrong_field(metric, {{"unit", 's'}, {"value", 'n'}, {"mean", 'n'}, {"std", 'n'}, {"median", 'n'},
+                                 {"min", 'n'}, {"max", 'n'}, {"rel_stderr", 'n'}, {"n", 'i'}, {"samples", 'a'},
+                                 {"repetition_means", 'a'}, {"text", 's'}},
+                        "metrics." + name + ".");
+      if (!why.empty()) return why;
+    }
+  if (const auto m = r.find("measurement"); m != r.end()) {
+    for (const auto& entry : m->is_array() ? *m : nlohmann::json::array({*m})) {
+      if (!entry.is_object()) return std::string("measurement is ") + type_name(entry) + ", expected an object";
+      why = wrong_field(entry, {{"target_rel_stderr", 'n'}}, "measurement.");
+      if (!why.empty()) return why;
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -55,7 +138,7 @@ std::vector<nlohmann::json> read_results(const std::filesystem::path& results_js
     const std::string where = results_jsonl.string() + ":" + std::to_string(i + 1) + ": ";
     nlohmann::json record;
     try {
-      record = nlohmann::json::parse(line);
+      record = parse_bounded(line);
     } catch (const nlohmann::json::parse_error& e) {
       if (i + 1 == last) {  // records are appended whole; only a kill cuts the last one
         const std::string warning = where + "skipped a truncated last record (the run was killed while writing it)";
@@ -64,8 +147,12 @@ std::vector<nlohmann::json> read_results(const std::filesystem::path& results_js
         break;
       }
       throw std::runtime_error(where + "malformed JSON: " + e.what());
+    } catch (const std::runtime_error& e) {  // nested too deep
+      throw std::runtime_error(where + e.what());
     }
     if (!record.is_object()) throw std::runtime_error(where + "expected one JSON object per line");
+    if (const std::string why = wrong_record_type(record); !why.empty())
+      throw std::runtime_error(where + why + " (not a record the runner writes)");
     records.push_back(std::move(record));
   }
   return records;
