@@ -47,6 +47,15 @@ Speed options (combine freely; the record's label `pytorch_variant` names them):
   --cuda-graph      whole step (forward, loss, backward, optimizer) captured in one
                     torch.cuda.CUDAGraph after 2 eager steps on a side stream and
                     replayed; needs --fused-adamw (capturable); one phase "graph"
+Kernel classes (experiments/step_kernel_diff.yaml):
+  --kernel-classes RULES  after the measurement, --profile-steps more steps under torch.profiler;
+                    every kernel, memcpy and memset they ran (a CUDA graph's too; on a CPU every
+                    aten op's self time) is sorted by profiler/kernels' class rules file RULES
+                    (bench/kernels_torch_profiler.py's class_metrics), and the record gets
+                    kernel_ms, kernels_per_step and <class>_kernel_ms, <class>_kernels, share_<class>
+                    per step, as profiler/kernels records for the runner's step; one more record
+                    per class follows (labels table: classes, class: all | <class>; kernel_ms,
+                    kernels, share), as profiler/kernels' `table: classes`
 --model.fused_kernels is accepted (the runner passes every model option) and has no
 effect here: PyTorch's fusion is --compile.
 
@@ -113,6 +122,9 @@ def parse_args():
     p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True)")
     p.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
     p.add_argument("--cuda-graph", action="store_true", help="capture the whole step in one CUDA graph")
+    p.add_argument("--kernel-classes", metavar="RULES",
+                   help="profile --profile-steps steps after the measurement; kernel time and count per class")
+    p.add_argument("--profile-steps", type=int, default=5)
     args = p.parse_args()
     args.sdpa = args.sdpa or args.attention in ("sdpa", "flash")
     if args.cuda_graph and (args.device != "cuda" or args.mode == "train_step" and not args.fused_adamw):
@@ -349,6 +361,29 @@ def stats_metric(unit, values, sizes):
     return metric
 
 
+def profile_classes(args, step, sync, cuda):
+    """Kernel time and count per class over --profile-steps steps under torch.profiler."""
+    # It imports this script as train_step_pytorch: hand it this very module, so the import does
+    # not run the script's top level again (which would re-patch the reference's attention).
+    sys.modules.setdefault("train_step_pytorch", sys.modules[__name__])
+    import kernels_torch_profiler as kernel_profile
+    rules, classes = kernel_profile.load_class_rules(args.kernel_classes)
+    if args.profile_steps < 1:
+        raise SystemExit("--profile-steps must be >= 1")
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    sync()
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(args.profile_steps):
+            step(PhaseTimer(Marks(False, 0)))
+            sync()
+    work = kernel_profile.device_work(prof.events(), cuda)
+    metrics = kernel_profile.class_metrics(work, rules, classes, args.profile_steps)
+    metrics["profiled_steps"] = {"unit": "count", "value": args.profile_steps}
+    records = kernel_profile.class_records(work, rules, classes, args.profile_steps,
+                                           {"pytorch_variant": variant_name(args)})
+    return metrics, records
+
+
 def main():
     args = parse_args()
     cuda = args.device == "cuda"
@@ -467,8 +502,17 @@ def main():
         metrics["compiled_graphs"] = {"unit": "count",
                                       "value": torch._dynamo.utils.counters["stats"]["unique_graphs"]}
     metrics["torch_version"] = {"text": torch.__version__}
-    print(json.dumps({"labels": {"pytorch_variant": variant_name(args)}, "metrics": metrics, "measurement": summary}),
+    class_records = []
+    if args.kernel_classes:
+        class_metrics, class_records = profile_classes(args, step, sync, cuda)
+        metrics.update(class_metrics)
+    labels = {"pytorch_variant": variant_name(args)}
+    if args.kernel_classes:  # the labels of profiler/kernels' step record, so one report table holds both
+        labels.update({"table": "phases", "phase": "step"})
+    print(json.dumps({"labels": labels, "metrics": metrics, "measurement": summary}),
           flush=True)
+    for record in class_records:  # profiler/kernels' `table: classes` records, one per class
+        print(json.dumps(record), flush=True)
 
 
 if __name__ == "__main__":
