@@ -51,8 +51,7 @@ class AddRMSNormFunction : public torch::autograd::Function<AddRMSNormFunction> 
     const at::Tensor dy = grads[1].contiguous();
     const bool a_is_fp32 = ctx->saved_data["a_is_fp32"].toBool();
     const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    const std::int64_t row_blocks = (rows + kAddBackwardRowsPerBlock - 1) / kAddBackwardRowsPerBlock;
-    const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(row_blocks, 2 * sms)));
+    const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 2 * sms)));
     at::Tensor dh = at::empty_like(h);
     at::Tensor da = a_is_fp32 ? dh : at::empty_like(dy);
     at::Tensor dw_partial = at::empty({blocks, dim}, h.options());

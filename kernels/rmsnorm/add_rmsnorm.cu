@@ -31,39 +31,33 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = threadIdx.x; j < dim; j += kThreads) y[j] = from_float<T>(h[j] * r * w[j]);
 }
 
-// One warp per row (rows strided over the grid's warps), so a row's sum needs shuffles and
-// no block barrier: dh = dh_out + r w dy - h r^3 / dim * sum(dy w h), written in fp32 (the
-// residual's gradient) and, when da is not null, also in T (the gradient of the branch
-// output a). dw = sum over rows of dy h r collects in shared memory (atomics: warps of a
-// block share columns), one fp32 row per block out for the caller to sum.
+// Grid-stride over rows, as the plain backward: dh = dh_out + r w dy - h r^3 / dim * sum(dy w h),
+// written in fp32 (the residual's gradient) and, when da is not null, also in T (the
+// gradient of the branch output a); dw accumulates per block in shared memory.
 template <typename T>
-__global__ void __launch_bounds__(kAddBackwardRowsPerBlock * 32)
+__global__ void __launch_bounds__(kThreads)
     add_backward_kernel(const T* __restrict__ dy, const float* __restrict__ dh_out, const float* __restrict__ h,
                         const float* __restrict__ w, const float* __restrict__ inv_rms, float* __restrict__ dh,
                         T* __restrict__ da, float* __restrict__ dw_partial, long long rows, int dim) {
   extern __shared__ float dw[];
-  for (int j = threadIdx.x; j < dim; j += blockDim.x) dw[j] = 0.0f;
-  __syncthreads();
-  const int lane = threadIdx.x % 32;
-  const long long first = static_cast<long long>(blockIdx.x) * kAddBackwardRowsPerBlock + threadIdx.x / 32;
-  const long long stride = static_cast<long long>(gridDim.x) * kAddBackwardRowsPerBlock;
-  for (long long row = first; row < rows; row += stride) {
+  __shared__ float scratch[32];
+  for (int j = threadIdx.x; j < dim; j += kThreads) dw[j] = 0.0f;
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
     const long long at = row * dim;
     const float r = inv_rms[row];
     float dot = 0.0f;
-    for (int j = lane; j < dim; j += 32) dot += to_float(dy[at + j]) * w[j] * h[at + j];
-    const float c = warp_sum(dot) * r * r * r / static_cast<float>(dim);
-    for (int j = lane; j < dim; j += 32) {
+    for (int j = threadIdx.x; j < dim; j += kThreads) dot += to_float(dy[at + j]) * w[j] * h[at + j];
+    const float c = block_sum(dot, scratch) * r * r * r / static_cast<float>(dim);
+    for (int j = threadIdx.x; j < dim; j += kThreads) {
       const float g = to_float(dy[at + j]), v = h[at + j];
       float grad = r * w[j] * g - v * c;
       if (dh_out != nullptr) grad += dh_out[at + j];
       dh[at + j] = grad;
       if (da != nullptr) da[at + j] = from_float<T>(grad);
-      atomicAdd(&dw[j], g * v * r);
+      dw[j] += g * v * r;
     }
   }
-  __syncthreads();
-  for (int j = threadIdx.x; j < dim; j += blockDim.x) dw_partial[static_cast<long long>(blockIdx.x) * dim + j] = dw[j];
+  for (int j = threadIdx.x; j < dim; j += kThreads) dw_partial[static_cast<long long>(blockIdx.x) * dim + j] = dw[j];
 }
 
 }  // namespace
@@ -84,7 +78,7 @@ void launch_add_backward(const void* dy, const float* dh_out, const float* h, co
                          std::int64_t dim, int blocks, DType dtype, cudaStream_t stream) {
   const size_t shared = static_cast<size_t>(dim) * sizeof(float);
 #define LAUNCH(T)                                                                                        \
-  add_backward_kernel<T><<<blocks, kAddBackwardRowsPerBlock * 32, shared, stream>>>(static_cast<const T*>(dy), dh_out, h, weight, \
+  add_backward_kernel<T><<<blocks, kThreads, shared, stream>>>(static_cast<const T*>(dy), dh_out, h, weight, \
                                                                inv_rms, dh, static_cast<T*>(da), dw_partial, \
                                                                rows, static_cast<int>(dim))
   KERNELS_DISPATCH_DTYPE(dtype, LAUNCH)

@@ -22,8 +22,6 @@ void launch_backward(const void* dy, const void* x, const float* weight, const f
 void launch_add_forward(const float* x, const void* a, const float* weight, float* h, void* y, float* inv_rms,
                         std::int64_t rows, std::int64_t dim, float eps, DType dtype, cudaStream_t stream);
 // dh = dh_out (may be null: zero) + the norm's input gradient; da = dh in `dtype` unless null.
-// One warp per row, kAddBackwardRowsPerBlock warps per block; dw_partial: [blocks, dim].
-constexpr int kAddBackwardRowsPerBlock = 8;
 void launch_add_backward(const void* dy, const float* dh_out, const float* h, const float* weight,
                          const float* inv_rms, float* dh, void* da, float* dw_partial, std::int64_t rows,
                          std::int64_t dim, int blocks, DType dtype, cudaStream_t stream);
