@@ -139,21 +139,6 @@ def device_work(events, cuda):
             if e.device_type == torch.autograd.DeviceType.CPU and e.name.startswith("aten::")]
 
 
-def class_records(work, rules, classes, steps, labels):
-    """profiler/kernels' `table: classes` records of a step: one per class, "all" first."""
-    totals = {c: [0.0, 0] for c in ["all"] + classes}
-    for name, us in work:
-        for c in ("all", classify(name, rules)):
-            totals[c][0] += us / 1e3
-            totals[c][1] += 1
-    everything = totals["all"][0]
-    return [{"labels": {**labels, "table": "classes", "phase": "step", "class": c},
-             "metrics": {"kernel_ms": {"unit": "ms/step", "value": ms / steps},
-                         "kernels": {"unit": "calls/step", "value": n / steps},
-                         "share": {"unit": "%", "value": 100.0 * ms / everything if everything else 0.0}}}
-            for c, (ms, n) in totals.items()]
-
-
 def class_metrics(work, rules, classes, steps):
     """Per profiled step: kernel_ms, kernels_per_step and <class>_kernel_ms, <class>_kernels, share_<class>,
     the metrics profiler/kernels records for its `step` phase."""

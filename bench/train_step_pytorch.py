@@ -54,9 +54,8 @@ Kernel classes (experiments/step_kernel_diff.yaml):
                     aten op's self time) is sorted by profiler/kernels' class rules file RULES
                     (bench/kernels_torch_profiler.py's class_metrics), and the record gets
                     kernel_ms, kernels_per_step and <class>_kernel_ms, <class>_kernels, share_<class>
-                    per step, as profiler/kernels records for the runner's step; one more record
-                    per class follows (labels table: classes, class: all | <class>; kernel_ms,
-                    kernels, share), as profiler/kernels' `table: classes`
+                    per step, as profiler/kernels records for the runner's step (the record is
+                    labelled table: phases, phase: step, as that profiler's)
 --model.fused_kernels is accepted (the runner passes every model option) and has no
 effect here: PyTorch's fusion is --compile.
 
@@ -380,9 +379,7 @@ def profile_classes(args, step, sync, cuda):
     work = kernel_profile.device_work(prof.events(), cuda)
     metrics = kernel_profile.class_metrics(work, rules, classes, args.profile_steps)
     metrics["profiled_steps"] = {"unit": "count", "value": args.profile_steps}
-    records = kernel_profile.class_records(work, rules, classes, args.profile_steps,
-                                           {"pytorch_variant": variant_name(args)})
-    return metrics, records
+    return metrics
 
 
 def main():
@@ -503,17 +500,13 @@ def main():
         metrics["compiled_graphs"] = {"unit": "count",
                                       "value": torch._dynamo.utils.counters["stats"]["unique_graphs"]}
     metrics["torch_version"] = {"text": torch.__version__}
-    class_records = []
     if args.kernel_classes:
-        class_metrics, class_records = profile_classes(args, step, sync, cuda)
-        metrics.update(class_metrics)
+        metrics.update(profile_classes(args, step, sync, cuda))
     labels = {"pytorch_variant": variant_name(args)}
     if args.kernel_classes:  # the labels of profiler/kernels' step record, so one report table holds both
         labels.update({"table": "phases", "phase": "step"})
     print(json.dumps({"labels": labels, "metrics": metrics, "measurement": summary}),
           flush=True)
-    for record in class_records:  # profiler/kernels' `table: classes` records, one per class
-        print(json.dumps(record), flush=True)
 
 
 if __name__ == "__main__":

@@ -150,7 +150,6 @@ class KernelProfiler : public runner::Profiler {
     const double steps = breakdown_.steps;
     for (const PhaseTable& t : breakdown_.tables) {
       emit_phase(t, task_records, steps, out);
-      if (t.phase == "step") emit_classes(t, steps, out);
       for (std::size_t i = 0; i < t.rows.size() && static_cast<std::int64_t>(i) < o_.top_k; ++i) {
         const KernelRow& row = t.rows[i];
         runner::Record r;
@@ -291,28 +290,6 @@ class KernelProfiler : public runner::Profiler {
     out.emit(std::move(r));
   }
 
-  // One record per class of the step (table: classes, label class; "all" for the whole step),
-  // so a report can set classes as rows beside another profile's (bench/train_step_pytorch.py
-  // --kernel-classes prints the same records for a PyTorch step).
-  void emit_classes(const PhaseTable& t, double steps, runner::Recorder& out) const {
-    auto emit = [&](const std::string& c, double ns, double calls) {
-      runner::Record r;
-      r.label("table", "classes").label("phase", t.phase).label("class", c);
-      r.add("kernel_ms", ns / steps / 1e6, "ms/step");
-      r.add("kernels", calls / steps, "calls/step");
-      r.add("share", t.total_ns > 0 ? 100.0 * ns / t.total_ns : 0.0, "%");
-      out.emit(std::move(r));
-    };
-    double calls = 0;
-    for (const auto& row : t.rows) calls += row.calls;
-    emit("all", t.total_ns, calls);
-    for (const std::string& c : rules_.classes()) {
-      const auto ns = t.class_ns.find(c);
-      const auto n = t.class_calls.find(c);
-      emit(c, ns == t.class_ns.end() ? 0.0 : ns->second, n == t.class_calls.end() ? 0.0 : n->second);
-    }
-  }
-
   void emit_attention(const std::string& phase, double steps, runner::Recorder& out) const {
     const PhaseTable* scores = breakdown_.find(phase + "/attention/scores");
     const PhaseTable* softmax = breakdown_.find(phase + "/attention/softmax");
@@ -392,7 +369,7 @@ runner::PluginManifest make_manifest() {
   };
   std::vector<std::string> metrics = {
       "calls", "total_ms", "mean_us", "share", "kernel_name", "kernel_ms", "kernels_per_step", "distinct_kernels",
-      "kernels", "top_kernel", "top_kernel_class", "top_kernel_calls", "top_kernel_share", "timer_ms", "kernel_vs_timer",
+      "top_kernel", "top_kernel_class", "top_kernel_calls", "top_kernel_share", "timer_ms", "kernel_vs_timer",
       "host_range_ms", "scores_ms", "softmax_ms", "weighted_sum_ms", "attention_matmul_ms",
       "softmax_vs_matmul_time", "attention_matmul_gflop", "softmax_gflop", "softmax_vs_matmul_flop",
       "unprofiled_wall_ms", "profiled_wall_ms", "profiler_overhead", "profiled_step_ms", "profiled_steps",
