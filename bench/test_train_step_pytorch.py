@@ -1,6 +1,7 @@
 """bench/train_step_pytorch.py --compile-scope blocks on the CPU: the regionally compiled
 step computes what the eager step computes, and Dynamo makes the same few graphs however
 deep the model is (one block graph reused by every layer, the final norm, the loss).
+--kernel-classes: the profiled step's ops are split into step_classes.yaml's classes.
 
 Run by ctest (bench.train_step_pytorch_compile_scope); about a minute on 2 cores.
 """
@@ -24,7 +25,8 @@ def run(layers, *extra):
 
 def main():
     failures = []
-    eager_variant, eager = run(5)
+    rules = os.path.join(os.path.dirname(SCRIPT), "..", "plugins", "profiler", "kernels", "step_classes.yaml")
+    eager_variant, eager = run(5, "--kernel-classes", rules, "--profile-steps", "1")
     blocks_variant, blocks = run(5, "--compile", "--compile-scope", "blocks")
     _, deeper = run(9, "--compile", "--compile-scope", "blocks")
     if blocks_variant != "compile(default,blocks)+sdpa+fused_adamw" or eager_variant != "eager+sdpa+fused_adamw":
@@ -36,6 +38,15 @@ def main():
     if blocks["compiled_graphs"] != 3 or deeper["compiled_graphs"] != 3:
         failures.append(f"compiled_graphs: {blocks['compiled_graphs']} at 5 layers, {deeper['compiled_graphs']} "
                         "at 9 (want 3 each: block, final norm, loss)")
+    # --kernel-classes: every profiled op lands in exactly one class; a step has matmuls and attention.
+    classes = ("attention", "matmul", "optimizer", "norm", "copies", "elementwise", "other")
+    by_class = sum(eager[f"{c}_kernel_ms"] for c in classes)
+    if abs(by_class - eager["kernel_ms"]) > 1e-6 * eager["kernel_ms"] or not eager["kernel_ms"] > 0:
+        failures.append(f"class times sum to {by_class}, kernel_ms {eager['kernel_ms']}")
+    if sum(eager[f"{c}_kernels"] for c in classes) != eager["kernels_per_step"]:
+        failures.append("class kernel counts do not sum to kernels_per_step")
+    if not (eager["matmul_kernels"] > 0 and eager["attention_kernels"] > 0 and eager["optimizer_kernels"] > 0):
+        failures.append(f"kernel classes: {({c: eager[c + '_kernels'] for c in classes})}")
     if "compiled_graphs" in eager or not eager["first_step_s"] > 0:
         failures.append(f"eager record: {eager}")
     for failure in failures:

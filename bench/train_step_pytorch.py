@@ -46,7 +46,16 @@ Speed options (combine freely; the record's label `pytorch_variant` names them):
   --fused-adamw     torch.optim.AdamW(fused=True)
   --cuda-graph      whole step (forward, loss, backward, optimizer) captured in one
                     torch.cuda.CUDAGraph after 2 eager steps on a side stream and
-                    replayed; needs --fused-adamw (capturable); one phase "graph"
+                    replayed; needs --fused-adamw (capturable); one phase "graph". On a CPU
+                    the eager step runs (as task/train_step's cuda_graph does)
+Kernel classes (experiments/step_kernel_diff.yaml):
+  --kernel-classes RULES  after the measurement, --profile-steps more steps under torch.profiler;
+                    every kernel, memcpy and memset they ran (a CUDA graph's too; on a CPU every
+                    aten op's self time) is sorted by profiler/kernels' class rules file RULES
+                    (bench/kernels_torch_profiler.py's class_metrics), and the record gets
+                    kernel_ms, kernels_per_step and <class>_kernel_ms, <class>_kernels, share_<class>
+                    per step, as profiler/kernels records for the runner's step (the record is
+                    labelled table: phases, phase: step, as that profiler's)
 --model.fused_kernels is accepted (the runner passes every model option) and has no
 effect here: PyTorch's fusion is --compile.
 
@@ -113,10 +122,13 @@ def parse_args():
     p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True)")
     p.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
     p.add_argument("--cuda-graph", action="store_true", help="capture the whole step in one CUDA graph")
+    p.add_argument("--kernel-classes", metavar="RULES",
+                   help="profile --profile-steps steps after the measurement; kernel time and count per class")
+    p.add_argument("--profile-steps", type=int, default=5)
     args = p.parse_args()
     args.sdpa = args.sdpa or args.attention in ("sdpa", "flash")
-    if args.cuda_graph and (args.device != "cuda" or args.mode == "train_step" and not args.fused_adamw):
-        p.error("--cuda-graph needs --device cuda and, for --mode train_step, --fused-adamw")
+    if args.cuda_graph and args.mode == "train_step" and not args.fused_adamw:
+        p.error("--cuda-graph with --mode train_step needs --fused-adamw (a capturable optimizer)")
     resolve_model_dims(p, args)
     return args
 
@@ -349,6 +361,27 @@ def stats_metric(unit, values, sizes):
     return metric
 
 
+def profile_classes(args, step, sync, cuda):
+    """Kernel time and count per class over --profile-steps steps under torch.profiler."""
+    # It imports this script as train_step_pytorch: hand it this very module, so the import does
+    # not run the script's top level again (which would re-patch the reference's attention).
+    sys.modules.setdefault("train_step_pytorch", sys.modules[__name__])
+    import kernels_torch_profiler as kernel_profile
+    rules, classes = kernel_profile.load_class_rules(args.kernel_classes)
+    if args.profile_steps < 1:
+        raise SystemExit("--profile-steps must be >= 1")
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    sync()
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(args.profile_steps):
+            step(PhaseTimer(Marks(False, 0)))
+            sync()
+    work = kernel_profile.device_work(prof.events(), cuda)
+    metrics = kernel_profile.class_metrics(work, rules, classes, args.profile_steps)
+    metrics["profiled_steps"] = {"unit": "count", "value": args.profile_steps}
+    return metrics
+
+
 def main():
     args = parse_args()
     cuda = args.device == "cuda"
@@ -440,7 +473,7 @@ def main():
             graph["g"] = g
         timer.phase("graph", graph["g"].replay)
 
-    step = graph_step if args.cuda_graph else eager_step
+    step = graph_step if args.cuda_graph and cuda else eager_step  # on a CPU the eager step, as task/train_step
 
     def sync():
         if cuda:
@@ -467,7 +500,12 @@ def main():
         metrics["compiled_graphs"] = {"unit": "count",
                                       "value": torch._dynamo.utils.counters["stats"]["unique_graphs"]}
     metrics["torch_version"] = {"text": torch.__version__}
-    print(json.dumps({"labels": {"pytorch_variant": variant_name(args)}, "metrics": metrics, "measurement": summary}),
+    if args.kernel_classes:
+        metrics.update(profile_classes(args, step, sync, cuda))
+    labels = {"pytorch_variant": variant_name(args)}
+    if args.kernel_classes:  # the labels of profiler/kernels' step record, so one report table holds both
+        labels.update({"table": "phases", "phase": "step"})
+    print(json.dumps({"labels": labels, "metrics": metrics, "measurement": summary}),
           flush=True)
 
 

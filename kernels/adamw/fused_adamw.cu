@@ -2,6 +2,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "adamw/adamw_launch.hpp"
 
 namespace kernels::adamw {
@@ -28,8 +30,15 @@ __device__ __forceinline__ void update(float& p, float g, float& m, float& v, co
 // Four gradients at once: 16 B of fp32 or 8 B of bf16/fp16.
 template <typename G> struct alignas(4 * sizeof(G)) Vec4 { G x[4]; };
 
-template <typename G>
+// C: the copies' type, or NoCopy (none written).
+struct NoCopy {};
+template <typename C> __device__ __forceinline__ C to_copy(float x);
+template <> __device__ __forceinline__ __nv_bfloat16 to_copy<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+template <> __device__ __forceinline__ __half to_copy<__half>(float x) { return __float2half(x); }
+
+template <typename G, typename C>
 __global__ void __launch_bounds__(kThreads) fused_adamw_kernel(TensorBatch b, Hyperparameters h) {
+  constexpr bool kCopy = !std::is_same<C, NoCopy>::value;
   const int chunk = blockIdx.x;
   int t = 0;
   while (chunk >= b.chunk_begin[t + 1]) ++t;
@@ -52,10 +61,12 @@ __global__ void __launch_bounds__(kThreads) fused_adamw_kernel(TensorBatch b, Hy
   const G* g = static_cast<const G*>(b.grad[t]) + start;
   float* m = b.exp_avg[t] + start;
   float* v = b.exp_avg_sq[t] + start;
+  C* out = kCopy ? static_cast<C*>(b.copy[t]) + start : nullptr;
 
   const bool aligned = ((reinterpret_cast<unsigned long long>(p) | reinterpret_cast<unsigned long long>(m) |
                          reinterpret_cast<unsigned long long>(v)) % 16 == 0) &&
-                       reinterpret_cast<unsigned long long>(g) % sizeof(Vec4<G>) == 0;
+                       reinterpret_cast<unsigned long long>(g) % sizeof(Vec4<G>) == 0 &&
+                       (!kCopy || reinterpret_cast<unsigned long long>(out) % (4 * sizeof(C)) == 0);
   long long done = 0;
   if (aligned) {
     const long long n4 = n / 4;
@@ -71,6 +82,14 @@ __global__ void __launch_bounds__(kThreads) fused_adamw_kernel(TensorBatch b, Hy
       reinterpret_cast<float4*>(p)[i] = pv;
       reinterpret_cast<float4*>(m)[i] = mv;
       reinterpret_cast<float4*>(v)[i] = vv;
+      if constexpr (kCopy) {
+        Vec4<C> cv;
+        cv.x[0] = to_copy<C>(pv.x);
+        cv.x[1] = to_copy<C>(pv.y);
+        cv.x[2] = to_copy<C>(pv.z);
+        cv.x[3] = to_copy<C>(pv.w);
+        reinterpret_cast<Vec4<C>*>(out)[i] = cv;
+      }
     }
     done = n4 * 4;
   }
@@ -80,23 +99,41 @@ __global__ void __launch_bounds__(kThreads) fused_adamw_kernel(TensorBatch b, Hy
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
+    if constexpr (kCopy) out[i] = to_copy<C>(pi);
+  }
+}
+
+template <typename G>
+void launch_with_grad(const TensorBatch& batch, CopyDType copy_dtype, const Hyperparameters& h, int blocks,
+                      cudaStream_t stream) {
+  switch (copy_dtype) {
+    case CopyDType::None:
+      fused_adamw_kernel<G, NoCopy><<<blocks, kThreads, 0, stream>>>(batch, h);
+      break;
+    case CopyDType::BF16:
+      fused_adamw_kernel<G, __nv_bfloat16><<<blocks, kThreads, 0, stream>>>(batch, h);
+      break;
+    case CopyDType::F16:
+      fused_adamw_kernel<G, __half><<<blocks, kThreads, 0, stream>>>(batch, h);
+      break;
   }
 }
 
 }  // namespace
 
-void launch_fused_adamw(const TensorBatch& batch, DType grad_dtype, const Hyperparameters& h, cudaStream_t stream) {
+void launch_fused_adamw(const TensorBatch& batch, DType grad_dtype, CopyDType copy_dtype, const Hyperparameters& h,
+                        cudaStream_t stream) {
   const int blocks = batch.chunk_begin[batch.count];
   if (blocks == 0) return;
   switch (grad_dtype) {
     case DType::F32:
-      fused_adamw_kernel<float><<<blocks, kThreads, 0, stream>>>(batch, h);
+      launch_with_grad<float>(batch, copy_dtype, h, blocks, stream);
       break;
     case DType::BF16:
-      fused_adamw_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(batch, h);
+      launch_with_grad<__nv_bfloat16>(batch, copy_dtype, h, blocks, stream);
       break;
     case DType::F16:
-      fused_adamw_kernel<__half><<<blocks, kThreads, 0, stream>>>(batch, h);
+      launch_with_grad<__half>(batch, copy_dtype, h, blocks, stream);
       break;
   }
   check_launch("fused_adamw kernel");

@@ -12,7 +12,8 @@
 // makes the step capturable in a CUDA graph: a replay sees the new count.
 //
 // Bytes per element: read p, m, v (12) and g (4 fp32 / 2 bf16), write p, m, v (12):
-// 28 B with fp32 gradients. FLOP per element: ~12, no transcendental per element
+// 28 B with fp32 gradients, + 2 with a bf16/fp16 working copy (written, never read: it
+// replaces the forward's per-step cast, which read 4 and wrote 2). FLOP per element: ~12, no transcendental per element
 // (the bias corrections are computed once per thread from the device step count).
 // Roofline on the H100 SXM at ~3.0 TB/s achievable: the "2.7B" LM (3.41e9 parameters,
 // 95.4 GB per step) 31.8 ms; xl (2.22e9) 18.7 ms; small (1.29e8) 1.20 ms.
@@ -32,14 +33,19 @@ namespace kernels::adamw {
 
 // Updates params, exp_avgs, exp_avg_sqs in place. All lists have equal length;
 // params and moments fp32 and contiguous, grads of the param's shape, steps fp32
-// scalars on the params' device. CUDA tensors run the kernel, CPU tensors the reference.
+// scalars on the params' device. copies: empty, or one entry per param, undefined or
+// that param's bf16/fp16 working copy (contiguous), which is set to the updated param
+// rounded to its dtype (= param.to(dtype), bit for bit) in the same pass.
+// CUDA tensors run the kernel, CPU tensors the reference.
 void fused_adamw_(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
                   const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
-                  const std::vector<at::Tensor>& steps, const Hyperparameters& hyper);
+                  const std::vector<at::Tensor>& steps, const Hyperparameters& hyper,
+                  const std::vector<at::Tensor>& copies = {});
 
 // The same update in tensor ops, one tensor at a time (the reference and the CPU path).
 void adamw_reference_(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads,
                       const std::vector<at::Tensor>& exp_avgs, const std::vector<at::Tensor>& exp_avg_sqs,
-                      const std::vector<at::Tensor>& steps, const Hyperparameters& hyper);
+                      const std::vector<at::Tensor>& steps, const Hyperparameters& hyper,
+                      const std::vector<at::Tensor>& copies = {});
 
 }  // namespace kernels::adamw

@@ -30,4 +30,27 @@ std::tuple<at::Tensor, at::Tensor> forward_kernel(const at::Tensor& x, const at:
 std::tuple<at::Tensor, at::Tensor> backward_kernel(const at::Tensor& dy, const at::Tensor& x,
                                                    const at::Tensor& weight, const at::Tensor& inv_rms);
 
+// Fused residual add + RMSNorm (add_rmsnorm.cu), the pre-norm block's seam:
+//   h = x + a                                (the residual stream, in x's dtype, fp32)
+//   y = h / sqrt(mean(h^2) + eps) * w        (in `out_dtype`: the dtype the next matmul
+//                                             reads, so autocast has nothing left to cast)
+// One kernel each way: the forward reads x, a and writes h, y (no add kernel, no cast of
+// y); the backward takes y's gradient and h's own (from the next residual add; may be
+// undefined) and writes dh = dh_out + the norm's input gradient once in fp32 (x's
+// gradient) and once in a's dtype (a's gradient), so no gradient-accumulation add and
+// no cast remain. Bytes per element, a and y bf16: forward 4 + 2 read, 4 + 2 written
+// (+ h re-read from L1/L2) = 12; backward dy 2, dh_out 4, h 4 read, dh 4, da 2 written
+// = 16; the unfused ops (add, norm, cast) move 30 and 34. FLOP ~5 / ~11 per element.
+// Kernel when x is a CUDA fp32 tensor, a is in out_dtype (fp32, bf16 or fp16), weight
+// fp32 and dim <= kMaxDim; else add_rms_norm_reference.
+// Measured: not timed alone; experiments/step_kernel_diff.yaml shows the step's norm and
+// elementwise classes with it.
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& a, const at::Tensor& weight,
+                                                double eps, at::ScalarType out_dtype);
+
+// The same in tensor ops (autograd by ATen): h = x + a; y = rms_norm_reference(h).to(out_dtype).
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_reference(const at::Tensor& x, const at::Tensor& a,
+                                                          const at::Tensor& weight, double eps,
+                                                          at::ScalarType out_dtype);
+
 }  // namespace kernels::rmsnorm

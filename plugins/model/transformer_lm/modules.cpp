@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/embedding.h>
 #include <ATen/ops/empty.h>
@@ -13,10 +14,12 @@
 #include <ATen/ops/silu.h>
 #include <ATen/ops/stack.h>
 #include <c10/core/GradMode.h>
+#include <torch/autograd.h>
 
 #include "rmsnorm/rmsnorm.hpp"
 #include "rope/rope.hpp"
 #include "runner/range.hpp"
+#include "runner/weight_copies.hpp"
 #include "swiglu/swiglu.hpp"
 
 namespace plugins::transformer_lm {
@@ -25,6 +28,31 @@ namespace {
 at::TensorOptions fp32_on(const c10::Device& device) { return at::TensorOptions().dtype(at::kFloat).device(device); }
 
 double standard_normal_cdf(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+// y = x copy^T with the weight's gradient in fp32: the autocast matmul without its casts.
+class LowPrecisionLinear : public torch::autograd::Function<LowPrecisionLinear> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& copy) {
+    const torch::Tensor xl = x.scalar_type() == copy.scalar_type() ? x : x.to(copy.scalar_type());
+    ctx->save_for_backward({xl, copy});
+    (void)weight;  // an input only so that autograd routes dW to it
+    return at::linear(xl, copy);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &xl = saved[0], &copy = saved[1];
+    const torch::Tensor dy = grads[0].to(copy.scalar_type());
+    const torch::Tensor dx = at::matmul(dy, copy);
+    const torch::Tensor dw = at::mm(dy.reshape({-1, dy.size(-1)}).t(), xl.reshape({-1, xl.size(-1)}), at::kFloat);
+    return {dx, dw, torch::Tensor()};
+  }
+};
+
+torch::Tensor low_precision_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& copy) {
+  return LowPrecisionLinear::apply(x, weight, copy);
+}
 
 }  // namespace
 
@@ -40,13 +68,36 @@ void truncated_normal_(torch::Tensor& w, double std, at::Generator& gen) {
   w.clamp_(-kClipStd * std, kClipStd * std);  // erfinv rounding can overshoot by an ulp
 }
 
-Linear::Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen) {
+Linear::Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen,
+               bool working_copy)
+    : working_copy_(working_copy) {
   weight = at::empty({d_out, d_in}, fp32_on(device));
   truncated_normal_(weight, std::sqrt(2.0 / static_cast<double>(d_in + d_out)), gen);
   weight = register_parameter("weight", weight);
 }
 
-torch::Tensor Linear::forward(const torch::Tensor& x) const { return at::linear(x, weight); }
+torch::Tensor Linear::current_copy() const {
+  if (!working_copy_ || !weight.is_cuda() || weight.scalar_type() != at::kFloat ||
+      !at::autocast::is_autocast_enabled(c10::DeviceType::CUDA))
+    return {};
+  const at::ScalarType dtype = at::autocast::get_autocast_dtype(c10::DeviceType::CUDA);
+  if (dtype != at::kBFloat16 && dtype != at::kHalf) return {};
+  c10::NoGradGuard no_grad;
+  if (!copy_.defined() || copy_.scalar_type() != dtype) {
+    copy_ = weight.detach().to(dtype, /*non_blocking=*/false, /*copy=*/true);
+    runner::register_weight_copy(weight, copy_);
+    copy_version_ = static_cast<std::int64_t>(weight._version());
+  } else if (static_cast<std::int64_t>(weight._version()) != copy_version_) {
+    copy_.copy_(weight.detach());  // changed by tensor ops, not by an optimizer that writes the copy
+    copy_version_ = static_cast<std::int64_t>(weight._version());
+  }
+  return copy_;
+}
+
+torch::Tensor Linear::forward(const torch::Tensor& x) const {
+  if (const torch::Tensor copy = current_copy(); copy.defined()) return low_precision_linear(x, weight, copy);
+  return at::linear(x, weight);
+}
 
 Embedding::Embedding(std::int64_t vocab_size, std::int64_t d_model, const c10::Device& device,
                      at::Generator& gen) {
@@ -68,6 +119,15 @@ torch::Tensor RMSNorm::forward(const torch::Tensor& x) const {
   const torch::Tensor xf = x.to(at::promote_types(in_dtype, at::kFloat));
   const torch::Tensor inv_rms = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return (xf * inv_rms * weight).to(in_dtype);
+}
+
+std::tuple<torch::Tensor, torch::Tensor> RMSNorm::forward_add(const torch::Tensor& x, const torch::Tensor& a) const {
+  const c10::DeviceType device = x.device().type();
+  const bool autocast = at::autocast::is_autocast_enabled(device) && x.scalar_type() == at::kFloat;
+  const at::ScalarType matmul_dtype = autocast ? at::autocast::get_autocast_dtype(device) : x.scalar_type();
+  if (fused) return kernels::rmsnorm::add_rms_norm(x, a, weight, eps, matmul_dtype);
+  const torch::Tensor h = x + a;
+  return {h, forward(h).to(matmul_dtype)};
 }
 
 RotaryEmbedding::RotaryEmbedding(std::int64_t d_head, std::int64_t context_length, double theta,
@@ -97,10 +157,10 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t d_model, std::int64_t num_
                                          runner::Attention* attention, const c10::Device& device,
                                          at::Generator& gen, bool fused)
     : num_heads_(num_heads), fused_(fused), rope_(rope), attention_(attention) {
-  q_proj_ = register_module("q_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
-  k_proj_ = register_module("k_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
-  v_proj_ = register_module("v_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
-  output_proj_ = register_module("output_proj", std::make_shared<Linear>(d_model, d_model, device, gen));
+  q_proj_ = register_module("q_proj", std::make_shared<Linear>(d_model, d_model, device, gen, fused));
+  k_proj_ = register_module("k_proj", std::make_shared<Linear>(d_model, d_model, device, gen, fused));
+  v_proj_ = register_module("v_proj", std::make_shared<Linear>(d_model, d_model, device, gen, fused));
+  output_proj_ = register_module("output_proj", std::make_shared<Linear>(d_model, d_model, device, gen, fused));
 }
 
 torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
@@ -128,9 +188,9 @@ torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
 
 SwiGLU::SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen, bool fused)
     : fused_(fused) {
-  w1_ = register_module("w1", std::make_shared<Linear>(d_model, d_ff, device, gen));
-  w2_ = register_module("w2", std::make_shared<Linear>(d_ff, d_model, device, gen));
-  w3_ = register_module("w3", std::make_shared<Linear>(d_model, d_ff, device, gen));
+  w1_ = register_module("w1", std::make_shared<Linear>(d_model, d_ff, device, gen, fused));
+  w2_ = register_module("w2", std::make_shared<Linear>(d_ff, d_model, device, gen, fused));
+  w3_ = register_module("w3", std::make_shared<Linear>(d_model, d_ff, device, gen, fused));
 }
 
 torch::Tensor SwiGLU::forward(const torch::Tensor& x) const {
@@ -147,6 +207,18 @@ TransformerBlock::TransformerBlock(std::int64_t d_model, std::int64_t num_heads,
       "attn", std::make_shared<CausalSelfAttention>(d_model, num_heads, rope, attention, device, gen, fused));
   ln2_ = register_module("ln2", std::make_shared<RMSNorm>(d_model, device, 1e-5, fused));
   ffn_ = register_module("ffn", std::make_shared<SwiGLU>(d_model, d_ff, device, gen, fused));
+}
+
+std::tuple<torch::Tensor, torch::Tensor> TransformerBlock::forward_fused(const torch::Tensor& x,
+                                                                         const torch::Tensor& y,
+                                                                         const RMSNorm& next_norm) const {
+  torch::Tensor h, y2;
+  {
+    runner::ScopedRange range("attention");
+    std::tie(h, y2) = ln2_->forward_add(x, attn_->forward(y));
+  }
+  runner::ScopedRange range("feed_forward");
+  return next_norm.forward_add(h, ffn_->forward(y2));
 }
 
 torch::Tensor TransformerBlock::forward(const torch::Tensor& x) const {

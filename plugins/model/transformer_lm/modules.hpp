@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <tuple>
 
 #include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
@@ -16,11 +17,24 @@ namespace plugins::transformer_lm {
 void truncated_normal_(torch::Tensor& w, double std, at::Generator& gen);
 
 // y = x W^T, W [d_out, d_in], init std sqrt(2 / (d_in + d_out)).
+// working_copy: under bf16/fp16 autocast on CUDA the forward reads a low-precision copy
+// of W kept between steps (registered in runner/weight_copies.hpp, so AdamW impl: fused
+// rewrites it in its pass) instead of casting W at every call; re-cast only when W changed
+// through tensor ops (its version counter moved). The backward computes dx from the copy
+// and dW straight into fp32 (a bf16 GEMM with fp32 output), so no cast kernel remains.
 class Linear : public torch::nn::Module {
  public:
-  Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen);
+  Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device, at::Generator& gen,
+         bool working_copy = false);
   torch::Tensor forward(const torch::Tensor& x) const;
   torch::Tensor weight;
+
+ private:
+  // The copy in autocast's dtype, made or refreshed here; undefined when none applies.
+  torch::Tensor current_copy() const;
+  bool working_copy_;
+  mutable torch::Tensor copy_;
+  mutable std::int64_t copy_version_ = -1;
 };
 
 // Lookup table [vocab_size, d_model], init std 1.
@@ -37,6 +51,10 @@ class RMSNorm : public torch::nn::Module {
  public:
   RMSNorm(std::int64_t d_model, const c10::Device& device, double eps = 1e-5, bool fused = false);
   torch::Tensor forward(const torch::Tensor& x) const;
+  // (h, y): h = x + a (the residual add before this norm), y = forward(h) in the dtype
+  // the next matmul computes in (autocast's, if on). fused: one kernel each way
+  // (kernels/rmsnorm add_rms_norm); else tensor ops.
+  std::tuple<torch::Tensor, torch::Tensor> forward_add(const torch::Tensor& x, const torch::Tensor& a) const;
   torch::Tensor weight;
   double eps;
   bool fused;
@@ -91,6 +109,12 @@ class TransformerBlock : public torch::nn::Module {
   TransformerBlock(std::int64_t d_model, std::int64_t num_heads, std::int64_t d_ff, const RotaryEmbedding* rope,
                    runner::Attention* attention, const c10::Device& device, at::Generator& gen, bool fused = false);
   torch::Tensor forward(const torch::Tensor& x) const;
+  // The same block with every residual add fused into the norm after it: takes x and
+  // y = ln1(x), returns (x_out, next_norm(x_out)). ln2 fuses the attention residual;
+  // next_norm (the next block's ln1, or the final norm) fuses the feed-forward one.
+  std::tuple<torch::Tensor, torch::Tensor> forward_fused(const torch::Tensor& x, const torch::Tensor& y,
+                                                         const RMSNorm& next_norm) const;
+  const RMSNorm& ln1() const { return *ln1_; }
 
  private:
   std::shared_ptr<RMSNorm> ln1_, ln2_;

@@ -13,7 +13,8 @@
 namespace plugins::transformer_lm {
 
 LanguageModelNet::LanguageModelNet(const TransformerDims& dims, runner::Attention* attention,
-                                   const c10::Device& device, at::Generator& gen, bool fused) {
+                                   const c10::Device& device, at::Generator& gen, bool fused)
+    : fused_(fused) {
   token_embeddings_ = register_module("token_embeddings",
                                       std::make_shared<Embedding>(dims.vocab_size, dims.d_model, device, gen));
   rope_ = std::make_unique<RotaryEmbedding>(dims.d_head(), dims.context_length, dims.rope_theta, device);
@@ -25,7 +26,7 @@ LanguageModelNet::LanguageModelNet(const TransformerDims& dims, runner::Attentio
   }
   register_module("layers", layers);
   ln_final_ = register_module("ln_final", std::make_shared<RMSNorm>(dims.d_model, device, 1e-5, fused));
-  lm_head_ = register_module("lm_head", std::make_shared<Linear>(dims.d_model, dims.vocab_size, device, gen));
+  lm_head_ = register_module("lm_head", std::make_shared<Linear>(dims.d_model, dims.vocab_size, device, gen, fused));
 }
 
 torch::Tensor LanguageModelNet::forward(const torch::Tensor& token_ids) const {
@@ -34,11 +35,21 @@ torch::Tensor LanguageModelNet::forward(const torch::Tensor& token_ids) const {
     runner::ScopedRange range("embedding");
     x = token_embeddings_->forward(token_ids);
   }
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    runner::ScopedRange range("layer" + std::to_string(i));
-    x = layers_[i]->forward(x);
-  }
-  {
+  if (fused_) {
+    // Each residual add runs inside the norm after it (add_rms_norm): layer i's feed-forward
+    // range ends with layer i+1's ln1, the last one's with the final norm.
+    torch::Tensor y = layers_.empty() ? ln_final_->forward(x) : layers_.front()->ln1().forward(x);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      runner::ScopedRange range("layer" + std::to_string(i));
+      const RMSNorm& next = i + 1 < layers_.size() ? layers_[i + 1]->ln1() : *ln_final_;
+      std::tie(x, y) = layers_[i]->forward_fused(x, y, next);
+    }
+    x = y;
+  } else {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      runner::ScopedRange range("layer" + std::to_string(i));
+      x = layers_[i]->forward(x);
+    }
     runner::ScopedRange range("final_norm");
     x = ln_final_->forward(x);
   }

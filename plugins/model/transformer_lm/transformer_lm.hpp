@@ -28,6 +28,7 @@ class LanguageModelNet : public torch::nn::Module {
   std::vector<std::shared_ptr<TransformerBlock>> layers_;  // also registered as "layers.<i>"
   std::shared_ptr<RMSNorm> ln_final_;
   std::shared_ptr<Linear> lm_head_;
+  bool fused_;
 };
 
 class TransformerLM : public runner::Model {

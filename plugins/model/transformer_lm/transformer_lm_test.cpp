@@ -184,6 +184,22 @@ TEST(TransformerLm, NamesEachLayerAndItsSublayersAsRanges) {
   EXPECT_EQ(listener.paths, expected);
 }
 
+// With fused kernels each residual add runs in the norm after it, so the final norm is
+// part of the last layer's feed-forward range.
+TEST(TransformerLm, FusedModelNamesTheSameLayersAndSublayers) {
+  auto model = std::make_unique<TransformerLM>(tiny_dims(), std::make_unique<plugins::transformer_lm::testing::SdpaAttention>(),
+                                               c10::Device(c10::kCPU), 11, /*fused_kernels=*/true);
+  torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  runner::Batch batch = model->random_batch(1, gen);
+  RecordingListener listener;
+  runner::add_range_listener(&listener);
+  model->forward(batch.inputs);
+  runner::remove_range_listener(&listener);
+  const std::vector<std::string> expected{"embedding", "layer0", "layer0/attention", "layer0/feed_forward", "layer1",
+                                          "layer1/attention", "layer1/feed_forward", "lm_head"};
+  EXPECT_EQ(listener.paths, expected);
+}
+
 TEST(TransformerLm, OnCudaGivesTheCpuLogitsForTheSameWeights) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   auto cpu = tiny_model(13);
@@ -242,6 +258,40 @@ TEST(TransformerLm, FusedKernelsOnCudaMatchTheTensorOpModel) {
     for (const auto& p : fused->module().named_parameters())
       EXPECT_LT(rel(p.value().grad(), naive_params[p.key()].grad()), tol) << p.key();
   }
+}
+
+// Ten bf16 train steps (AdamW, one batch) of the fused-kernel model track the tensor-op
+// model's losses to 1e-2 relative, step by step: the fused residual add + norm and the
+// other kernels change rounding only.
+TEST(TransformerLm, FusedKernelsTrainLikeTheTensorOpModelForTenBf16Steps) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  auto make = [](bool fused) {
+    return std::make_unique<TransformerLM>(tiny_dims(), std::make_unique<plugins::transformer_lm::testing::SdpaAttention>(),
+                                           c10::Device(c10::kCUDA), 31, fused);
+  };
+  auto naive = make(false), fused = make(true);
+  torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(32);
+  const runner::Batch batch = naive->random_batch(4, gen);
+  auto losses = [&](TransformerLM& model) {
+    torch::optim::AdamW optimizer(model.module().parameters(), torch::optim::AdamWOptions(1e-2));
+    std::vector<double> out;
+    for (int step = 0; step < 10; ++step) {
+      torch::Tensor loss;
+      {
+        runner::AutocastScope autocast(c10::Device(c10::kCUDA), runner::Precision::parse("bf16"));
+        loss = model.loss(model.forward(batch.inputs), batch.targets);
+      }
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+      out.push_back(loss.item<double>());
+    }
+    return out;
+  };
+  const std::vector<double> expected = losses(*naive), got = losses(*fused);
+  EXPECT_LT(got.back(), 0.9 * got.front()) << "the loss must fall on a fixed batch";
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_LT(std::abs(got[i] - expected[i]), 1e-2 * std::abs(expected[i])) << "step " << i;
 }
 
 TEST(TransformerLm, CreatesThroughTheRegistryWithNaiveAttentionByDefault) {

@@ -9,6 +9,7 @@
 
 #include "adamw.hpp"
 #include "adamw/fused_adamw.hpp"
+#include "runner/weight_copies.hpp"
 
 namespace plugins::adamw {
 
@@ -30,7 +31,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   const torch::Tensor loss = evaluate_closure(closure);
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
-    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps, copies;
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
       TORCH_CHECK(!p.grad().is_sparse(), "adamw: sparse gradients are not supported");
@@ -49,12 +50,13 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
       exp_avgs.push_back(state.exp_avg());
       exp_avg_sqs.push_back(state.exp_avg_sq());
       steps.push_back(state.device_step);
+      copies.push_back(runner::weight_copy(p));  // the model's bf16/fp16 working copy, if it keeps one
     }
     if (params.empty()) continue;
     at::_foreach_add_(steps, 1.0);
     const auto [beta1, beta2] = o.betas();
     kernels::adamw::fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, steps,
-                                 {o.lr(), beta1, beta2, o.eps(), o.weight_decay()});
+                                 {o.lr(), beta1, beta2, o.eps(), o.weight_decay()}, copies);
   }
   return loss;
 }

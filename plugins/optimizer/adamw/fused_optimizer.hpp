@@ -3,7 +3,9 @@
 // torch::optim::AdamW (and this plugin's foreach AdamW). The step count lives on the
 // device next to each parameter, so step() can be captured in a CUDA graph; once
 // captured, lr and the other hyperparameters are fixed in the graph.
-// On CPU tensors the kernel's tensor-op reference runs instead.
+// On CPU tensors the kernel's tensor-op reference runs instead. A parameter with a
+// registered low-precision working copy (runner/weight_copies.hpp: the transformer_lm
+// keeps one per matmul weight under bf16/fp16 autocast) gets it rewritten in the same pass.
 #pragma once
 #include <cstdint>
 #include <vector>

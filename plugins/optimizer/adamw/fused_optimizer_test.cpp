@@ -10,6 +10,7 @@
 #include "registry.hpp"
 #include "runner/context.hpp"
 #include "runner/optimizer.hpp"
+#include "runner/weight_copies.hpp"
 #include "validate.hpp"
 
 namespace {
@@ -51,6 +52,61 @@ TEST(FusedAdamW, MatchesLibTorchAdamWOverTenStepsOnCpu) { EXPECT_LT(worst_error_
 TEST(FusedAdamW, MatchesLibTorchAdamWOverTenStepsOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   EXPECT_LT(worst_error_over_ten_steps(torch::kCUDA), 1e-6);
+}
+
+// Registered working copies are rewritten in the optimizer's pass and equal p.to(dtype) bit
+// for bit after every step; the parameters update as without copies.
+void expect_copies_track_parameters(torch::Device device) {
+  torch::manual_seed(43);
+  std::vector<torch::Tensor> params, plain, copies;
+  // 200003: several 64 Ki chunks and a tail that is not a multiple of four.
+  for (auto shape : std::vector<std::vector<std::int64_t>>{{7, 5}, {200003}, {64, 33}, {5}}) {
+    params.push_back(torch::randn(shape).to(device).requires_grad_(true));
+    plain.push_back(params.back().detach().clone().requires_grad_(true));
+  }
+  const std::vector<torch::ScalarType> dtypes{torch::kBFloat16, torch::kBFloat16, torch::kHalf};
+  for (size_t i = 0; i < dtypes.size(); ++i) {  // the last parameter keeps no copy
+    copies.push_back(params[i].detach().to(dtypes[i]));
+    runner::register_weight_copy(params[i], copies.back());
+  }
+  EXPECT_FALSE(runner::weight_copy(params[3]).defined());
+  EXPECT_TRUE(runner::weight_copy(params[0]).is_same(copies[0]));
+  const AdamWOptions options = AdamWOptions(1e-2).weight_decay(0.01);
+  FusedAdamW with_copies({torch::optim::OptimizerParamGroup(params)}, options);
+  FusedAdamW without({torch::optim::OptimizerParamGroup(plain)}, options);
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      const torch::Tensor g = torch::randn(params[i].sizes()).to(device);
+      params[i].mutable_grad() = g.clone();
+      plain[i].mutable_grad() = g.clone();
+    }
+    with_copies.step();
+    without.step();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_LT(relative_error(params[i], plain[i]), 1e-6) << "parameter " << i << ", step " << step;
+      if (i < copies.size())
+        EXPECT_TRUE(torch::equal(copies[i], params[i].detach().to(dtypes[i]))) << "copy " << i << ", step " << step;
+    }
+  }
+}
+
+TEST(FusedAdamW, RewritesRegisteredWorkingCopiesBitForBitOnCpu) { expect_copies_track_parameters(torch::kCPU); }
+
+TEST(FusedAdamW, RewritesRegisteredWorkingCopiesBitForBitOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  expect_copies_track_parameters(torch::kCUDA);
+}
+
+TEST(WeightCopies, EntriesDieWithTheirCopy) {
+  torch::Tensor weight = torch::ones({4});
+  {
+    torch::Tensor copy = weight.to(torch::kBFloat16);
+    runner::register_weight_copy(weight, copy);
+    EXPECT_TRUE(runner::weight_copy(weight).defined());
+  }
+  EXPECT_FALSE(runner::weight_copy(weight).defined());
+  EXPECT_THROW(runner::register_weight_copy(weight, torch::ones({5}, torch::kBFloat16)), std::invalid_argument);
+  EXPECT_THROW(runner::register_weight_copy(weight, torch::ones({4})), std::invalid_argument);
 }
 
 TEST(FusedAdamW, SkipsParametersWithoutGradientAndCountsStateBytes) {

@@ -77,7 +77,9 @@ ClassRules ClassRules::parse(const std::string& yaml_text, const std::string& or
     const std::string name = rule["class"].as<std::string>();
     if (std::find(known.begin(), known.end(), name) == known.end())
       throw std::runtime_error(where + ": class '" + name + "' is not one of matmul, attention, elementwise, "
-                               "reduction, memcpy, other");
+                               "reduction, memcpy, copies, norm, optimizer, other");
+    if (std::find(rules.classes_.begin(), rules.classes_.end(), name) == rules.classes_.end() && name != "other")
+      rules.classes_.push_back(name);
     try {
       rules.rules_.emplace_back(name, std::regex(rule["match"].as<std::string>(),
                                                  std::regex::ECMAScript | std::regex::icase));
@@ -85,6 +87,7 @@ ClassRules ClassRules::parse(const std::string& yaml_text, const std::string& or
       throw std::runtime_error(where + ": match is not a valid regular expression: " + e.what());
     }
   }
+  rules.classes_.push_back("other");
   return rules;
 }
 
@@ -95,7 +98,10 @@ std::string ClassRules::classify(const std::string& full_name) const {
 }
 
 const std::vector<std::string>& ClassRules::class_names() {
-  static const std::vector<std::string> names = {"matmul", "attention", "elementwise", "reduction", "memcpy", "other"};
+  // memcpy: the default rules' copy class (Memcpy/Memset and aten copies); copies, norm and
+  // optimizer: the finer split of step_classes.yaml (a train step's kernel diff).
+  static const std::vector<std::string> names = {"matmul", "attention", "elementwise", "reduction", "memcpy",
+                                                  "copies", "norm",   "optimizer",   "other"};
   return names;
 }
 
@@ -219,6 +225,7 @@ Breakdown build_breakdown(const std::vector<Activity>& activities, const std::ve
       row.total_ns += double(a.dur_ns);
       t.total_ns += double(a.dur_ns);
       t.class_ns[cls->second] += double(a.dur_ns);
+      t.class_calls[cls->second] += 1;
     }
   }
   for (auto& t : out.tables)

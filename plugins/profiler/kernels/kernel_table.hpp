@@ -42,10 +42,14 @@ class ClassRules {
   // Parses the YAML text; throws std::runtime_error naming `origin` and the rule.
   static ClassRules parse(const std::string& yaml_text, const std::string& origin);
   std::string classify(const std::string& full_name) const;
-  static const std::vector<std::string>& class_names();  // matmul ... other, the report's order
+  // Every class a rules file may name (the profiler's share_/_ms/_kernels metrics), "other" last.
+  static const std::vector<std::string>& class_names();
+  // The classes this file names, in order of first appearance, then "other": the records' columns.
+  const std::vector<std::string>& classes() const { return classes_; }
 
  private:
   std::vector<std::pair<std::string, std::regex>> rules_;
+  std::vector<std::string> classes_;
 };
 
 // "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(...)"
@@ -72,6 +76,7 @@ struct PhaseTable {
   double total_ns = 0;
   std::vector<KernelRow> rows;  // by total time, largest first
   std::map<std::string, double> class_ns;
+  std::map<std::string, double> class_calls;
 };
 
 struct Breakdown {

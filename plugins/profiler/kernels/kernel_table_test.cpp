@@ -8,11 +8,11 @@
 namespace plugins::kernels {
 namespace {
 
-ClassRules plugin_rules() {
-  std::ifstream in(std::string(RUNNER_SOURCE_DIR) + "/plugins/profiler/kernels/kernel_classes.yaml");
+ClassRules plugin_rules(const std::string& file = "kernel_classes.yaml") {
+  std::ifstream in(std::string(RUNNER_SOURCE_DIR) + "/plugins/profiler/kernels/" + file);
   std::stringstream s;
   s << in.rdbuf();
-  return ClassRules::parse(s.str(), "kernel_classes.yaml");
+  return ClassRules::parse(s.str(), file);
 }
 
 TEST(KernelClasses, RuleTableClassesCudaKernelsAndAtenOps) {
@@ -38,6 +38,36 @@ TEST(KernelClasses, RuleTableClassesCudaKernelsAndAtenOps) {
   EXPECT_EQ(rules.classify("aten::copy_"), "memcpy");
   EXPECT_EQ(rules.classify("aten::mmx"), "other");
   EXPECT_EQ(rules.classify("some_unknown_kernel"), "other");
+}
+
+// step_classes.yaml sorts both sides of the train-step kernel diff: LibTorch + kernels/ and
+// Inductor's Triton kernels (named after the ops they fused).
+TEST(KernelClasses, StepRulesSplitCopiesNormOptimizerOnBothSides) {
+  const ClassRules rules = plugin_rules("step_classes.yaml");
+  EXPECT_EQ(rules.classes(), (std::vector<std::string>{"attention", "matmul", "optimizer", "norm", "copies",
+                                                       "elementwise", "other"}));
+  EXPECT_EQ(rules.classify("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda("
+                           "at::TensorIteratorBase&)::{lambda()#3}>()"),
+            "copies");
+  EXPECT_EQ(rules.classify("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda("
+                           "at::TensorIteratorBase&)::{lambda(c10::BFloat16)#1}>()"),
+            "copies");
+  EXPECT_EQ(rules.classify("Memcpy DtoD (Device -> Device)"), "copies");
+  EXPECT_EQ(rules.classify("triton_poi_fused__to_copy_0"), "copies");
+  EXPECT_EQ(rules.classify("triton_poi_fused__unsafe_view_clone_transpose_3"), "copies");
+  EXPECT_EQ(rules.classify("triton_poi_fused__to_copy_add_mul_silu_4"), "elementwise");
+  EXPECT_EQ(rules.classify("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1"), "norm");
+  EXPECT_EQ(rules.classify("void kernels::rmsnorm::(anonymous namespace)::forward_kernel<__nv_bfloat16>()"), "norm");
+  EXPECT_EQ(rules.classify("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>()"),
+            "elementwise");
+  EXPECT_EQ(rules.classify("void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor>()"), "optimizer");
+  EXPECT_EQ(rules.classify("void kernels::adamw::(anonymous namespace)::fused_adamw_kernel<float>()"), "optimizer");
+  EXPECT_EQ(rules.classify("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3"), "attention");
+  EXPECT_EQ(rules.classify("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_TNT"), "matmul");
+  EXPECT_EQ(rules.classify("void kernels::cross_entropy::(anonymous namespace)::forward_kernel<float>()"), "other");
+  EXPECT_EQ(rules.classify("aten::mm"), "matmul");
+  EXPECT_EQ(rules.classify("aten::_to_copy"), "copies");
+  EXPECT_EQ(rules.classify("aten::mul"), "elementwise");
 }
 
 TEST(KernelClasses, BadRulesNameTheRule) {
@@ -130,6 +160,7 @@ TEST(KernelBreakdown, AttributesKernelsToPhasesAndAttentionRanges) {
   EXPECT_EQ(forward->rows[0].kernel_class, "matmul");
   EXPECT_DOUBLE_EQ(forward->class_ns.at("matmul"), 120.0);
   EXPECT_DOUBLE_EQ(forward->class_ns.at("reduction"), 20.0);
+  EXPECT_DOUBLE_EQ(forward->class_calls.at("matmul"), 4);
 
   const PhaseTable* softmax = b.find("forward/attention/softmax");
   ASSERT_NE(softmax, nullptr);

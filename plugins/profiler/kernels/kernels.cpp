@@ -265,9 +265,13 @@ class KernelProfiler : public runner::Profiler {
     for (const auto& row : t.rows) calls += row.calls;
     r.add("kernels_per_step", calls / steps, "calls/step");
     r.add("distinct_kernels", static_cast<double>(t.rows.size()), "");
-    for (const std::string& c : ClassRules::class_names()) {
+    for (const std::string& c : rules_.classes()) {
       const auto it = t.class_ns.find(c);
-      r.add("share_" + c, t.total_ns > 0 && it != t.class_ns.end() ? 100.0 * it->second / t.total_ns : 0.0, "%");
+      const double ns = it != t.class_ns.end() ? it->second : 0.0;
+      const auto calls_it = t.class_calls.find(c);
+      r.add("share_" + c, t.total_ns > 0 ? 100.0 * ns / t.total_ns : 0.0, "%");
+      r.add(c + "_kernel_ms", ns / steps / 1e6, "ms/step");
+      r.add(c + "_kernels", calls_it != t.class_calls.end() ? calls_it->second / steps : 0.0, "calls/step");
     }
     if (!t.rows.empty()) {
       r.add_text("top_kernel", t.rows.front().short_name);
@@ -363,14 +367,16 @@ runner::PluginManifest make_manifest() {
       runner::opt_bool("shapes", true, "record input shapes and FLOPs (attention FLOP ratio; costs host time)"),
       runner::opt_string("rules", "", "kernel class rules file (YAML); empty: the plugin's kernel_classes.yaml"),
   };
-  m.metrics = std::vector<std::string>{
+  std::vector<std::string> metrics = {
       "calls", "total_ms", "mean_us", "share", "kernel_name", "kernel_ms", "kernels_per_step", "distinct_kernels",
-      "share_matmul", "share_attention", "share_elementwise", "share_reduction", "share_memcpy", "share_other",
       "top_kernel", "top_kernel_class", "top_kernel_calls", "top_kernel_share", "timer_ms", "kernel_vs_timer",
       "host_range_ms", "scores_ms", "softmax_ms", "weighted_sum_ms", "attention_matmul_ms",
       "softmax_vs_matmul_time", "attention_matmul_gflop", "softmax_gflop", "softmax_vs_matmul_flop",
       "unprofiled_wall_ms", "profiled_wall_ms", "profiler_overhead", "profiled_step_ms", "profiled_steps",
       "trace_events", "trace_mib", "processing_ms"};
+  for (const std::string& c : ClassRules::class_names())
+    for (const std::string& metric : {"share_" + c, c + "_kernel_ms", c + "_kernels"}) metrics.push_back(metric);
+  m.metrics = std::move(metrics);
   m.labels = std::vector<std::string>{"table", "phase", "position", "kernel", "class"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     Options o;
