@@ -2,7 +2,7 @@
 
     import runner_flash_attention as rfa
     rfa.load("build/kernels/flash_attention/libflash_attention_ops.so")  # or $RUNNER_FLASH_OPS_LIB
-    out = rfa.flash_attention(q, k, v, causal=True)        # CUDA, fp32/bf16/fp16, d in {16,32,64,128}
+    out = rfa.flash_attention(q, k, v, causal=True)        # CUDA, fp32/bf16/fp16, d a multiple of 8 up to 128
     out = rfa.tiled_flash_attention(q, k, v, causal=True)  # any device, tiles >= 16
 
 Both are differentiable: forward saves O and the row log-sum-exp L, backward recomputes

@@ -2,21 +2,59 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <torch/autograd.h>
 
-#ifdef RUNNER_FLASH_WITH_CUDA
+#include "runner/range.hpp"
+
+#ifdef RUNNER_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "flash_kernels.hpp"
+#include "common/dtype.hpp"
+#include "flash_launch.hpp"
 #endif
 
 namespace kernels::flash {
 
-bool supports_head_dim(std::int64_t d) { return d == 16 || d == 32 || d == 64 || d == 128; }
+bool supports_head_dim(std::int64_t d) { return d >= 8 && d <= 128 && d % 8 == 0; }
+
+namespace {
+
+// What every entry point checks: dtypes, devices, head dim. q, k, v already have one rank.
+void check_common(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  TORCH_CHECK(supports_head_dim(q.size(-1)), "flash attention: head dim ", q.size(-1),
+              " is not supported; the kernels take multiples of 8 up to 128");
+  const auto dtype = q.scalar_type();
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
+              "flash attention: dtype ", dtype, " is not supported; use float32, bfloat16 or float16");
+  TORCH_CHECK(k.scalar_type() == dtype && v.scalar_type() == dtype, "flash attention: q, k, v dtypes differ (",
+              dtype, ", ", k.scalar_type(), ", ", v.scalar_type(), ")");
+  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(), "flash attention: q, k, v must be CUDA tensors, got ",
+              q.device(), ", ", k.device(), ", ", v.device());
+  TORCH_CHECK(q.device() == k.device() && k.device() == v.device(), "flash attention: q, k, v are on different devices");
+}
+
+void check_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  TORCH_CHECK(q.defined() && k.defined() && v.defined(), "flash attention: q, k and v must be defined tensors");
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && k.sizes() == v.sizes() && q.size(0) == k.size(0) &&
+                  q.size(2) == k.size(2) && q.size(3) == k.size(3),
+              "flash attention: shapes must be q [batch, lq, heads, d], k = v [batch, lk, heads, d]; got q ",
+              q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
+  TORCH_CHECK(q.size(1) > 0 && k.size(1) > 0, "flash attention: empty sequence (lq ", q.size(1), ", lk ", k.size(1),
+              ")");
+  TORCH_CHECK(q.size(0) * q.size(2) <= (1LL << 30) && q.size(1) < (1LL << 31) && k.size(1) < (1LL << 31),
+              "flash attention: batch*heads must be <= 2^30, got ", q.size(0) * q.size(2));
+  check_common(q, k, v);
+  TORCH_CHECK(q.scalar_type() != at::kFloat || q.size(0) * q.size(2) <= 65535,
+              "flash attention: fp32 takes batch*heads <= 65535, got ", q.size(0) * q.size(2));
+}
+
+}  // namespace
 
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   TORCH_CHECK(q.defined() && k.defined() && v.defined(), "flash attention: q, k and v must be defined tensors");
@@ -26,26 +64,11 @@ void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)
                   k.sizes() == v.sizes() && q.size(-1) == k.size(-1),
               "flash attention: shapes must be q [..., lq, d], k = v [..., lk, d] with the same leading dims; got q ",
               q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
-  TORCH_CHECK(supports_head_dim(q.size(-1)), "flash attention: head dim ", q.size(-1),
-              " is not supported; the kernels are built for d in {16, 32, 64, 128}");
   TORCH_CHECK(q.size(-2) > 0 && k.size(-2) > 0, "flash attention: empty sequence (lq ", q.size(-2), ", lk ",
               k.size(-2), ")");
-  const auto dtype = q.scalar_type();
-  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
-              "flash attention: dtype ", dtype, " is not supported; use float32, bfloat16 or float16");
-  TORCH_CHECK(k.scalar_type() == dtype && v.scalar_type() == dtype, "flash attention: q, k, v dtypes differ (",
-              dtype, ", ", k.scalar_type(), ", ", v.scalar_type(), ")");
-  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(), "flash attention: q, k, v must be CUDA tensors, got ",
-              q.device(), ", ", k.device(), ", ", v.device());
-  TORCH_CHECK(q.device() == k.device() && k.device() == v.device(), "flash attention: q, k, v are on different devices");
-  TORCH_CHECK(q.is_contiguous() && k.is_contiguous() && v.is_contiguous(),
-              "flash attention: q, k, v must be contiguous (call .contiguous() first)");
-  for (const at::Tensor* t : {&q, &k, &v})
-    TORCH_CHECK(reinterpret_cast<std::uintptr_t>(t->data_ptr()) % 16 == 0,
-                "flash attention: q, k, v must start on a 16-byte boundary (a view at an odd offset; call .clone())");
+  check_common(q, k, v);
   const std::int64_t bh = q.numel() / (q.size(-2) * q.size(-1));
-  TORCH_CHECK(bh <= 65535 && q.size(-2) < (1LL << 31) && k.size(-2) < (1LL << 31),
-              "flash attention: batch*heads must be <= 65535, got ", bh);
+  TORCH_CHECK(bh <= (1LL << 30), "flash attention: batch*heads must be <= 2^30, got ", bh);
 }
 
 KernelFamily parse_kernel_family(const std::string& name) {
@@ -67,9 +90,9 @@ std::string wgmma_unsupported_reason(const at::Tensor& q) {
   const auto dtype = q.scalar_type();
   if (dtype != at::kBFloat16 && dtype != at::kHalf)
     return std::string("the wgmma kernels take bf16 or fp16, not ") + c10::toString(dtype);
-  if (q.size(-1) != 64 && q.size(-1) != 128)
-    return "the wgmma kernels are built for head dims 64 and 128, not " + std::to_string(q.size(-1));
-#ifdef RUNNER_FLASH_WITH_CUDA
+  if (!supports_head_dim(q.size(-1)))
+    return "the wgmma kernels take head dims that are multiples of 8 up to 128, not " + std::to_string(q.size(-1));
+#ifdef RUNNER_WITH_CUDA
   if (!q.is_cuda()) return "the wgmma kernels need CUDA tensors";
   const auto* props = at::cuda::getDeviceProperties(q.device().index());
   if (props->major != 9)
@@ -83,7 +106,8 @@ std::string wgmma_unsupported_reason(const at::Tensor& q) {
 
 KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q) {
   if (family != KernelFamily::automatic) return family;
-  return wgmma_unsupported_reason(q).empty() ? KernelFamily::wgmma : KernelFamily::mma_sync;
+  // At d <= 32 the wgmma kernels would pad to 64 columns: mma_sync has kernels of that size.
+  return q.size(-1) > 32 && wgmma_unsupported_reason(q).empty() ? KernelFamily::wgmma : KernelFamily::mma_sync;
 }
 
 double forward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int64_t d, bool causal) {
@@ -92,13 +116,176 @@ double forward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int
   return causal ? full / 2.0 : full;
 }
 
-#ifdef RUNNER_FLASH_WITH_CUDA
 namespace {
 
-detail::Dtype kernel_dtype(at::ScalarType t) {
-  if (t == at::kHalf) return detail::Dtype::fp16;
-  if (t == at::kBFloat16) return detail::Dtype::bf16;
-  return detail::Dtype::fp32;
+// [..., seq, d] as [bh, seq, 1, d] (a view where the strides allow it).
+at::Tensor as_bshd(const at::Tensor& t) { return t.reshape({-1, t.size(-2), 1, t.size(-1)}); }
+
+}  // namespace
+
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                      const Options& options) {
+  check_inputs(q, k, v);
+  ForwardResult r = forward_bshd(as_bshd(q), as_bshd(k), as_bshd(v), causal, options);
+  r.out = r.out.view(q.sizes());
+  std::vector<std::int64_t> lse_shape(q.sizes().begin(), q.sizes().end() - 1);
+  r.lse = r.lse.view(lse_shape);
+  return r;
+}
+
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                      KernelFamily family) {
+  Options o;
+  o.family = family;
+  return forward(q, k, v, causal, o);
+}
+
+Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                   const at::Tensor& dout, const at::Tensor& lse, bool causal, const Options& options) {
+  check_inputs(q, k, v);
+  TORCH_CHECK(out.sizes() == q.sizes() && dout.sizes() == q.sizes(),
+              "flash attention backward: out and dout must have q's shape ", q.sizes(), ", got ", out.sizes(), " and ",
+              dout.sizes());
+  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.numel() * q.size(-1) == q.numel() && lse.is_contiguous(),
+              "flash attention backward: lse must be the forward's fp32 [..., lq] tensor");
+  Gradients g = backward_bshd(as_bshd(q), as_bshd(k), as_bshd(v), as_bshd(out), as_bshd(dout), lse, causal, options);
+  return {g.dq.view(q.sizes()), g.dk.view(k.sizes()), g.dv.view(v.sizes())};
+}
+
+Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                   const at::Tensor& dout, const at::Tensor& lse, bool causal, KernelFamily family) {
+  Options o;
+  o.family = family;
+  return backward(q, k, v, out, dout, lse, causal, o);
+}
+
+at::Tensor attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+              "flash attention reference: q, k, v must be [batch, seq, heads, d]");
+  const auto math = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  const auto qh = q.to(math).transpose(1, 2), kh = k.to(math).transpose(1, 2), vh = v.to(math).transpose(1, 2);
+  auto s = at::matmul(qh, kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal) {
+    const auto hide = at::ones({q.size(1), k.size(1)}, s.options().dtype(at::kBool)).triu(1);
+    s = s.masked_fill(hide, -INFINITY);
+  }
+  const auto o = at::matmul(at::softmax(s, -1), vh);  // [batch, heads, lq, d]
+  return o.transpose(1, 2).reshape({q.size(0), q.size(1), q.size(2) * q.size(3)}).to(q.scalar_type());
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The saved options travel as integers (AutogradContext::saved_data holds IValues).
+std::vector<std::int64_t> pack(const Options& o) {
+  return {static_cast<std::int64_t>(o.family), o.pipelined_forward, o.deterministic_backward, o.head_group};
+}
+Options unpack(const std::vector<std::int64_t>& v) {
+  Options o;
+  o.family = static_cast<KernelFamily>(v[0]);
+  o.pipelined_forward = v[1] != 0;
+  o.deterministic_backward = v[2] != 0;
+  o.head_group = static_cast<int>(v[3]);
+  return o;
+}
+
+struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            bool causal, std::vector<std::int64_t> options) {
+    runner::ScopedRange range("attention/flash_forward");
+    ForwardResult r = forward_bshd(q, k, v, causal, unpack(options));
+    ctx->save_for_backward({q, k, v, r.out, r.lse});
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["options"] = options;
+    // [batch, lq, heads, d]: a gradient that arrives through a head-split view (a transpose)
+    // then needs no copy to be read as [batch, lq, heads, d].
+    return r.out.view(q.sizes());
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    runner::ScopedRange range("attention/flash_backward");  // on autograd's device thread
+    const auto s = ctx->get_saved_variables();
+    Gradients g = backward_bshd(s[0], s[1], s[2], s[3], grads[0], s[4], ctx->saved_data["causal"].toBool(),
+                                unpack(ctx->saved_data["options"].toIntVector()));
+    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                     const Options& options, bool merge_heads) {
+  at::Tensor out = q.is_cuda() ? AttentionFunction::apply(q, k, v, causal, pack(options))
+                               : attention_reference(q, k, v, causal).view(q.sizes());
+  return merge_heads ? out.flatten(2) : out;
+}
+
+#ifdef RUNNER_WITH_CUDA
+namespace {
+
+// A [batch, seq, heads, d] view as the kernels read it, or why it cannot be read in place.
+bool readable_in_place(const at::Tensor& t) {
+  const auto elem = static_cast<std::int64_t>(t.element_size());
+  return t.stride(3) == 1 && reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0 &&
+         (t.stride(0) * elem) % 16 == 0 && (t.stride(1) * elem) % 16 == 0 && (t.stride(2) * elem) % 16 == 0;
+}
+
+// A contiguous tensor can still start off a 16-byte boundary (a view at an odd offset):
+// clone, not contiguous(), which would return it as it is.
+at::Tensor in_place_or_copy(const at::Tensor& t) {
+  return readable_in_place(t) ? t : t.clone(at::MemoryFormat::Contiguous);
+}
+
+detail::Layout layout_of(const at::Tensor& t) {
+  detail::Layout l;
+  l.batch = t.stride(0);
+  l.row = t.stride(1);
+  l.head = t.stride(2);
+  l.heads = static_cast<int>(t.size(2));
+  return l;
+}
+
+// The head dim the kernels of a family are built for that covers d.
+int kernel_head_dim(std::int64_t d, bool wgmma) {
+  if (wgmma) return d <= 64 ? 64 : 128;
+  for (int k : {16, 32, 64}) if (d <= k) return k;
+  return 128;
+}
+
+// [batch, seq, heads, d] -> contiguous [batch, heads, seq, d_kernel] (columns d.. zero), the
+// layout the mma_sync and fp32 kernels read; no copy where t already is that.
+at::Tensor canonical(const at::Tensor& t, int d_kernel) {
+  at::Tensor c = t.permute({0, 2, 1, 3});
+  if (d_kernel > t.size(3)) c = at::constant_pad_nd(c, {0, d_kernel - t.size(3)});
+  c = c.contiguous();
+  return reinterpret_cast<std::uintptr_t>(c.data_ptr()) % 16 == 0 ? c : c.clone();
+}
+
+detail::Layout canonical_layout(const at::Tensor& c) {  // c: contiguous [batch, heads, seq, d_kernel]
+  return layout_of(c.permute({0, 2, 1, 3}));
+}
+
+// Writes the [batch, heads, seq, d_kernel] result c into dst [batch, seq, heads, d] unless
+// c already is dst's memory.
+void copy_back(const at::Tensor& dst, const at::Tensor& c) {
+  if (c.data_ptr() == dst.data_ptr()) return;
+  dst.copy_(c.narrow(3, 0, dst.size(3)).permute({0, 2, 1, 3}));
+}
+
+// Where a kernel that reads canonical tensors writes dst: dst's own memory when it has
+// that layout, else a fresh tensor.
+at::Tensor canonical_output(const at::Tensor& dst, int d_kernel) {
+  const at::Tensor c = dst.permute({0, 2, 1, 3});
+  if (d_kernel == dst.size(3) && c.is_contiguous()) return c;
+  return at::empty({dst.size(0), dst.size(2), dst.size(1), d_kernel}, dst.options());
+}
+
+// A gradient in x's own layout where x is dense (a head-split view of a [batch, heads, seq,
+// d] tensor keeps it, so autograd hands it on without a copy), else [batch, seq, heads, d].
+at::Tensor gradient_like(const at::Tensor& x) {
+  at::Tensor g = at::empty_like(x);  // preserves dense strides
+  return readable_in_place(g) ? g : at::empty_like(x, at::MemoryFormat::Contiguous);
 }
 
 bool use_wgmma(KernelFamily family, const at::Tensor& q) {
@@ -109,85 +296,156 @@ bool use_wgmma(KernelFamily family, const at::Tensor& q) {
   return true;
 }
 
-// The kernels read 16-byte vectors; a contiguous view can still start off that boundary.
-at::Tensor aligned_copy(const at::Tensor& t) {
-  return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0 ? t : t.clone();
-}
-
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   TORCH_CHECK(err == cudaSuccess, "flash attention: ", what, " kernel launch failed: ", cudaGetErrorString(err));
 }
 
+// A [batch, seq, heads * d] or [batch, seq, heads, d] tensor as [batch, seq, heads, d].
+at::Tensor split_heads(const at::Tensor& t, const at::Tensor& like, const char* name) {
+  TORCH_CHECK((t.dim() == 3 && t.size(0) == like.size(0) && t.size(1) == like.size(1) &&
+               t.size(2) == like.size(2) * like.size(3)) ||
+                  t.sizes() == like.sizes(),
+              "flash attention backward: ", name, " must be [batch, lq, heads * d] or [batch, lq, heads, d] for q ",
+              like.sizes(), ", got ", t.sizes());
+  if (t.dim() == 4) return t;
+  if (t.stride(2) == 1) return t.as_strided(like.sizes(), {t.stride(0), t.stride(1), like.size(3), 1});
+  return t.contiguous().view(like.sizes());
+}
+
 }  // namespace
 
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                      KernelFamily family) {
-  check_inputs(q, k, v);
-  const c10::cuda::CUDAGuard guard(q.device());
-  const std::int64_t lq = q.size(-2), lk = k.size(-2), d = q.size(-1);
-  const std::int64_t bh = q.numel() / (lq * d);
+ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, bool causal,
+                           const Options& options) {
+  check_bshd(q_in, k_in, v_in);
+  const c10::cuda::CUDAGuard guard(q_in.device());
+  const std::int64_t batch = q_in.size(0), lq = q_in.size(1), heads = q_in.size(2), d = q_in.size(3),
+                     lk = k_in.size(1);
+  const bool wgmma = use_wgmma(options.family, q_in);
+  const int dk = kernel_head_dim(d, wgmma);
   ForwardResult r;
-  r.out = at::empty_like(q);
-  std::vector<std::int64_t> lse_shape(q.sizes().begin(), q.sizes().end() - 1);
-  r.lse = at::empty(lse_shape, q.options().dtype(at::kFloat));
-  detail::ForwardArgs a{q.data_ptr(), k.data_ptr(), v.data_ptr(), r.out.data_ptr(), r.lse.data_ptr<float>(),
-                        static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
-                        causal, kernel_dtype(q.scalar_type()),
-                        static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), use_wgmma(family, q)};
+  r.out = at::empty({batch, lq, heads * d}, q_in.options());
+  r.lse = at::empty({batch, heads, lq}, q_in.options().dtype(at::kFloat));
+  const at::Tensor out4 = r.out.view({batch, lq, heads, d});
+
+  detail::ForwardArgs a{};
+  at::Tensor q, k, v, out;
+  if (wgmma) {
+    q = in_place_or_copy(q_in), k = in_place_or_copy(k_in), v = in_place_or_copy(v_in), out = out4;
+    a.q_at = layout_of(q), a.k_at = layout_of(k), a.v_at = layout_of(v), a.out_at = layout_of(out);
+  } else {
+    q = canonical(q_in, dk), k = canonical(k_in, dk), v = canonical(v_in, dk), out = canonical_output(out4, dk);
+    a.q_at = canonical_layout(q), a.k_at = canonical_layout(k), a.v_at = canonical_layout(v);
+    a.out_at = canonical_layout(out);
+  }
+  a.q = q.data_ptr(), a.k = k.data_ptr(), a.v = v.data_ptr(), a.out = out.data_ptr();
+  a.lse = r.lse.data_ptr<float>();
+  a.bh = static_cast<int>(batch * heads), a.lq = static_cast<int>(lq), a.lk = static_cast<int>(lk);
+  a.d = static_cast<int>(d), a.d_kernel = dk;
+  a.causal = causal;
+  a.dtype = kernels::dtype_of(q, "flash attention");
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  a.wgmma = wgmma;
+  a.pipelined = options.pipelined_forward;
+  a.head_group = options.head_group;
   detail::launch_forward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("forward");
+  if (!wgmma) copy_back(out4, out);
   return r;
 }
 
-Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout_in, const at::Tensor& lse, bool causal, KernelFamily family) {
-  check_inputs(q, k, v);
-  TORCH_CHECK(out.sizes() == q.sizes() && dout_in.sizes() == q.sizes(),
-              "flash attention backward: out and dout must have q's shape ", q.sizes(), ", got ", out.sizes(), " and ",
-              dout_in.sizes());
-  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.numel() * q.size(-1) == q.numel() && lse.is_contiguous(),
-              "flash attention backward: lse must be the forward's fp32 [..., lq] tensor");
-  const c10::cuda::CUDAGuard guard(q.device());
-  const at::Tensor dout = aligned_copy(dout_in.to(q.scalar_type()).contiguous());
-  const at::Tensor o = aligned_copy(out.to(q.scalar_type()).contiguous());
-  const std::int64_t lq = q.size(-2), lk = k.size(-2), d = q.size(-1);
-  const std::int64_t bh = q.numel() / (lq * d);
-  const bool wgmma = use_wgmma(family, q);
-  const bool fuse_dq = wgmma && detail::wgmma_backward_fuses_dq();
+Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
+                        const at::Tensor& out_in, const at::Tensor& dout_in, const at::Tensor& lse, bool causal,
+                        const Options& options, const Gradients* into) {
+  check_bshd(q_in, k_in, v_in);
+  const std::int64_t batch = q_in.size(0), lq = q_in.size(1), heads = q_in.size(2), d = q_in.size(3),
+                     lk = k_in.size(1);
+  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.numel() == batch * heads * lq && lse.is_contiguous(),
+              "flash attention backward: lse must be the forward's fp32 [batch, heads, lq] tensor");
+  const c10::cuda::CUDAGuard guard(q_in.device());
+  const at::Tensor out4 = split_heads(out_in.to(q_in.scalar_type()), q_in, "out");
+  const at::Tensor dout4 = split_heads(dout_in.to(q_in.scalar_type()), q_in, "dout");
+  Gradients g;
+  if (into != nullptr) {
+    for (auto [t, like, name] : {std::tuple{&into->dq, &q_in, "dq"}, std::tuple{&into->dk, &k_in, "dk"},
+                                 std::tuple{&into->dv, &v_in, "dv"}}) {
+      TORCH_CHECK(t->defined() && t->sizes() == like->sizes() && t->scalar_type() == like->scalar_type() &&
+                      t->device() == like->device() && readable_in_place(*t),
+                  "flash attention backward: into.", name, " must be a ", like->sizes(), " ", like->scalar_type(),
+                  " view on ", like->device(), " with d contiguous and 16-byte aligned rows");
+    }
+    g = *into;
+  } else {
+    g = {gradient_like(q_in), gradient_like(k_in), gradient_like(v_in)};
+  }
+  const bool wgmma = use_wgmma(options.family, q_in);
+  const bool fuse_dq = wgmma && !options.deterministic_backward;
+  const int dk = kernel_head_dim(d, wgmma);
+
+  detail::BackwardArgs a{};
+  at::Tensor q, k, v, o, dout, dq, dkt, dv;
+  if (wgmma) {
+    q = in_place_or_copy(q_in), k = in_place_or_copy(k_in), v = in_place_or_copy(v_in);
+    o = in_place_or_copy(out4), dout = in_place_or_copy(dout4);
+    dq = g.dq, dkt = g.dk, dv = g.dv;
+    a.q_at = layout_of(q), a.k_at = layout_of(k), a.v_at = layout_of(v), a.dout_at = layout_of(dout);
+    a.dq_at = layout_of(dq), a.dk_at = layout_of(dkt), a.dv_at = layout_of(dv);
+  } else {
+    q = canonical(q_in, dk), k = canonical(k_in, dk), v = canonical(v_in, dk);
+    o = canonical(out4, dk), dout = canonical(dout4, dk);
+    dq = canonical_output(g.dq, dk), dkt = canonical_output(g.dk, dk), dv = canonical_output(g.dv, dk);
+    a.q_at = canonical_layout(q), a.k_at = canonical_layout(k), a.v_at = canonical_layout(v);
+    a.dout_at = canonical_layout(dout);
+    a.dq_at = canonical_layout(dq), a.dk_at = canonical_layout(dkt), a.dv_at = canonical_layout(dv);
+  }
+  const auto dtype = kernels::dtype_of(q, "flash attention");
+  const auto stream = c10::cuda::getCurrentCUDAStream();
   // delta_i = sum_d O_id dO_id in fp32 (the "D" of the FlashAttention-2 paper), and the
   // fused backward's fp32 dQ buffer zeroed, in one pass over O and dO.
-  const at::Tensor delta = at::empty({bh, lq}, q.options().dtype(at::kFloat));
+  const at::Tensor delta = at::empty({batch * heads, lq}, q.options().dtype(at::kFloat));
   at::Tensor dq_accum;
-  if (fuse_dq) dq_accum = at::empty({bh, lq, d}, q.options().dtype(at::kFloat));
-  const auto stream = c10::cuda::getCurrentCUDAStream();
-  detail::launch_backward_delta({o.data_ptr(), dout.data_ptr(), delta.data_ptr<float>(),
-                                 fuse_dq ? dq_accum.data_ptr<float>() : nullptr, static_cast<long>(bh * lq),
-                                 static_cast<int>(d), kernel_dtype(q.scalar_type())},
-                                stream);
+  if (fuse_dq) dq_accum = at::empty({batch * heads * lq, dk}, q.options().dtype(at::kFloat));
+  detail::DeltaArgs da{};
+  da.out = o.data_ptr(), da.dout = dout.data_ptr();
+  da.out_at = wgmma ? layout_of(o) : canonical_layout(o), da.dout_at = a.dout_at;
+  da.delta = delta.data_ptr<float>(), da.zeroed = fuse_dq ? dq_accum.data_ptr<float>() : nullptr;
+  da.bh = static_cast<int>(batch * heads), da.lq = static_cast<int>(lq);
+  da.d = wgmma ? static_cast<int>(d) : dk, da.zeroed_cols = dk;
+  da.dtype = dtype;
+  detail::launch_backward_delta(da, stream);
   check_launch("backward delta");
-  Gradients g{at::empty_like(q), at::empty_like(k), at::empty_like(v)};
-  detail::BackwardArgs a{q.data_ptr(), k.data_ptr(), v.data_ptr(), dout.data_ptr(), lse.data_ptr<float>(),
-                         delta.data_ptr<float>(), g.dq.data_ptr(), g.dk.data_ptr(), g.dv.data_ptr(),
-                         static_cast<int>(bh), static_cast<int>(lq), static_cast<int>(lk), static_cast<int>(d),
-                         causal, kernel_dtype(q.scalar_type()),
-                         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))), wgmma};
+
+  a.q = q.data_ptr(), a.k = k.data_ptr(), a.v = v.data_ptr(), a.dout = dout.data_ptr();
+  a.lse = lse.data_ptr<float>(), a.delta = delta.data_ptr<float>();
+  a.dq = dq.data_ptr(), a.dk = dkt.data_ptr(), a.dv = dv.data_ptr();
+  a.bh = static_cast<int>(batch * heads), a.lq = static_cast<int>(lq), a.lk = static_cast<int>(lk);
+  a.d = static_cast<int>(d), a.d_kernel = dk;
+  a.causal = causal;
+  a.dtype = dtype;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  a.wgmma = wgmma;
+  a.head_group = options.head_group;
   if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
   detail::launch_backward(a, stream);
   check_launch("backward");
+  if (!wgmma) {
+    copy_back(g.dq, dq);
+    copy_back(g.dk, dkt);
+    copy_back(g.dv, dv);
+  }
   return g;
 }
 
 #else
 
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool, KernelFamily) {
-  check_inputs(q, k, v);
+ForwardResult forward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool, const Options&) {
+  check_bshd(q, k, v);
   TORCH_CHECK(false, "flash attention: this build has no CUDA (configure with a CUDA toolkit)");
 }
 
-Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor&,
-                   const at::Tensor&, const at::Tensor&, bool, KernelFamily) {
-  check_inputs(q, k, v);
+Gradients backward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor&,
+                        const at::Tensor&, const at::Tensor&, bool, const Options&, const Gradients*) {
+  check_bshd(q, k, v);
   TORCH_CHECK(false, "flash attention: this build has no CUDA (configure with a CUDA toolkit)");
 }
 

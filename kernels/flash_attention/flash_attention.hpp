@@ -1,13 +1,17 @@
 // FlashAttention-2 as our own CUDA kernels: softmax(scale * q k^T + causal mask) v with
 // scale = 1/sqrt(d), top-left causal alignment (query i sees keys j <= i), and the
-// row log-sum-exp L that backward recomputes P from. No autograd here: plugins and the
-// PyTorch operator wrap these in their own autograd functions.
+// row log-sum-exp L that backward recomputes P from.
 //
-// Inputs: q [..., lq, d], k and v [..., lk, d]; same leading dims, dtype (fp32, bf16,
-// fp16) and CUDA device; contiguous; d in {16, 32, 64, 128}. Anything else throws one
-// c10::Error naming the problem (check_inputs); nothing is launched.
-// fp16/bf16 run on tensor cores (a KernelFamily below picks which kernels); fp32 on CUDA
-// cores (flash_fp32.cu) to keep fp32 accuracy.
+// Two input conventions:
+//  * [batch, seq, heads, d] views (forward_bshd, backward_bshd, attention): any strides with
+//    d contiguous, e.g. q, k, v sliced out of one fused QKV projection; out is written as
+//    [batch, seq, heads * d]. No transpose or contiguous copy on the wgmma path.
+//  * [..., seq, d] tensors (forward, backward): the leading dims are batch * heads.
+// Head dims: multiples of 8 up to 128 (the kernels are built for 16, 32, 64 and 128 and
+// pad the others, e.g. 80 and 96, with zero columns in shared memory). fp32, bf16, fp16:
+// fp16/bf16 on tensor cores (a KernelFamily picks which kernels), fp32 on CUDA cores
+// (flash_fp32.cu) to keep fp32 accuracy. Bad inputs throw one c10::Error naming the
+// problem; nothing is launched.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -16,14 +20,15 @@
 
 namespace kernels::flash {
 
+// Multiples of 8 from 8 to 128.
 bool supports_head_dim(std::int64_t d);
 
 // Which tensor-core kernels run bf16/fp16 inputs (fp32 always runs on CUDA cores):
 //  * mma_sync: warp-level m16n8k16 MMAs (flash_forward.cu, flash_backward.cu); any
-//    CUDA GPU the build targets, every supported head dim.
+//    CUDA GPU the build targets; inputs are copied to [bh, seq, d] first.
 //  * wgmma: Hopper warpgroup MMAs from swizzled shared memory (flash_*_sm90.cu); sm_90
-//    GPUs, d 64 and 128 only; asking for it elsewhere is an error.
-//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d 64 or 128), else mma_sync.
+//    GPUs; reads strided inputs in place; asking for it elsewhere is an error.
+//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d > 32), else mma_sync.
 enum class KernelFamily { automatic, mma_sync, wgmma };
 // Parses "auto", "mma_sync" or "wgmma"; throws c10::Error naming the choices otherwise.
 KernelFamily parse_kernel_family(const std::string& name);
@@ -32,23 +37,62 @@ const char* to_string(KernelFamily family);
 std::string wgmma_unsupported_reason(const at::Tensor& q);
 // The family that runs q: automatic resolved (mma_sync or wgmma), others unchanged.
 KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q);
-// Throws c10::Error with one line saying what is wrong with the inputs.
+
+// How the kernels run: the attention/flash plugin's options.
+struct Options {
+  KernelFamily family = KernelFamily::automatic;
+  // wgmma forward: softmax of key tile j runs under the P V product of tile j - 1
+  // (pipelined) or after it (serial).
+  bool pipelined_forward = true;
+  // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
+  // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
+  // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.
+  bool deterministic_backward = false;
+  // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2.
+  int head_group = 0;
+};
+
+// Throws c10::Error with one line saying what is wrong with [..., seq, d] inputs.
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 struct ForwardResult {
-  at::Tensor out;  // like q
-  at::Tensor lse;  // [..., lq] fp32, natural log
+  at::Tensor out;  // [..., lq, d] like q; [batch, lq, heads * d] from forward_bshd
+  at::Tensor lse;  // [..., lq] fp32, natural log; [batch, heads, lq] from forward_bshd
 };
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                      KernelFamily family = KernelFamily::automatic);
-
 struct Gradients {
-  at::Tensor dq, dk, dv;
+  at::Tensor dq, dk, dv;  // shaped like q, k, v
 };
-// dout need not be contiguous (it is copied if not); out and lse come from forward.
+
+// q [..., lq, d], k = v [..., lk, d].
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                      const Options& options = {});
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                      KernelFamily family);
+// dout may have any strides; out and lse come from forward.
 Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout, const at::Tensor& lse, bool causal,
-                   KernelFamily family = KernelFamily::automatic);
+                   const at::Tensor& dout, const at::Tensor& lse, bool causal, const Options& options = {});
+Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                   const at::Tensor& dout, const at::Tensor& lse, bool causal, KernelFamily family);
+
+// q [batch, lq, heads, d], k = v [batch, lk, heads, d], any strides with d contiguous.
+ForwardResult forward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                           const Options& options = {});
+// out and dout [batch, lq, heads * d] or [batch, lq, heads, d]; lse from forward_bshd. The
+// gradients are [batch, seq, heads, d]; with `into`, they are written into its three
+// tensors instead (such views, e.g. slices of one fused dQKV buffer) and returned.
+Gradients backward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+                        const at::Tensor& dout, const at::Tensor& lse, bool causal, const Options& options = {},
+                        const Gradients* into = nullptr);
+
+// The op a model calls: q [batch, lq, heads, d], k = v [batch, lk, heads, d] (any strides,
+// d contiguous) -> [batch, lq, heads * d] (merge_heads) or the same memory as
+// [batch, lq, heads, d], differentiable. CUDA tensors run the kernels, others
+// attention_reference.
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                     const Options& options = {}, bool merge_heads = true);
+// The same in tensor ops (autograd by ATen; math in fp32, or fp64 for fp64 inputs): the
+// reference and the CPU path.
+at::Tensor attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal);
 
 // FLOPs the kernels are credited with (the usual convention: two matmuls forward,
 // 2.5x that backward, halved when causal and lq == lk).

@@ -1,7 +1,6 @@
 // The kernels and the tiled reference against the textbook formula, on fresh random
 // inputs (the seed is printed): outputs and dQ/dK/dV, causal and not, odd lengths, every
 // head dim. CPU tests cover the reference and the input checks; GPU tests skip without one.
-#include <chrono>
 #include <cstdlib>
 #include <cmath>
 #include <cstdio>
@@ -17,8 +16,9 @@
 
 #include "flash_attention.hpp"
 #include "flash_reference.hpp"
+#include "flash_test_support.hpp"
 #include "sw128_layout.hpp"
-#ifdef RUNNER_FLASH_WITH_CUDA
+#ifdef RUNNER_WITH_CUDA
 #include <cuda_runtime_api.h>
 
 #include "wgmma_probe.hpp"
@@ -28,16 +28,9 @@ namespace {
 
 namespace flash = kernels::flash;
 
-std::uint64_t fresh_seed() {
-  const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003);
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
-
-double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto ad = a.to(torch::kDouble).cpu(), bd = b.to(torch::kDouble).cpu();
-  return (ad - bd).norm().item<double>() / bd.norm().item<double>();
-}
+using flash_test::error_of;
+using flash_test::fresh_seed;
+using flash_test::rel_err;
 
 struct Case {
   std::int64_t batch, heads, lq, lk, d;
@@ -144,24 +137,16 @@ TEST(FlashReference, RejectsTilesSmallerThan16) {
   EXPECT_THROW(flash::reference::forward(in.q, in.k, in.v, false, {8, 16}), c10::Error);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  } catch (const std::exception& e) {  // the launchers' own errors (e.g. a bad schedule variable)
-    return e.what();
-  }
-  return "";
-}
-
 TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
   auto t = [](std::vector<std::int64_t> shape, torch::Dtype dt = torch::kFloat) {
     return torch::zeros(shape, torch::TensorOptions().dtype(dt));
   };
   auto q = t({1, 2, 8, 64});
-  EXPECT_NE(error_of([&] { flash::check_inputs(t({1, 2, 8, 96}), t({1, 2, 8, 96}), t({1, 2, 8, 96})); })
-                .find("head dim 96 is not supported"),
+  EXPECT_NE(error_of([&] { flash::check_inputs(t({1, 2, 8, 100}), t({1, 2, 8, 100}), t({1, 2, 8, 100})); })
+                .find("head dim 100 is not supported; the kernels take multiples of 8 up to 128"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { flash::check_inputs(t({1, 2, 8, 136}), t({1, 2, 8, 136}), t({1, 2, 8, 136})); })
+                .find("head dim 136 is not supported"),
             std::string::npos);
   EXPECT_NE(error_of([&] { flash::check_inputs(q, t({1, 2, 8, 32}), t({1, 2, 8, 32})); }).find("shapes must be"),
             std::string::npos);
@@ -173,14 +158,24 @@ TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
   EXPECT_NE(error_of([&] { flash::forward(q, q, q, false); }).find("must be CUDA tensors"), std::string::npos);
   if (!torch::cuda::is_available()) return;
   auto c = q.cuda();
-  auto nc = t({1, 2, 64, 8}).cuda().transpose(-2, -1);
-  EXPECT_NE(error_of([&] { flash::forward(nc, c, c, false); }).find("must be contiguous"), std::string::npos);
   auto h = c.to(torch::kHalf);
   EXPECT_NE(error_of([&] { flash::forward(h, c, c, false); }).find("dtypes differ"), std::string::npos);
-  // Contiguous, but 4 bytes past a 16-byte boundary: the kernels' 16-byte loads cannot take it.
-  auto off = torch::zeros({1 + 2 * 8 * 64}, c.options()).narrow(0, 1, 2 * 8 * 64).view({1, 2, 8, 64});
+}
+
+// Views the kernels cannot read in place (columns not contiguous; contiguous but 4 bytes past a
+// 16-byte boundary, which the kernels' 16-byte loads cannot take) are copied, not refused.
+TEST(FlashKernelInputs, ViewsTheKernelsCannotReadAreCopied) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  auto q = torch::randn({1, 2, 8, 64}, opts), k = torch::randn({1, 2, 8, 64}, opts), v = torch::randn({1, 2, 8, 64}, opts);
+  const auto want = flash::forward(q, k, v, true).out;
+  auto transposed = q.transpose(-2, -1).contiguous().transpose(-2, -1);
+  ASSERT_NE(transposed.stride(-1), 1);
+  EXPECT_TRUE(torch::equal(flash::forward(transposed, k, v, true).out, want));
+  auto off = torch::zeros({1 + 2 * 8 * 64}, opts).narrow(0, 1, 2 * 8 * 64).view({1, 2, 8, 64});
+  off.copy_(q);
   ASSERT_TRUE(off.is_contiguous());
-  EXPECT_NE(error_of([&] { flash::forward(off, c, c, false); }).find("16-byte boundary"), std::string::npos);
+  EXPECT_TRUE(torch::equal(flash::forward(off, k, v, true).out, want));
 }
 
 TEST(FlashKernelFamily, ParsesItsThreeNamesAndRejectsOthers) {
@@ -196,7 +191,8 @@ TEST(FlashKernelFamily, ParsesItsThreeNamesAndRejectsOthers) {
 TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
   auto t = [](std::int64_t d, torch::Dtype dt) { return torch::zeros({1, 8, d}, torch::TensorOptions().dtype(dt)); };
   EXPECT_NE(flash::wgmma_unsupported_reason(t(64, torch::kFloat)).find("bf16 or fp16"), std::string::npos);
-  EXPECT_NE(flash::wgmma_unsupported_reason(t(32, torch::kBFloat16)).find("head dims 64 and 128"), std::string::npos);
+  EXPECT_NE(flash::wgmma_unsupported_reason(t(36, torch::kBFloat16)).find("multiples of 8 up to 128"),
+            std::string::npos);
   EXPECT_FALSE(flash::wgmma_unsupported_reason(t(64, torch::kBFloat16)).empty());  // a CPU tensor
 }
 
@@ -263,10 +259,15 @@ class FlashKernel : public ::testing::Test {
 };
 
 // The FlashKernel tests check the mma_sync kernels by default (auto would pick wgmma on an H100).
-Result run_kernels(const Inputs& in, bool causal, flash::KernelFamily family = flash::KernelFamily::mma_sync) {
-  auto fwd = flash::forward(in.q, in.k, in.v, causal, family);
-  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal, family);
+Result run_kernels(const Inputs& in, bool causal, const flash::Options& o) {
+  auto fwd = flash::forward(in.q, in.k, in.v, causal, o);
+  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal, o);
   return {fwd.out, g.dq, g.dk, g.dv};
+}
+Result run_kernels(const Inputs& in, bool causal, flash::KernelFamily family = flash::KernelFamily::mma_sync) {
+  flash::Options o;
+  o.family = family;
+  return run_kernels(in, causal, o);
 }
 
 TEST_F(FlashKernel, Fp32MatchesTheTextbookFormula) {
@@ -337,7 +338,7 @@ class FlashWgmmaKernel : public FlashKernel {
   static constexpr auto kWgmma = flash::KernelFamily::wgmma;
 };
 
-#ifdef RUNNER_FLASH_WITH_CUDA
+#ifdef RUNNER_WITH_CUDA
 // One tile per operand layout: if these fail, the descriptors or the swizzle are wrong.
 TEST_F(FlashWgmmaKernel, EachOperandLayoutGivesTheMatrixProduct) {
   const auto seed = fresh_seed();
@@ -376,22 +377,22 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
                         {1, 2, 128, 128, 128, true}};
-  const std::pair<const char*, const char*> schedules[] = {
-      {"serial", "fused"}, {"pipelined", "fused"}, {"pipelined", "deterministic"}};
-  for (auto [forward, backward] : schedules) {
-    setenv("RUNNER_FLASH_WGMMA_FORWARD", forward, 1);
-    setenv("RUNNER_FLASH_WGMMA_BACKWARD", backward, 1);
+  const std::pair<bool, bool> schedules[] = {{false, false}, {true, false}, {true, true}};  // pipelined, deterministic
+  for (auto [pipelined, deterministic] : schedules) {
+    flash::Options o;
+    o.family = kWgmma;
+    o.pipelined_forward = pipelined;
+    o.deterministic_backward = deterministic;
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
         Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
-        const Result got = run_kernels(in, c.causal, kWgmma);
+        const Result got = run_kernels(in, c.causal, o);
         expect_close(got, textbook_given_out(in, got.out, c.causal), 2e-2,
-                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma forward " + forward +
-                         " backward " + backward + " seed " + std::to_string(seed));
+                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma forward " +
+                         (pipelined ? "pipelined" : "serial") + " backward " +
+                         (deterministic ? "deterministic" : "fused") + " seed " + std::to_string(seed));
       }
   }
-  unsetenv("RUNNER_FLASH_WGMMA_FORWARD");
-  unsetenv("RUNNER_FLASH_WGMMA_BACKWARD");
 }
 
 // The seed that put the 2 x 2 causal case 3.9 % off the exact-O gradient (dQ, bf16, fused):
@@ -419,24 +420,22 @@ TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   auto fwd = flash::forward(in.q, in.k, in.v, true, kWgmma);
   auto ref = flash::reference::forward(in.q, in.k, in.v, true, {16, 16});
   EXPECT_LT(rel_err(fwd.lse, ref.lse), 1e-3);
-  setenv("RUNNER_FLASH_WGMMA_BACKWARD", "deterministic", 1);
-  Result a = run_kernels(in, true, kWgmma), b = run_kernels(in, true, kWgmma);
+  flash::Options deterministic;
+  deterministic.family = kWgmma;
+  deterministic.deterministic_backward = true;
+  Result a = run_kernels(in, true, deterministic), b = run_kernels(in, true, deterministic);
   EXPECT_TRUE(torch::equal(a.dq, b.dq) && torch::equal(a.dk, b.dk) && torch::equal(a.dv, b.dv));
   // The fused backward sums dQ with atomics (order varies); dK and dV have one owner and still repeat.
-  setenv("RUNNER_FLASH_WGMMA_BACKWARD", "fused", 1);
   Result c = run_kernels(in, true, kWgmma), d = run_kernels(in, true, kWgmma);
   EXPECT_TRUE(torch::equal(c.dk, d.dk) && torch::equal(c.dv, d.dv));
   EXPECT_LT(rel_err(c.dq, a.dq), 1e-2);
-  setenv("RUNNER_FLASH_WGMMA_BACKWARD", "bogus", 1);
-  EXPECT_NE(error_of([&] { run_kernels(in, true, kWgmma); }).find("RUNNER_FLASH_WGMMA_BACKWARD='bogus'"),
-            std::string::npos);
-  unsetenv("RUNNER_FLASH_WGMMA_BACKWARD");
 }
 
 // On a Hopper GPU, auto runs the wgmma kernels where they apply and mma_sync elsewhere.
 TEST_F(FlashWgmmaKernel, AutoPicksWgmmaWhereItRuns) {
   const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 128}, opts)), kWgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 80}, opts)), kWgmma);
   EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 32}, opts)),
             flash::KernelFamily::mma_sync);
   Inputs in = random_inputs({1, 2, 200, 200, 128, true}, 5, torch::kBFloat16, torch::kCUDA);
@@ -444,9 +443,9 @@ TEST_F(FlashWgmmaKernel, AutoPicksWgmmaWhereItRuns) {
 }
 
 TEST_F(FlashKernel, WgmmaOutsideItsRangeIsOneClearError) {
-  auto q = torch::randn({1, 2, 16, 32}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+  auto q = torch::randn({1, 2, 16, 32}, torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA));
   EXPECT_NE(error_of([&] { flash::forward(q, q, q, false, flash::KernelFamily::wgmma); })
-                .find("kernel family wgmma: the wgmma kernels are built for head dims 64 and 128"),
+                .find("kernel family wgmma: the wgmma kernels take bf16 or fp16"),
             std::string::npos);
 }
 

@@ -17,20 +17,14 @@
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
 // skipped; only tiles crossing the diagonal or the sequence end are masked.
 //
-// Measured on the H100 (bf16, causal, batch 1, 16 heads, d = 128; flash_benchmarking):
-// 115 TFLOP/s at seq 4096, 159 TFLOP/s at 16384 (counted FLOPs; SDPA/cuDNN: 389, 510).
-// Nsight Compute at seq 16384: dkdv 13.6 ms (SM 31 %, L1 59 %, 12.5 % occupancy,
-// 7.6 cycles between issues, a third of them waiting on shared-memory loads (MIO)); dq
-// 7.6 ms (SM 42 %, L1 73 %, 18.75 % occupancy). Limits: 16-row warp tiles re-read every
-// B operand from shared memory for each 16 rows, occupancy is register-bound, and the
-// dq kernel's recomputation costs 40 % more MMA work than FlashAttention-2's atomic dQ.
+// Measured speed and what limits it: README.md (version log and profiles).
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "flash_kernels.hpp"
+#include "flash_launch.hpp"
 #include "mma.cuh"
 
 namespace kernels::flash::detail {
@@ -38,7 +32,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr float kLog2e = 1.4426950408889634f;
 
 // A operand (16 rows from row0, all D columns) read from a shared tile with row stride LD.
 template <int D, int LD>
@@ -277,7 +270,7 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
     constexpr int smem = (2 * TK + 2 * TQ) * LD * 2 + 2 * TQ * 4;
     auto kernel = flash_backward_dkdv_kernel<T, D>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    const int group = head_group(a.bh, 2LL * a.lq * D * 2 + 8LL * a.lq);  // Q, dO, L, delta of a head
+    const int group = head_group(a.bh, 2LL * a.lq * D * 2 + 8LL * a.lq, a.head_group);  // Q, dO, L, delta of a head
     kernel<<<(a.lk + TK - 1) / TK * a.bh, kThreads, smem, stream>>>(a, group);
   }
   {
@@ -285,14 +278,14 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
     constexpr int smem = (2 * TQ + 2 * TK) * LD * 2;
     auto kernel = flash_backward_dq_kernel<T, D>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
+    const int group = head_group(a.bh, 2LL * a.lk * D * 2, a.head_group);  // K and V of a head
     kernel<<<(a.lq + TQ - 1) / TQ * a.bh, kThreads, smem, stream>>>(a, group);
   }
 }
 
 template <typename T>
 void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
-  switch (a.d) {
+  switch (a.d_kernel) {
     case 16: return launch<T, 16>(a, stream);
     case 32: return launch<T, 32>(a, stream);
     case 64: return launch<T, 64>(a, stream);
@@ -305,8 +298,8 @@ void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
 
 void launch_backward(const BackwardArgs& a, cudaStream_t stream) {
   if (a.wgmma) return launch_backward_sm90(a, stream);
-  if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == Dtype::bf16) return launch_head_dim<__nv_bfloat16>(a, stream);
+  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
+  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
   launch_backward_fp32(a, stream);
 }
 

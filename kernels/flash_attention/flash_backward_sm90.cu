@@ -1,8 +1,8 @@
 // FlashAttention-2 backward on Hopper warpgroup MMAs (wgmma; fp16 / bf16, fp32 accumulation).
 //
 // Computes what flash_backward.cu computes (dQ, dK, dV from Q, K, V, dO, L and
-// delta = rowsum(O * dO)), for head dims 64 and 128 on sm_90a GPUs. Two ways to get dQ
-// (RUNNER_FLASH_WGMMA_BACKWARD, default fused):
+// delta = rowsum(O * dO)), for kernel head dims 64 and 128 on sm_90a GPUs, on strided [batch, seq, heads, d] views
+// (flash_launch.hpp, Layout). Two ways to get dQ (option backward, default fused):
 //  * fused: the dkdv kernel also forms dQ += dS K per step and adds it into an fp32
 //    buffer with atomics (FlashAttention-2's way); a small kernel scales and rounds it.
 //    FLOPs done = FLOPs counted: 10 * bh * lq * lk * d (halved when causal). The order of
@@ -28,31 +28,18 @@
 //  * dq kernel (deterministic only): one block of two warpgroups per (128-query tile,
 //    batch*head); each warpgroup owns 64 queries and loops over 64-key tiles:
 //      S = Q K^T, dP = dO V^T, dS = P * (dP - delta), dQ += dS K  (K MN-major)
-// Blocks start in tile_order.hpp's order: the longest tiles of a group of heads first.
+// Blocks start in tile_scheduler.hpp's order: the longest tiles of a group of heads first.
 // Q/dO tiles (dkdv) stream through a three-stage cp.async ring, K/V tiles (dq) through a
 // two-stage one, in the 128-byte swizzled layout; L and delta ride along with their query
 // tile. With three stages the dkdv step has one block-wide barrier (its stage has landed;
 // the stage two steps back is free) instead of three.
 // Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
-// skipped; only tiles crossing the diagonal or a sequence end are masked.
-// Measured (H100, bf16, causal, batch 1, 16 heads, d = 128, fused;
-// reports/data/flash_benchmarking, 2026-11-25): 376 TFLOP/s at seq 4096 and 431 at 16384
-// (SDPA's backward in the same run: 392, 527). The one-barrier step took it from 233 / 267
-// to 256 / 293 (4096 / 16384, two consecutive calls with SDPA equal in both), the unrolled
-// tile loads and the branch-free exponentials below from 253 / 293 to 377 / 398 (one call).
-// ptxas (sm_90a, CUDA 13.0): fused d = 128 247 registers, no spills. The step-0 dQ product
-// runs on a buffer no step wrote and is dropped: with the product issued only for step > 0,
-// ptxas serialized every wgmma of the kernel (C7514).
-// Nsight Compute (fused, seq 4096, 2026-11-25): tensor pipe busy 45 % of the time; the
-// largest stalls wait for the dQ atomics to read their registers and for the step's
-// barrier. Tried and dropped: 16-byte atomics (half as many; 2-3 % slower in one call) and,
-// earlier, a bulk-reduction staging of dQ (2 % slower).
-// Tried and dropped: dQ of step j - 1 issued with S^T and dP^T (under the exponentials):
-// 255 registers and a 24-byte spill, backward 247 / 286 against 255 / 296 in one call.
-// Tried and dropped: one warpgroup per block (64 keys, dQ in two 64-column passes), two
-// blocks per SM so that one block's softmax runs under the other's MMAs: backward 214 / 239
-// against 233 / 267 for two warpgroups, forward (64-key tiles) 240 / 290 against 265 / 350,
-// at seq 4096 / 16384 in one call.
+// skipped; only tiles crossing the diagonal or a sequence end are masked (mask.cuh).
+// Head dims 80 and 96 run the d = 128 kernels with columns d.. zero in shared memory; the
+// fused dQ buffer keeps 128 columns, of which only the first d are added and read.
+// The step-0 dQ product runs on a buffer no step wrote and is dropped: with the product
+// issued only for step > 0, ptxas serialized every wgmma of the kernel (C7514).
+// Measured speed, what limits it and what was tried: README.md, version log.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -60,7 +47,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "flash_kernels.hpp"
+#include "epilogue.cuh"
+#include "flash_launch.hpp"
+#include "mask.cuh"
 #include "wgmma.cuh"
 
 namespace kernels::flash::detail {
@@ -69,7 +58,6 @@ namespace {
 using sm90::Wgmma;
 
 constexpr int kThreads = 256;  // two warpgroups
-constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- dK, dV: key-major ----
 constexpr int kDkvKeys = 128;  // 64 per warpgroup
@@ -80,18 +68,21 @@ constexpr int kQStages = 3;  // Q/dO ring: step j + 2 loads while j runs and j -
 
 template <int D, bool kFuseDq>
 constexpr int dkdv_shared_bytes() {
-  return (2 * kDkvKeys + 2 * kQStages * kDkvQ) * D * 2 + (kFuseDq ? 2 * kDsBytes : 0) + 2 * kQStages * kDkvQ * 4 + 32 +
+  return (2 * kDkvKeys + 2 * kQStages * kDkvQ) * D * 2 + (kFuseDq ? 2 * kDsBytes : 0) + 2 * kQStages * kDkvQ * 4 + 64 +
          1024;
 }
 
 // dQ rows of one step, [64 queries x 64 columns] per warpgroup, added into dq_accum.
-__device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], int row, int lq, int d) {
+// Columns col0 + 8i.. at or past `cols` (a padded head dim) are zero and skipped.
+__device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], int row, int lq, int d, int col0,
+                                            int cols) {
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     if (row + 8 * r < lq) {
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * d + 8 * i), make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]));
+        if (col0 + 8 * i < cols)
+          atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * d + 8 * i), make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]));
     }
 }
 
@@ -106,12 +97,7 @@ __device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], 
 //          dQ_{j-1} run while dV and dK are on the tensor cores
 // The step's MMAs all finish before the next barrier, so stage j is free at step j + 1.
 template <typename T, int D, bool kFuseDq>
-__global__ void __launch_bounds__(kThreads, 1)
-    flash_dkdv_sm90_kernel(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
-                           const std::uint16_t* __restrict__ v, const std::uint16_t* __restrict__ dout,
-                           const float* __restrict__ lse, const float* __restrict__ delta,
-                           std::uint16_t* __restrict__ dk, std::uint16_t* __restrict__ dv, float* __restrict__ dq_accum,
-                           int lq, int lk, float scale, bool causal, int head_group) {
+__global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __grid_constant__ BackwardArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -129,22 +115,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   // the fused kernel sits at the register limit (kept in registers, they pushed ptxas into
   // spilling wgmma descriptors).
   volatile long long* sSlot = reinterpret_cast<long long*>(sDelta + kQStages * kDkvQ);
+  const int lq = a.lq, lk = a.lk;
+  const bool causal = a.causal;
+  const auto* q = static_cast<const std::uint16_t*>(a.q);
+  const auto* dout = static_cast<const std::uint16_t*>(a.dout);
 
   const int key_blocks = (lk + kDkvKeys - 1) / kDkvKeys;
-  const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, head_group);
+  const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, a.head_group);
   const int k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
   const long bh = slot.head;
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   if (tid == 0) {
-    sSlot[0] = bh * lq;  // row of q, dout, lse, delta and dq_accum where this head starts
+    sSlot[0] = bh * lq;  // row of lse, delta and dq_accum where this head starts
     sSlot[1] = k0;
-    sSlot[2] = bh * lk;  // row of k, v, dk and dv where this head starts
+    sSlot[2] = a.q_at.head_start(bh);  // element offsets of this head in q, dout, dk, dv
+    sSlot[3] = a.dout_at.head_start(bh);
+    sSlot[4] = a.dk_at.head_start(bh);
+    sSlot[5] = a.dv_at.head_start(bh);
   }
   __syncthreads();
   auto head_row0 = [&] { return static_cast<long>(sSlot[0]); };
   auto wg_key0 = [&] { return static_cast<int>(sSlot[1]) + 64 * wg; };
-  auto head_key_row0 = [&] { return static_cast<long>(sSlot[2]); };
-  const float scale_log2 = scale * kLog2e;
+  const float scale_log2 = a.scale * kLog2e;
 
   const int q_tiles = (lq + kDkvQ - 1) / kDkvQ;
   const int first = causal ? min(k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
@@ -153,14 +145,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto load_q_tile = [&](int stage, int qt) {
     const int r0 = qt * kDkvQ;
     const long row = head_row0() + r0;
-    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sQ(stage), q + row * D, lq - r0, tid);
-    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sDO(stage), dout + row * D, lq - r0, tid);
-    sm90::load_floats_async(sL + stage * kDkvQ, lse + row, kDkvQ, lq - r0, tid, kThreads);
-    sm90::load_floats_async(sDelta + stage * kDkvQ, delta + row, kDkvQ, lq - r0, tid, kThreads);
+    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sQ(stage), q + sSlot[2] + r0 * a.q_at.row, a.q_at.row, lq - r0, a.d,
+                                              tid);
+    sm90::load_tile_sw128<kDkvQ, D, kThreads>(sDO(stage), dout + sSlot[3] + r0 * a.dout_at.row, a.dout_at.row,
+                                              lq - r0, a.d, tid);
+    sm90::load_floats_async(sL + stage * kDkvQ, a.lse + row, kDkvQ, lq - r0, tid, kThreads);
+    sm90::load_floats_async(sDelta + stage * kDkvQ, a.delta + row, kDkvQ, lq - r0, tid, kThreads);
   };
 
-  sm90::load_tile_sw128<kDkvKeys, D, kThreads>(sK, k + (bh * lk + k0) * D, lk - k0, tid);
-  sm90::load_tile_sw128<kDkvKeys, D, kThreads>(sV, v + (bh * lk + k0) * D, lk - k0, tid);
+  sm90::load_tile_sw128<kDkvKeys, D, kThreads>(
+      sK, static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh) + k0 * a.k_at.row, a.k_at.row, lk - k0, a.d,
+      tid);
+  sm90::load_tile_sw128<kDkvKeys, D, kThreads>(
+      sV, static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh) + k0 * a.v_at.row, a.v_at.row, lk - k0, a.d,
+      tid);
   if (steps > 0) load_q_tile(0, first);
   cp_async_commit();
   if (steps > 1) {
@@ -187,9 +185,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
                           kk > 0);
   };
-  auto dq_dst = [&](int r0) {
-    return dq_accum + (head_row0() + r0 + 16 * warp + g) * D + (kSplitKeys ? 0 : 64 * wg) + 2 * t;
-  };
+  const int dq_col0 = kSplitKeys ? 0 : 64 * wg;
+  auto dq_dst = [&](int r0) { return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + dq_col0 + 2 * t; };
 
   for (int step = 0; step < steps; ++step) {
     const int stage = step % kQStages, r0 = (first + step) * kDkvQ;
@@ -233,16 +230,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       st[4 * i + 3] = exp2f(st[4 * i + 3] * scale_log2 - l1);
     }
     const int key0 = wg_key0();
-    if (r0 + kDkvQ > lq || (causal && r0 < key0 + 63)) {
-#pragma unroll
-      for (int i = 0; i < kDkvQ / 8; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = 8 * i + 2 * t + (e & 1);  // query within the tile
-          const int key = key0 + 16 * warp + g + 8 * (e >> 1);
-          if (r0 + c >= lq || (causal && r0 + c < key)) st[4 * i + e] = 0.f;
-        }
-    }
+    if (r0 + kDkvQ > lq || (causal && r0 < key0 + 63))  // rows are keys here, columns queries
+      mask_fragment<kDkvQ>(st, key0 + 16 * warp + g, r0, t, 0.f,
+                           [&](int key, int query) { return query >= lq || (causal && query < key); });
     sm90::wgmma_wait<0>();
     sm90::pin(dpt);
 #pragma unroll
@@ -297,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kFuseDq) {
       sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
       sm90::pin(acc_dq);
-      if (step > 0) add_dq_rows(dq_dst(r0 - kDkvQ), acc_dq, r0 - kDkvQ + 16 * warp + g, lq, D);
+      if (step > 0) add_dq_rows(dq_dst(r0 - kDkvQ), acc_dq, r0 - kDkvQ + 16 * warp + g, lq, D, dq_col0, a.d);
     }
     sm90::wgmma_wait<0>();
     sm90::pin(acc_dv);
@@ -315,26 +305,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       sm90::wgmma_wait<0>();
       sm90::pin(acc_dq);
       const int r0 = (first + steps - 1) * kDkvQ;
-      add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D);
+      add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, dq_col0, a.d);
     }
   }
   cp_async_wait_all();  // with no query tile to visit, the K/V loads are still in flight
 
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = wg_key0() + 16 * warp + g + 8 * r;
-    if (key < lk) {
-      std::uint16_t* dkrow = dk + (head_key_row0() + key) * D;
-      std::uint16_t* dvrow = dv + (head_key_row0() + key) * D;
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        *reinterpret_cast<std::uint32_t*>(dkrow + 8 * i + 2 * t) =
-            pack2<T>(acc_dk[4 * i + 2 * r] * scale, acc_dk[4 * i + 2 * r + 1] * scale);
-        *reinterpret_cast<std::uint32_t*>(dvrow + 8 * i + 2 * t) =
-            pack2<T>(acc_dv[4 * i + 2 * r], acc_dv[4 * i + 2 * r + 1]);
-      }
-    }
-  }
+  const int key = wg_key0() + 16 * warp + g;
+  const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
+  store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + sSlot[4], a.dk_at.row, key, lk, a.d, t, dk_scale);
+  store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + sSlot[5], a.dv_at.row, key, lk, a.d, t, one);
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
@@ -350,11 +329,7 @@ constexpr int dq_shared_bytes() {
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, 1)
-    flash_dq_sm90_kernel(const std::uint16_t* __restrict__ q, const std::uint16_t* __restrict__ k,
-                         const std::uint16_t* __restrict__ v, const std::uint16_t* __restrict__ dout,
-                         const float* __restrict__ lse, const float* __restrict__ delta, std::uint16_t* __restrict__ dq,
-                         int lq, int lk, float scale, bool causal, int head_group) {
+__global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid_constant__ BackwardArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kQBytes = kDqQ * D * 2, kKBytes = kDqKeys * D * 2;
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -363,37 +338,44 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto sK = [&](int stage) { return sQ + 2 * kQBytes + stage * 2 * kKBytes; };
   auto sV = [&](int stage) { return sQ + 2 * kQBytes + stage * 2 * kKBytes + kKBytes; };
 
+  const int lq = a.lq, lk = a.lk;
+  const bool causal = a.causal;
+  const long long ldk = a.k_at.row, ldv = a.v_at.row;
   const int q_blocks = (lq + kDqQ - 1) / kDqQ;
-  const TileSlot slot = tile_slot(blockIdx.x, q_blocks, gridDim.x / q_blocks, head_group);
+  const TileSlot slot = tile_slot(blockIdx.x, q_blocks, gridDim.x / q_blocks, a.head_group);
   const int q0 = (q_blocks - 1 - slot.rank) * kDqQ;  // last tiles first: the longest under a causal mask
   const long bh = slot.head;
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const std::uint16_t* kg = k + bh * lk * D;
-  const std::uint16_t* vg = v + bh * lk * D;
-  const float scale_log2 = scale * kLog2e;
+  const auto* kg = static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh);
+  const auto* vg = static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh);
+  const float scale_log2 = a.scale * kLog2e;
   const int wg_row0 = q0 + 64 * wg;
 
   float l2[2], dlt[2];  // this lane's two rows: L in log2 units, delta
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = wg_row0 + 16 * warp + g + 8 * r;
-    l2[r] = row < lq ? lse[bh * lq + row] * kLog2e : 0.f;
-    dlt[r] = row < lq ? delta[bh * lq + row] : 0.f;
+    l2[r] = row < lq ? a.lse[bh * lq + row] * kLog2e : 0.f;
+    dlt[r] = row < lq ? a.delta[bh * lq + row] : 0.f;
   }
 
   const int key_end = causal ? min(lk, q0 + kDqQ) : lk;
   const int key_tiles = (key_end + kDqKeys - 1) / kDqKeys;
 
-  sm90::load_tile_sw128<kDqQ, D, kThreads>(sQ, q + (bh * lq + q0) * D, lq - q0, tid);
-  sm90::load_tile_sw128<kDqQ, D, kThreads>(sDO, dout + (bh * lq + q0) * D, lq - q0, tid);
+  sm90::load_tile_sw128<kDqQ, D, kThreads>(
+      sQ, static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row, a.q_at.row, lq - q0, a.d,
+      tid);
+  sm90::load_tile_sw128<kDqQ, D, kThreads>(
+      sDO, static_cast<const std::uint16_t*>(a.dout) + a.dout_at.head_start(bh) + q0 * a.dout_at.row, a.dout_at.row,
+      lq - q0, a.d, tid);
   if (key_tiles > 0) {
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(0), kg, lk, tid);
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(0), vg, lk, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(0), kg, ldk, lk, a.d, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(0), vg, ldv, lk, a.d, tid);
   }
   cp_async_commit();
   if (key_tiles > 1) {
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(1), kg + kDqKeys * D, lk - kDqKeys, tid);
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(1), vg + kDqKeys * D, lk - kDqKeys, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(1), kg + kDqKeys * ldk, ldk, lk - kDqKeys, a.d, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(1), vg + kDqKeys * ldv, ldv, lk - kDqKeys, a.d, tid);
     cp_async_commit();
   }
 
@@ -427,16 +409,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // P for every element, the mask only on tiles that need it (no branch per element).
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] = exp2f(s[i] * scale_log2 - l2[(i >> 1) & 1]);
-    if (k0 + kDqKeys > lk || (causal && k0 + kDqKeys - 1 > wg_row0)) {
-#pragma unroll
-      for (int i = 0; i < kDqKeys / 8; ++i)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = k0 + 8 * i + 2 * t + (e & 1);
-          const int row = wg_row0 + 16 * warp + g + 8 * (e >> 1);
-          if (col >= lk || (causal && col > row)) s[4 * i + e] = 0.f;
-        }
-    }
+    if (tile_needs_mask(wg_row0, k0, kDqKeys, lk, causal))
+      mask_fragment<kDqKeys>(s, wg_row0 + 16 * warp + g, k0, t, 0.f,
+                             [&](int r, int c) { return hidden(r, c, lk, causal); });
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] *= dp[i] - dlt[(i >> 1) & 1];
 
@@ -454,94 +429,84 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
     if (kt + 2 < key_tiles) {
       const int next = k0 + 2 * kDqKeys;
-      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(stage), kg + static_cast<long>(next) * D, lk - next, tid);
-      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(stage), vg + static_cast<long>(next) * D, lk - next, tid);
+      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(stage), kg + next * ldk, ldk, lk - next, a.d, tid);
+      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(stage), vg + next * ldv, ldv, lk - next, a.d, tid);
       cp_async_commit();
     }
   }
 
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = wg_row0 + 16 * warp + g + 8 * r;
-    if (row < lq) {
-      std::uint16_t* dqrow = dq + (bh * lq + row) * D;
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i)
-        *reinterpret_cast<std::uint32_t*>(dqrow + 8 * i + 2 * t) =
-            pack2<T>(acc[4 * i + 2 * r] * scale, acc[4 * i + 2 * r + 1] * scale);
-    }
-  }
+  const float dq_scale[2] = {a.scale, a.scale};
+  store_rows<T, D>(acc, static_cast<std::uint16_t*>(a.dq) + a.dq_at.head_start(bh), a.dq_at.row,
+                   wg_row0 + 16 * warp + g, lq, a.d, t, dq_scale);
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-// dQ = scale * the fp32 sums of the fused kernel, rounded to T; four elements per thread.
-template <typename T>
-__global__ void dq_from_accum_kernel(const float4* __restrict__ acc, uint2* __restrict__ dq, long n4, float scale) {
-  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n4;
+// dQ = scale * the fp32 sums of the fused kernel ([bh * lq, D] rows, the first d columns
+// used), rounded to T into the strided dq; four elements per thread.
+template <typename T, int D>
+__global__ void dq_from_accum_kernel(const __grid_constant__ BackwardArgs a) {
+  const int quads = a.d / 4;
+  const long n = static_cast<long>(a.bh) * a.lq * quads;
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
-    const float4 x = acc[i];
-    dq[i] = make_uint2(pack2<T>(x.x * scale, x.y * scale), pack2<T>(x.z * scale, x.w * scale));
+    const long row = i / quads;
+    const int col = static_cast<int>(i % quads) * 4;
+    const float4 x = *reinterpret_cast<const float4*>(a.dq_accum + row * D + col);
+    const long bh = row / a.lq;
+    auto* dst = static_cast<std::uint16_t*>(a.dq) + a.dq_at.head_start(bh) + (row % a.lq) * a.dq_at.row + col;
+    *reinterpret_cast<uint2*>(dst) =
+        make_uint2(pack2<T>(x.x * a.scale, x.y * a.scale), pack2<T>(x.z * a.scale, x.w * a.scale));
   }
 }
 
 template <typename T, int D>
-void launch(const BackwardArgs& a, cudaStream_t stream) {
-  const auto* q = static_cast<const std::uint16_t*>(a.q);
-  const auto* k = static_cast<const std::uint16_t*>(a.k);
-  const auto* v = static_cast<const std::uint16_t*>(a.v);
-  const auto* dout = static_cast<const std::uint16_t*>(a.dout);
+void launch(const BackwardArgs& args, cudaStream_t stream) {
+  BackwardArgs a = args;
   const int dkdv_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys * a.bh;
-  const int dkdv_group = head_group(a.bh, 2LL * a.lq * D * 2 + 8LL * a.lq);  // Q, dO, L, delta of a head
+  // Q, dO, L, delta of a head stream through the dkdv kernel.
+  a.head_group = head_group(a.bh, 2LL * a.lq * a.d * 2 + 8LL * a.lq, args.head_group);
   if (a.dq_accum != nullptr) {
     constexpr int smem = dkdv_shared_bytes<D, true>();
     auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
-                                                  static_cast<std::uint16_t*>(a.dv), a.dq_accum, a.lq, a.lk, a.scale,
-                                                  a.causal, dkdv_group);
-    const long n4 = static_cast<long>(a.bh) * a.lq * D / 4;
-    const int blocks = static_cast<int>(std::min<long>((n4 + 255) / 256, 8192));
-    dq_from_accum_kernel<T><<<blocks, 256, 0, stream>>>(reinterpret_cast<const float4*>(a.dq_accum),
-                                                        static_cast<uint2*>(a.dq), n4, a.scale);
+    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(a);
+    const long n = static_cast<long>(a.bh) * a.lq * (a.d / 4);
+    const int blocks = static_cast<int>(std::min<long>((n + 255) / 256, 8192));
+    dq_from_accum_kernel<T, D><<<blocks, 256, 0, stream>>>(a);
     return;
   }
   {
     constexpr int smem = dkdv_shared_bytes<D, false>();
     auto kernel = flash_dkdv_sm90_kernel<T, D, false>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dk),
-                                                  static_cast<std::uint16_t*>(a.dv), nullptr, a.lq, a.lk, a.scale,
-                                                  a.causal, dkdv_group);
+    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(a);
   }
   {
     constexpr int smem = dq_shared_bytes<D>();
     auto kernel = flash_dq_sm90_kernel<T, D>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     const int blocks = (a.lq + kDqQ - 1) / kDqQ * a.bh;
-    const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
-    kernel<<<blocks, kThreads, smem, stream>>>(q, k, v, dout, a.lse, a.delta, static_cast<std::uint16_t*>(a.dq), a.lq,
-                                               a.lk, a.scale, a.causal, group);
+    a.head_group = head_group(a.bh, 2LL * a.lk * a.d * 2, args.head_group);  // K and V of a head
+    kernel<<<blocks, kThreads, smem, stream>>>(a);
   }
 }
 
 template <typename T>
 void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
-  switch (a.d) {
+  switch (a.d_kernel) {
     case 64: return launch<T, 64>(a, stream);
     case 128: return launch<T, 128>(a, stream);
-    default: throw std::invalid_argument("flash backward (wgmma): head dim " + std::to_string(a.d) + " not compiled");
+    default: throw std::invalid_argument("flash backward (wgmma): kernel head dim " + std::to_string(a.d_kernel) + " not compiled");
   }
 }
 
 }  // namespace
 
-bool wgmma_backward_fuses_dq() { return env_choice("RUNNER_FLASH_WGMMA_BACKWARD", "fused", "deterministic"); }
-
 void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream) {
-  if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == Dtype::bf16) return launch_head_dim<__nv_bfloat16>(a, stream);
+  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
+  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
   throw std::invalid_argument("flash backward (wgmma): fp32 inputs take the CUDA-core kernels");
 }
 

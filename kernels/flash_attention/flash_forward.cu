@@ -17,21 +17,14 @@
 // Causal: key tiles past the query tile's last row are skipped; only tiles that straddle
 // the diagonal (or the sequence end) are masked; rows with no key left give zeros, no NaN.
 //
-// Measured on the H100 (bf16, causal, batch 1, 16 heads, d = 128; flash_benchmarking):
-// 168 TFLOP/s at seq 4096, 241 TFLOP/s at 16384 (SDPA/cuDNN in the same run: 340, 526).
-// Nsight Compute at seq 16384: 5.2 ms, SM throughput 43 %, L1 60 %, L2 56 %, DRAM 1.5 %;
-// 8 warps per SM (12.5 % occupancy, register-bound), 4.6 cycles between issues per warp,
-// the top stall a fixed-latency dependency: each warp's mma -> softmax -> mma chain is
-// serial and too few warps hide it. What would lift it: 32 rows per warp (every K/V
-// fragment feeds two MMAs, halving shared-memory traffic per MMA) or Hopper wgmma with
-// TMA, which issues 64-row MMAs asynchronously from shared memory.
+// Measured speed and what limits it: README.md (version log and profiles).
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "flash_kernels.hpp"
+#include "flash_launch.hpp"
 #include "mma.cuh"
 
 namespace kernels::flash::detail {
@@ -41,7 +34,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileQ = 16 * kWarps;
 constexpr int kTileK = 64;
-constexpr float kLog2e = 1.4426950408889634f;
 
 template <typename T, int D>
 // Three blocks per SM where registers allow it without spilling (d <= 64).
@@ -57,7 +49,7 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
   std::uint16_t* sK = sQ + kTileQ * LD;
   std::uint16_t* sV = sK + kTileK * LD;
 
-  // Last query tiles first (over a group of heads, tile_order.hpp): under a causal mask they
+  // Last query tiles first (over a group of heads, tile_scheduler.hpp): under a causal mask they
   // have the most key tiles, and starting them early keeps the tail of the grid short.
   const int tiles = (lq + kTileQ - 1) / kTileQ;
   const TileSlot slot = tile_slot(blockIdx.x, tiles, gridDim.x / tiles, head_group);
@@ -194,7 +186,7 @@ void launch(const ForwardArgs& a, cudaStream_t stream) {
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
   const int blocks = (a.lq + kTileQ - 1) / kTileQ * a.bh;
-  const int group = head_group(a.bh, 2LL * a.lk * D * 2);  // K and V of a head
+  const int group = head_group(a.bh, 2LL * a.lk * D * 2, a.head_group);  // K and V of a head
   kernel<<<blocks, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
                                              static_cast<const std::uint16_t*>(a.k),
                                              static_cast<const std::uint16_t*>(a.v), static_cast<std::uint16_t*>(a.out),
@@ -203,7 +195,7 @@ void launch(const ForwardArgs& a, cudaStream_t stream) {
 
 template <typename T>
 void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
-  switch (a.d) {
+  switch (a.d_kernel) {
     case 16: return launch<T, 16>(a, stream);
     case 32: return launch<T, 32>(a, stream);
     case 64: return launch<T, 64>(a, stream);
@@ -216,8 +208,8 @@ void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream) {
   if (a.wgmma) return launch_forward_sm90(a, stream);
-  if (a.dtype == Dtype::fp16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == Dtype::bf16) return launch_head_dim<__nv_bfloat16>(a, stream);
+  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
+  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
   launch_forward_fp32(a, stream);
 }
 

@@ -6,10 +6,7 @@
 // against an fp32 reference with TF32 off. One warp per query row (forward, dQ) or key row
 // (dK, dV); each lane holds d/32 elements (d=16: half the lanes idle), a dot product is a
 // warp reduction. K, V (or Q, dO) rows stream through L1/L2. FLOPs as in the tensor-core
-// kernels. Measured on the H100 (causal, batch 1, no heads, flash_benchmarking): forward
-// 6 TFLOP/s at d = 128, 1-2 at d = 16 (seq 16384..65536), backward 5 and 1: bound by the
-// five shuffles of every dot product and, at d = 16, by half-idle lanes. A tiled fp32
-// kernel (register-blocked SGEMM-style tiles) would be the next step.
+// kernels. Measured speed and what limits it: README.md, version log.
 // Deterministic: every output element is summed by one lane in a fixed order.
 #include <cuda_runtime.h>
 
@@ -17,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "flash_kernels.hpp"
+#include "flash_launch.hpp"
 
 namespace kernels::flash::detail {
 namespace {
@@ -148,7 +145,7 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
 
 template <typename Args>
 void launch_head_dim(const Args& a, cudaStream_t stream) {
-  switch (a.d) {
+  switch (a.d_kernel) {
     case 16: return launch<16>(a, stream);
     case 32: return launch<32>(a, stream);
     case 64: return launch<64>(a, stream);

@@ -1,4 +1,4 @@
-// The kernels' block order (tile_order.hpp) on CPU; on a GPU, that the order changes no
+// The kernels' block order (tile_scheduler.hpp) on CPU; on a GPU, that the order changes no
 // result and that the backward's delta pass matches its tensor-op formula.
 #include <cmath>
 #include <cstdio>
@@ -11,11 +11,12 @@
 #include <torch/torch.h>
 
 #include "flash_attention.hpp"
-#include "tile_order.hpp"
-#ifdef RUNNER_FLASH_WITH_CUDA
+#include "tile_scheduler.hpp"
+#ifdef RUNNER_WITH_CUDA
 #include <c10/cuda/CUDAStream.h>
 
-#include "flash_kernels.hpp"
+#include "common/dtype.hpp"
+#include "flash_launch.hpp"
 #endif
 
 namespace {
@@ -78,7 +79,7 @@ TEST(TileOrder, GroupsFillHalfTheL2) {
   EXPECT_EQ(detail::heads_per_group(2, 8LL << 20, l2, 7), 2);
 }
 
-#ifdef RUNNER_FLASH_WITH_CUDA
+#ifdef RUNNER_WITH_CUDA
 class FlashOrderGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -98,16 +99,17 @@ TEST_F(FlashOrderGpu, HeadGroupsChangeNoResult) {
     auto dout = torch::randn({5, 300, d}, opts);
     for (auto family : {kernels::flash::KernelFamily::mma_sync, kernels::flash::KernelFamily::automatic}) {
       std::vector<torch::Tensor> outs, dks, dvs, dqs;
-      for (const char* group : {"1", "2", "5"}) {
-        setenv("RUNNER_FLASH_HEAD_GROUP", group, 1);
-        auto fwd = kernels::flash::forward(q, k, v, true, family);
-        auto g = kernels::flash::backward(q, k, v, fwd.out, dout, fwd.lse, true, family);
+      for (int group : {1, 2, 5}) {
+        kernels::flash::Options o;
+        o.family = family;
+        o.head_group = group;
+        auto fwd = kernels::flash::forward(q, k, v, true, o);
+        auto g = kernels::flash::backward(q, k, v, fwd.out, dout, fwd.lse, true, o);
         outs.push_back(fwd.out);
         dks.push_back(g.dk);
         dvs.push_back(g.dv);
         dqs.push_back(g.dq.to(torch::kFloat));
       }
-      unsetenv("RUNNER_FLASH_HEAD_GROUP");
       for (std::size_t i = 1; i < outs.size(); ++i) {
         SCOPED_TRACE("d " + std::to_string(d) + " family " + kernels::flash::to_string(family) + " group index " +
                      std::to_string(i));
@@ -118,28 +120,31 @@ TEST_F(FlashOrderGpu, HeadGroupsChangeNoResult) {
       }
     }
   }
-  setenv("RUNNER_FLASH_HEAD_GROUP", "0", 1);
-  auto q = torch::randn({1, 64, 64}, opts);
-  EXPECT_THROW(kernels::flash::forward(q, q, q, true), std::exception);
-  unsetenv("RUNNER_FLASH_HEAD_GROUP");
 }
 
-// delta = rowsum(out * dout) in fp32 and the zeroed buffer, against the tensor-op formula.
+// delta = rowsum(out * dout) in fp32 and the zeroed buffer, against the tensor-op formula, with
+// O a [batch, seq, heads, d] slice of a wider buffer and dO contiguous.
 TEST_F(FlashOrderGpu, DeltaPassMatchesTheTensorOpFormula) {
   for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
-    for (int d : {16, 32, 64, 128}) {
+    for (int d : {16, 32, 64, 80, 96, 128}) {
       const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
-      const long rows = 3 * 77;
-      auto o = torch::randn({rows, d}, opts), dout = torch::randn({rows, d}, opts);
+      const int batch = 3, seq = 77, heads = 2, zeroed_cols = d <= 64 ? 64 : 128;
+      const long rows = batch * heads * seq;
+      auto wide = torch::randn({batch, seq, heads, 2 * d}, opts);
+      auto o = wide.narrow(3, d, d), dout = torch::randn({batch, seq, heads, d}, opts);
       auto delta = torch::full({rows}, std::nanf(""), opts.dtype(torch::kFloat));
-      auto zeroed = torch::full({rows, d}, std::nanf(""), opts.dtype(torch::kFloat));
-      const auto kind = dtype == torch::kFloat    ? detail::Dtype::fp32
-                        : dtype == torch::kHalf ? detail::Dtype::fp16
-                                                : detail::Dtype::bf16;
-      detail::launch_backward_delta({o.data_ptr(), dout.data_ptr(), delta.data_ptr<float>(), zeroed.data_ptr<float>(),
-                                     rows, d, kind},
-                                    c10::cuda::getCurrentCUDAStream());
-      const auto want = (o.to(torch::kDouble) * dout.to(torch::kDouble)).sum(-1);
+      auto zeroed = torch::full({rows, zeroed_cols}, std::nanf(""), opts.dtype(torch::kFloat));
+      auto layout = [](const torch::Tensor& t) {
+        return detail::Layout{t.stride(0), t.stride(2), t.stride(1), static_cast<int>(t.size(2))};
+      };
+      detail::DeltaArgs a{};
+      a.out = o.data_ptr(), a.dout = dout.data_ptr(), a.out_at = layout(o), a.dout_at = layout(dout);
+      a.delta = delta.data_ptr<float>(), a.zeroed = zeroed.data_ptr<float>();
+      a.bh = batch * heads, a.lq = seq, a.d = d, a.zeroed_cols = zeroed_cols;
+      a.dtype = kernels::dtype_of(o, "test");
+      detail::launch_backward_delta(a, c10::cuda::getCurrentCUDAStream());
+      // [batch, heads, seq] rows, as the kernels index delta
+      const auto want = (o.to(torch::kDouble) * dout.to(torch::kDouble)).sum(-1).transpose(1, 2).reshape({rows});
       const double err = ((delta.to(torch::kDouble) - want).norm() / want.norm()).item<double>();
       EXPECT_LT(err, 1e-6) << "dtype " << dtype << " d " << d;
       EXPECT_TRUE(torch::equal(zeroed, torch::zeros_like(zeroed))) << "dtype " << dtype << " d " << d;

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "common/math.hpp"
+
 namespace kernels::flash::detail {
 
 template <typename T>
@@ -99,28 +101,33 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
 
-// rows x D 16-bit elements from global (row stride D) into shared memory, 16 bytes per
-// cp.async, element (r, col) at dst(r, col); rows >= valid read as zeros. load_tile_async
-// (below, padded rows) and wgmma.cuh's load_tile_sw128 (swizzled) differ only in dst.
+// rows x D 16-bit elements from global (row stride ld elements) into shared memory, 16
+// bytes per cp.async, element (r, col) at dst(r, col); rows >= valid and columns >= cols
+// (a head dim padded up to the kernel's D; cols a multiple of 8) read as zeros and touch no
+// global memory. load_tile_async (below, padded rows) and wgmma.cuh's load_tile_sw128
+// (swizzled) differ only in dst.
 // Each thread keeps one column and steps THREADS / (D / 8) rows a pass, a fixed number of
 // passes: the compiler unrolls it, and the row's swizzle and both addresses move by
 // constants. A tid-strided loop (c = tid; c < ROWS * D / 8; c += THREADS) is not unrolled
 // (the compiler cannot bound tid) and spent about ten integer instructions and a branch on
-// every 16-byte copy: in Nsight Compute, 36 % of the wgmma forward's stall samples sat in
-// its K/V loads. Every tile the kernels load divides evenly (checked at compile time).
+// every 16-byte copy (README, version log). Every tile the kernels load divides evenly
+// (checked at compile time).
 template <int ROWS, int D, int THREADS, typename Dst>
-__device__ __forceinline__ void load_rows_async(const std::uint16_t* g, int valid, int tid, Dst dst) {
+__device__ __forceinline__ void load_rows_async(const std::uint16_t* g, long long ld, int valid, int cols, int tid,
+                                                Dst dst) {
   constexpr int kChunks = D / 8;
   static_assert(THREADS % kChunks == 0 && ROWS * kChunks % THREADS == 0,
                 "load_rows_async: the threads must cover whole rows and the tile whole passes");
   constexpr int kRowsPerPass = THREADS / kChunks;
   const int r0 = tid / kChunks, col = (tid % kChunks) * 8;
-  const std::uint16_t* src = g + static_cast<long>(r0) * D + col;
+  const bool col_ok = col < cols;
+  const std::uint16_t* src = g + r0 * ld + col;
+  const long long step = kRowsPerPass * ld;
 #pragma unroll
   for (int pass = 0; pass < ROWS * kChunks / THREADS; ++pass) {
     const int r = r0 + pass * kRowsPerPass;
-    const bool ok = r < valid;
-    cp_async16(dst(r, col), ok ? src + static_cast<long>(pass) * kRowsPerPass * D : g, ok);
+    const bool ok = col_ok && r < valid;
+    cp_async16(dst(r, col), ok ? src + pass * step : g, ok);
   }
 }
 
@@ -128,7 +135,7 @@ __device__ __forceinline__ void load_rows_async(const std::uint16_t* g, int vali
 constexpr int kPad = 8;  // 16 bytes: rows shift by 4 banks, so fragment loads do not conflict
 template <int ROWS, int D, int THREADS>
 __device__ __forceinline__ void load_tile_async(std::uint16_t* s, const std::uint16_t* g, int valid, int tid) {
-  load_rows_async<ROWS, D, THREADS>(g, valid, tid, [s](int r, int col) { return s + r * (D + kPad) + col; });
+  load_rows_async<ROWS, D, THREADS>(g, D, valid, D, tid, [s](int r, int col) { return s + r * (D + kPad) + col; });
 }
 
 // Sum / max over the four lanes of a quad, which share one accumulator row.

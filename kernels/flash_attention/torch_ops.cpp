@@ -2,7 +2,7 @@
 //   torch.ops.load_library("<build>/kernels/flash_attention/libflash_attention_ops.so")
 //   out, lse = torch.ops.runner_flash.forward(q, k, v, causal, kernel="auto")   # CUDA kernels
 //   dq, dk, dv = torch.ops.runner_flash.backward(q, k, v, out, dout, lse, causal, kernel="auto")
-// kernel: "auto", "mma_sync" or "wgmma" (Hopper, bf16/fp16, d 64 and 128).
+// kernel: "auto", "mma_sync" or "wgmma" (Hopper, bf16/fp16).
 //   torch.ops.runner_flash.tiled_forward / tiled_backward (tensor ops, any device)
 // python/runner_flash_attention.py wraps each pair in a torch.autograd.Function.
 #include <torch/library.h>

@@ -72,10 +72,13 @@ __device__ __forceinline__ std::uint64_t mn_major(std::uint32_t tile, int kk) {
   return descriptor(tile + sw128::mn_major_start(kk), sw128::mn_major_lbo<ROWS>(), sw128::kSbo);
 }
 
-// rows x D elements from global (row stride D) into an SW128 tile; rows >= valid read as zeros.
+// rows x D elements from global (row stride ld) into an SW128 tile; rows >= valid and
+// columns >= cols read as zeros.
 template <int ROWS, int D, int THREADS>
-__device__ __forceinline__ void load_tile_sw128(std::uint8_t* tile, const std::uint16_t* g, int valid, int tid) {
-  load_rows_async<ROWS, D, THREADS>(g, valid, tid, [tile](int r, int col) { return tile + sw128::offset<ROWS>(r, col); });
+__device__ __forceinline__ void load_tile_sw128(std::uint8_t* tile, const std::uint16_t* g, long long ld, int valid,
+                                                int cols, int tid) {
+  load_rows_async<ROWS, D, THREADS>(g, ld, valid, cols, tid,
+                                    [tile](int r, int col) { return tile + sw128::offset<ROWS>(r, col); });
 }
 
 // n fp32 values from global into shared memory, 4 bytes per thread; entries >= valid read as zeros.

@@ -25,9 +25,9 @@ __global__ void __launch_bounds__(128) wgmma_probe_kernel(const std::uint16_t* a
   std::uint8_t* sB = sA + 64 * D * 2;
   std::uint8_t* sV = sB + N * D * 2;
   const int tid = threadIdx.x, warp = tid / 32, g = (tid % 32) / 4, t = tid % 4;
-  sm90::load_tile_sw128<64, D, 128>(sA, a, 64, tid);
-  sm90::load_tile_sw128<N, D, 128>(sB, b, N, tid);
-  sm90::load_tile_sw128<N, D, 128>(sV, v, N, tid);
+  sm90::load_tile_sw128<64, D, 128>(sA, a, D, 64, D, tid);
+  sm90::load_tile_sw128<N, D, 128>(sB, b, D, N, D, tid);
+  sm90::load_tile_sw128<N, D, 128>(sV, v, D, N, D, tid);
   cp_async_commit();
   cp_async_wait_all();
   sm90::fence_proxy_async();

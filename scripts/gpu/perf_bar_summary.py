@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""One line per perf_bar / perf_bar_device point of flash_benchmarking runs: forward, backward and
-forward+backward TFLOP/s (from median latency) and the ratio to SDPA in the same run.
+"""One line per perf_bar* / bar* point of flash_benchmarking runs: forward, backward and
+forward+backward TFLOP/s (from median latency) and the ratio to SDPA's cuDNN backend in the
+same run (to plain `sdpa` where a run has no cuDNN rows).
 
   perf_bar_summary.py RUN_DIR [RUN_DIR ...]     (each holds a results.jsonl)
 
@@ -13,12 +14,18 @@ import sys
 
 
 def variant(params):
-    kernel = params.get("attention.kernel")
-    return str(params.get("attention")) + (f"/{kernel}" if kernel else "")
+    option = params.get("attention.kernel") or params.get("attention.backend")
+    return str(params.get("attention")) + (f"/{option}" if option else "")
+
+
+def point(params):
+    """What names a point besides its variant: d, causal, batch, seq."""
+    return tuple(params.get(k) for k in ("d_head", "causal", "batch", "seq"))
 
 
 def main(dirs):
-    print(f"{'run':<28} {'part':<16} {'seq':>6} {'variant':<16} {'fwd':>6} {'bwd':>6} {'f+b':>6} {'/sdpa':>6}")
+    print(f"{'run':<24} {'part':<16} {'d, causal, batch, seq':<24} {'variant':<16} {'fwd':>6} {'bwd':>6} {'f+b':>6} "
+          f"{'/cudnn':>6}")
     for d in dirs:
         path = os.path.join(d, "results.jsonl")
         if not os.path.exists(path):
@@ -27,15 +34,17 @@ def main(dirs):
         rows = []
         for line in open(path):
             r = json.loads(line)
-            if not r.get("part", "").startswith("perf_bar") or r.get("status") != "ok":
+            if not r.get("part", "").startswith(("perf_bar", "bar")) or r.get("status") != "ok":
                 continue
             m = r["metrics"]
-            rows.append((r["part"], r["params"]["seq"], variant(r["params"]), *(m[k]["value"] if "value" in m[k] else m[k]["median"]
+            rows.append((r["part"], point(r["params"]), variant(r["params"]), *(m[k]["value"] if "value" in m[k] else m[k]["median"]
                          for k in ("forward_tflops", "backward_tflops", "fwd_bwd_tflops"))))
-        sdpa = {(part, seq): fb for part, seq, v, _, _, fb in rows if v == "sdpa"}
-        for part, seq, v, f, b, fb in sorted(rows):
-            ratio = fb / sdpa[part, seq] if (part, seq) in sdpa else float("nan")
-            print(f"{os.path.basename(d):<28} {part:<16} {seq:>6} {v:<16} {f:6.0f} {b:6.0f} {fb:6.0f} {ratio:6.2f}")
+        base = {(part, p): fb for part, p, v, _, _, fb in rows if v == "sdpa/cudnn"}
+        base.update({(part, p): fb for part, p, v, _, _, fb in rows if v in ("sdpa", "sdpa/auto") and (part, p) not in base})
+        for part, p, v, f, b, fb in sorted(rows, key=lambda row: tuple(str(x) for x in row[:3])):
+            ratio = fb / base[part, p] if (part, p) in base else float("nan")
+            where = ", ".join(str(x) for x in p)
+            print(f"{os.path.basename(d):<24} {part:<16} {where:<24} {v:<16} {f:6.0f} {b:6.0f} {fb:6.0f} {ratio:6.2f}")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ for stage in "$@"; do
   case "$stage" in
     build) build_targets runner runner_torch runner_plugins flash_attention_ops; log "build rc=$?" ;;
     build_tests)
-      build_targets flash_attention_tests flash_attention_ops kernels_adamw_tests kernels_rmsnorm_tests \
+      build_targets kernels_flash_attention_tests flash_attention_ops kernels_adamw_tests kernels_rmsnorm_tests \
         kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests optimizer_adamw_tests \
         task_train_step_tests attention_flash_tests attention_sdpa_tests model_transformer_lm_tests \
         task_optimizer_step_tests profiler_kernels_tests profiler_memory_tests attention_aoti attention_aoti_tests
@@ -67,8 +67,8 @@ for stage in "$@"; do
         timeout "$(limit)" python3 -X faulthandler python/test_flash_attention_op.py > "$logs/pyop.log" 2>&1
       log "pyop rc=$?" ;;
     flash)
-      build_targets flash_attention_tests
-      timeout "$(limit)" build-gpu/kernels/flash_attention/flash_attention_tests > "$logs/flash-tests.log" 2>&1
+      build_targets kernels_flash_attention_tests
+      timeout "$(limit)" build-gpu/kernels/flash_attention/kernels_flash_attention_tests > "$logs/flash-tests.log" 2>&1
       log "flash tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$logs/flash-tests.log" | tr '\n' ' ')" ;;
     ncu:*)
       regex=${stage#ncu:}; tag=$(echo "$regex" | tr -c 'A-Za-z0-9_\n' '_')

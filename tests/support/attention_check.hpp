@@ -18,6 +18,7 @@
 #include "registry.hpp"
 #include "runner/attention.hpp"
 #include "runner/context.hpp"
+#include "test_random.hpp"
 #include "validate.hpp"
 
 namespace attention_check {
@@ -41,16 +42,8 @@ inline std::ostream& operator<<(std::ostream& os, const Errors& e) {
   return os << "out " << e.out << " dq " << e.dq << " dk " << e.dk << " dv " << e.dv;
 }
 
-inline std::uint64_t fresh_seed() {
-  const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003);
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
-
-inline double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto ad = a.to(torch::kDouble).cpu(), bd = b.to(torch::kDouble).cpu();
-  return (ad - bd).norm().item<double>() / bd.norm().item<double>();
-}
+using test_support::fresh_seed;
+using test_support::rel_err;
 
 // Runs `attention` on q, k, v of `dtype` and naive on their fp64 copies.
 inline Errors compare_with_naive(runner::Attention& attention, const Case& c, torch::Dtype dtype,

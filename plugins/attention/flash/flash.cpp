@@ -1,42 +1,20 @@
-// attention/flash: our FlashAttention-2 CUDA kernels (kernels/flash_attention/) as an
-// autograd function: forward saves O and L, backward runs the recomputing kernels.
+// attention/flash: our FlashAttention-2 CUDA kernels (kernels/flash_attention/) as a
+// differentiable op. A model's [batch, heads, seq, d] head-split views are handed to the
+// kernels as the [batch, seq, heads, d] views they are (a transpose of strides, no copy), and
+// the result comes back as a view of the kernels' [batch, seq, heads * d] output.
 #include <memory>
-
-#include <torch/autograd.h>
 
 #include "flash_attention.hpp"
 #include "runner/attention.hpp"
 #include "runner/outcome.hpp"
-#include "runner/range.hpp"
 
 namespace {
 
 namespace flash = kernels::flash;
-using torch::autograd::AutogradContext;
-using torch::autograd::tensor_list;
-
-struct FlashFunction : torch::autograd::Function<FlashFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, bool causal, int64_t family) {
-    runner::ScopedRange range("attention/flash_forward");
-    auto r = flash::forward(q, k, v, causal, static_cast<flash::KernelFamily>(family));
-    ctx->save_for_backward({q, k, v, r.out, r.lse});
-    ctx->saved_data["causal"] = causal;
-    ctx->saved_data["family"] = family;
-    return r.out;
-  }
-  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
-    runner::ScopedRange range("attention/flash_backward");
-    const auto s = ctx->get_saved_variables();
-    auto g = flash::backward(s[0], s[1], s[2], s[3], grads[0], s[4], ctx->saved_data["causal"].toBool(),
-                             static_cast<flash::KernelFamily>(ctx->saved_data["family"].toInt()));
-    return {g.dq, g.dk, g.dv, torch::Tensor(), torch::Tensor()};
-  }
-};
 
 class FlashAttention : public runner::Attention {
  public:
-  explicit FlashAttention(flash::KernelFamily family) : family_(family) {}
+  explicit FlashAttention(flash::Options options) : options_(options) {}
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         bool is_causal) override {
     // A configuration the kernels are not built for is a skipped point, not an error:
@@ -44,19 +22,25 @@ class FlashAttention : public runner::Attention {
     const auto dtype = q.scalar_type();
     if (q.dim() >= 1 && !flash::supports_head_dim(q.size(-1)))
       throw runner::SkipPoint("attention/flash: head dim " + std::to_string(q.size(-1)) +
-                              " is not supported; the kernels are built for d in {16, 32, 64, 128}");
+                              " is not supported; the kernels take multiples of 8 up to 128");
     if (dtype != at::kFloat && dtype != at::kBFloat16 && dtype != at::kHalf)
       throw runner::SkipPoint(std::string("attention/flash: dtype ") + c10::toString(dtype) +
                               " is not supported; use float32, bfloat16 or float16");
-    if (family_ == flash::KernelFamily::wgmma) {
+    if (options_.family == flash::KernelFamily::wgmma) {
       const std::string why = flash::wgmma_unsupported_reason(q);
       if (!why.empty()) throw runner::SkipPoint("attention/flash kernel=wgmma: " + why);
     }
-    // As model.attention, q/k/v are often head-split views; the kernels read dense rows.
+    flash::check_inputs(q, k, v);
     last_dtype_ = dtype;
-    last_family_ = flash::resolve_kernel_family(family_, q);
-    return FlashFunction::apply(q.contiguous(), k.contiguous(), v.contiguous(), is_causal,
-                                static_cast<int64_t>(family_));
+    last_family_ = flash::resolve_kernel_family(options_.family, q);
+    // [..., seq, d] as [batch, seq, heads, d]: a 4-D [batch, heads, seq, d] view transposes
+    // its strides; other ranks fold their leading dims into the batch.
+    const bool four_d = q.dim() == 4;
+    auto bshd = [four_d](const torch::Tensor& t) {
+      return four_d ? t.transpose(1, 2) : t.reshape({-1, t.size(-2), t.size(-1)}).unsqueeze(2);
+    };
+    const torch::Tensor out = flash::attention(bshd(q), bshd(k), bshd(v), is_causal, options_, /*merge_heads=*/false);
+    return four_d ? out.transpose(1, 2) : out.view(q.sizes());
   }
   std::string mechanism() const override {
     if (last_dtype_ == at::kFloat) return "CUDA kernels, fp32 on CUDA cores";
@@ -65,7 +49,7 @@ class FlashAttention : public runner::Attention {
   }
 
  private:
-  flash::KernelFamily family_;
+  flash::Options options_;
   at::ScalarType last_dtype_ = at::kBFloat16;
   flash::KernelFamily last_family_ = flash::KernelFamily::mma_sync;  // what the last forward ran
 };
@@ -74,13 +58,26 @@ runner::PluginManifest make_manifest() {
   runner::PluginManifest m;
   m.kind = runner::PluginKind::Attention;
   m.name = "flash";
-  m.version = "1";
-  m.description = "FlashAttention-2 forward and backward as our own CUDA kernels (fp32, bf16, fp16; d 16..128)";
-  m.options = {runner::opt_enum("kernel", {"auto", "mma_sync", "wgmma"}, "auto",
-                                "tensor-core kernels for bf16/fp16: mma_sync (any head dim), wgmma (sm_90, d 64 and "
-                                "128; other points are skipped), auto (wgmma where it runs, else mma_sync)")};
+  m.version = "2";
+  m.description = "FlashAttention-2 forward and backward as our own CUDA kernels (fp32, bf16, fp16; d 8..128)";
+  m.options = {
+      runner::opt_enum("kernel", {"auto", "mma_sync", "wgmma"}, "auto",
+                       "tensor-core kernels for bf16/fp16: mma_sync (any GPU), wgmma (sm_90; other points are "
+                       "skipped), auto (wgmma where it runs and d > 32, else mma_sync)"),
+      runner::opt_enum("forward_schedule", {"pipelined", "serial"}, "pipelined",
+                       "wgmma forward: softmax of a key tile under the previous tile's P V product, or after it"),
+      runner::opt_enum("backward", {"fused", "deterministic"}, "fused",
+                       "wgmma backward: dQ summed with atomics inside the dK/dV kernel (last bits vary between "
+                       "runs), or a second kernel (1.4x the FLOPs, bit-for-bit repeatable)"),
+      runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2")
+          .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
-    return std::make_unique<FlashAttention>(flash::parse_kernel_family(p.text("kernel")));
+    flash::Options o;
+    o.family = flash::parse_kernel_family(p.text("kernel"));
+    o.pipelined_forward = p.text("forward_schedule") == "pipelined";
+    o.deterministic_backward = p.text("backward") == "deterministic";
+    o.head_group = static_cast<int>(p.integer("head_group"));
+    return std::make_unique<FlashAttention>(o);
   };
   return m;
 }

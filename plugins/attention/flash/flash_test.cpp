@@ -62,12 +62,12 @@ TEST_F(FlashAttentionPlugin, BadInputIsOneClearError) {
 TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
   runner::PluginRegistry registry;
   auto flash = attention_check::load(registry, "flash");
-  auto q = torch::randn({1, 2, 16, 96});
+  auto q = torch::randn({1, 2, 16, 100});
   try {
     flash->forward(q, q, q, false);
-    FAIL() << "head dim 96 was accepted";
+    FAIL() << "head dim 100 was accepted";
   } catch (const runner::SkipPoint& e) {
-    EXPECT_NE(std::string(e.what()).find("head dim 96 is not supported"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("head dim 100 is not supported"), std::string::npos) << e.what();
   }
   auto i = torch::zeros({1, 2, 16, 64}, torch::kInt);
   EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
@@ -92,8 +92,6 @@ TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
 
 TEST_F(FlashAttentionPlugin, WgmmaKernelsSkipWhatTheyDoNotCover) {
   auto wgmma = attention_check::load(registry_, "flash", "{kernel: wgmma}");
-  auto q = torch::randn({1, 2, 16, 32}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
-  EXPECT_THROW(wgmma->forward(q, q, q, false), runner::SkipPoint);  // d = 32
   auto f = torch::randn({1, 2, 16, 64}, torch::TensorOptions().device(torch::kCUDA));
   EXPECT_THROW(wgmma->forward(f, f, f, false), runner::SkipPoint);  // fp32
 }

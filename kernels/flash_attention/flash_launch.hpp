@@ -1,0 +1,99 @@
+// Launchers of the flash-attention kernels (internal: flash_attention.cpp checks the
+// inputs and calls these). Plain pointers, strides and kernels::DType, no LibTorch headers.
+//
+// Every q, k, v, out, dout, dq, dk, dv is a [batch, seq, heads, d] view described by a
+// Layout (strides in elements, d contiguous), so a fused QKV projection's output and a
+// [batch, seq, heads * d] result need no transposes. lse and delta are [batch * heads, seq]
+// fp32, contiguous. `bh` counts batch * heads; head index h of batch b is bh = b * heads + h.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "common/launch.hpp"
+#include "tile_scheduler.hpp"
+
+#if defined(__CUDACC__)
+#define RUNNER_FLASH_HD __host__ __device__ __forceinline__
+#else
+#define RUNNER_FLASH_HD inline
+#endif
+
+namespace kernels::flash::detail {
+
+// Element offsets of one [batch, seq, heads, d] view: row `s` of head `bh` starts at
+// (bh / heads) * batch + (bh % heads) * head + s * row. A contiguous [bh, seq, d] tensor is
+// {seq * d, 0, d, 1}.
+struct Layout {
+  long long batch = 0, head = 0, row = 0;
+  int heads = 1;
+  RUNNER_FLASH_HD long long head_start(long long bh) const { return (bh / heads) * batch + (bh % heads) * head; }
+};
+
+struct ForwardArgs {
+  const void *q, *k, *v;
+  void* out;
+  float* lse;  // [bh, lq], natural log of the row's softmax normaliser
+  Layout q_at, k_at, v_at, out_at;
+  int bh, lq, lk;
+  int d;        // the head dim of the tensors
+  int d_kernel; // the kernel's head dim (>= d; columns d.. are zero in shared memory)
+  bool causal;
+  DType dtype;
+  float scale;
+  bool wgmma = false;      // Hopper warpgroup-MMA kernels (flash_forward_sm90.cu) instead of mma.sync
+  bool pipelined = true;   // wgmma only: softmax under the previous tile's P V (else serial)
+  int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
+};
+
+struct BackwardArgs {
+  const void *q, *k, *v, *dout;
+  const float* lse;    // from forward
+  const float* delta;  // [bh, lq] rowsum(out * dout) in fp32
+  void *dq, *dk, *dv;
+  Layout q_at, k_at, v_at, dout_at, dq_at, dk_at, dv_at;
+  int bh, lq, lk, d, d_kernel;
+  bool causal;
+  DType dtype;
+  float scale;
+  bool wgmma = false;  // flash_backward_sm90.cu instead of flash_backward.cu
+  int head_group = 0;
+  // wgmma only: a zeroed fp32 [bh, lq, d_kernel] buffer selects the fused backward (dQ summed
+  // with atomics); null selects the deterministic two-kernel one.
+  float* dq_accum = nullptr;
+};
+
+// Heads per group of the kernels' block order (tile_scheduler.hpp) for operands of
+// `bytes_per_head` streamed per head, sized to the current device's L2; `requested` > 0
+// (the head_group option) wins, 1 = head after head.
+inline int head_group(int bh, long long bytes_per_head, int requested) {
+  int device = 0, l2 = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+  return heads_per_group(bh, bytes_per_head, l2, requested);
+}
+
+// rowsum(out * dout) in fp32 into delta [bh * lq]; zeroed (optional, fp32 [bh * lq,
+// zeroed_cols]) is set to 0.
+struct DeltaArgs {
+  const void *out, *dout;
+  Layout out_at, dout_at;
+  float* delta;
+  float* zeroed;
+  int bh, lq, d, zeroed_cols;
+  DType dtype;
+};
+void launch_backward_delta(const DeltaArgs& a, cudaStream_t stream);
+
+// mma.sync (flash_forward.cu, flash_backward.cu) and fp32 (flash_fp32.cu) kernels take
+// contiguous [bh, seq, d_kernel] tensors (the layouts are not read); the wgmma kernels take any layout.
+void launch_forward(const ForwardArgs& a, cudaStream_t stream);
+void launch_backward(const BackwardArgs& a, cudaStream_t stream);
+// Hopper warpgroup-MMA kernels (sm_90a; bf16/fp16; d_kernel 64 and 128): flash_*_sm90.cu.
+void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream);
+void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream);
+// fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
+void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
+void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);
+
+}  // namespace kernels::flash::detail
