@@ -97,8 +97,7 @@ AllReduceModel allreduce_model(const runner::Params& p, std::string& fits) {
   return m;
 }
 
-TransformerShape shape(runner::Context& ctx, const runner::Params& p) {
-  const runner::Params& model = p.plugin("model");
+TransformerShape shape(runner::Context& ctx, const runner::Params& p, const runner::Params& model) {
   const auto facts = ctx.facts(runner::PluginKind::Model, model);
   auto fact = [&](const char* key) {
     const auto it = facts.find(key);
@@ -119,8 +118,9 @@ TransformerShape shape(runner::Context& ctx, const runner::Params& p) {
   return s;
 }
 
-double interference(const runner::Params& p, const std::vector<Gradient>& grads, const AllReduceModel& net,
-                    const StepTimes& one, std::string& source) {
+// kappa from the calibration run alone: its DDP backward, its own one-GPU backward
+// (calibration_baseline_*), its model's buckets at calibration_bucket_mb.
+double interference(runner::Context& ctx, const runner::Params& p, const AllReduceModel& net, std::string& source) {
   const std::string& mode = p.text("interference");
   if (mode == "none") {
     source = "none";
@@ -134,10 +134,23 @@ double interference(const runner::Params& p, const std::vector<Gradient>& grads,
   const MeasuredRecord r = accounting::find_measured(s, "median");
   const double backward = number(r, s, "calibration_file", "backward_ms") / 1e3;
   const int ranks = static_cast<int>(number(r, s, "calibration_file", "world_size"));
-  const auto buckets = pack_buckets(grads, p.number("calibration_bucket_mb") * kMiB);
+  Selection base = selection(p, "calibration_baseline");
+  base.file = s.file;
+  const MeasuredRecord one = accounting::find_measured(base, "median");
+  const double backward_1 = number(one, base, "calibration_file", "backward_ms") / 1e3;
+  const bool own_model = p.plugin("calibration_model").plugin_name() == "none";
+  const TransformerShape shape_c = shape(ctx, p, own_model ? p.plugin("model") : p.plugin("calibration_model"));
+  for (const MeasuredRecord* m : {&r, &one})
+    if (number(*m, s, "calibration_file", "parameters") != shape_c.parameters())
+      throw std::invalid_argument("calibration_file '" + s.file.string() + "': its records have " +
+                                  fixed(number(*m, s, "calibration_file", "parameters"), 0) +
+                                  " parameters, the calibration model " + fixed(shape_c.parameters(), 0) +
+                                  "; set calibration_model to the model that run trained");
+  const auto buckets = pack_buckets(transformer_gradients(shape_c, p.number("gradient_bytes")),
+                                    p.number("calibration_bucket_mb") * kMiB);
   source = "calibrated on " + std::to_string(ranks) + " ranks, " + fixed(p.number("calibration_bucket_mb"), 0) +
            " MiB buckets";
-  return calibrate_interference(buckets, net, ranks, one.backward, backward);
+  return calibrate_interference(buckets, net, ranks, backward_1, backward);
 }
 
 void add_measured(const runner::Params& p, double predicted_step, runner::Record& r) {
@@ -156,7 +169,7 @@ void add_measured(const runner::Params& p, double predicted_step, runner::Record
 class ScalingModel : public runner::Task {
  public:
   void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
-    const TransformerShape s = shape(ctx, p);
+    const TransformerShape s = shape(ctx, p, p.plugin("model"));
     double parameters = 0;
     const StepTimes one = one_gpu_step(p, parameters);
     if (parameters != s.parameters())
@@ -165,12 +178,11 @@ class ScalingModel : public runner::Task {
                                   " has " + fixed(s.parameters(), 0) + "; select the same model size (step_where)");
     std::string fits, source;
     const AllReduceModel net = allreduce_model(p, fits);
-    const auto grads = transformer_gradients(s, p.number("gradient_bytes"));
-    const double kappa = interference(p, grads, net, one, source);
-    const auto buckets = pack_buckets(grads, p.number("bucket_mb") * kMiB);
+    const double kappa = interference(ctx, p, net, source);
+    const auto buckets = pack_buckets(transformer_gradients(s, p.number("gradient_bytes")), p.number("bucket_mb") * kMiB);
     const int n = static_cast<int>(p.integer("gpus"));
     const Prediction pr = predict(one, buckets, net, n, kappa);
-    const Link link = n > 1 ? net.link(n) : Link{};
+    const Link link = n > 1 ? net.link(n) : Link{};  // one GPU communicates nothing
 
     runner::Record r;
     r.add("step_ms", pr.step * 1e3, "ms");
@@ -185,8 +197,10 @@ class ScalingModel : public runner::Task {
     r.add("buckets", static_cast<double>(buckets.size()), "count");
     r.add("gradient_mb", s.parameters() * p.number("gradient_bytes") / 1e6, "MB");
     r.add("nodes", static_cast<double>(net.nodes(n)), "count");
-    r.add("alpha_us", link.alpha * 1e6, "us");
-    r.add("busbw_gbps", link.busbw / 1e9, "GB/s");
+    if (n > 1) {
+      r.add("alpha_us", link.alpha * 1e6, "us");
+      r.add("busbw_gbps", link.busbw / 1e9, "GB/s");
+    }
     r.add("interference_ms_per_gb", kappa * 1e3 * 1e9, "ms/GB");
     r.add("traffic_beside_backward_gb", pr.beside_bytes / 1e9, "GB");
     r.add_text("interconnect", n <= 1 ? "none" : net.nodes(n) == 1 ? "NVLink" : "NVLink + " + p.text("network"));
@@ -226,7 +240,7 @@ runner::PluginManifest make_manifest() {
       list("fit_where", "key=value conditions on fit_file's records (one backend and implementation, every size)"),
       runner::opt_list("fit_processes", runner::OptionType::IntList, runner::Value::List{std::int64_t{2}},
                        "process counts to fit, each from the records with label processes=<p>"),
-      runner::opt_string("network", "InfiniBand NDR, one 400 Gb/s NIC per GPU", "the network between nodes (a label)"),
+      runner::opt_string("network", "InfiniBand NDR, one 400 Gb/s NIC per GPU (line rate)", "the network between nodes (a label)"),
       runner::opt_float("network_busbw_gbps", 50.0, "all-reduce bus bandwidth per GPU across nodes (GB/s)").at_least(1e-6),
       runner::opt_float("network_latency_us", 5.0, "latency per tree level across nodes (us)").at_least(0),
       runner::opt_enum("interference", {"none", "given", "calibrated"}, "none",
@@ -236,7 +250,11 @@ runner::PluginManifest make_manifest() {
                        "interference: given: kappa, ms of backward per GB all-reduced beside it").at_least(0),
       runner::opt_string("calibration_file", "", "interference: calibrated: a DDP train_step run's results.jsonl"),
       runner::opt_string("calibration_part", "", "part of calibration_file"),
-      list("calibration_where", "key=value conditions picking the calibration record"),
+      list("calibration_where", "key=value conditions picking the calibration record (a DDP train_step)"),
+      runner::opt_string("calibration_baseline_part", "", "part of calibration_file holding that run's one-GPU step"),
+      list("calibration_baseline_where", "key=value conditions picking that run's one-GPU step"),
+      runner::opt_plugin("calibration_model", runner::PluginKind::Model, "none",
+                         "the model the calibration run trained (none: this point's model)"),
       runner::opt_float("calibration_bucket_mb", 100.0, "bucket cap (MiB) of the calibration record").at_least(1e-6),
       runner::opt_string("measured_file", "", "results.jsonl of a measured DDP run at this point's gpus (optional)"),
       runner::opt_string("measured_part", "", "part of measured_file"),
@@ -263,7 +281,11 @@ runner::PluginManifest make_manifest() {
     if (p.text("interference") == "calibrated") {
       if (p.text("calibration_file").empty())
         throw std::invalid_argument("interference: calibrated needs calibration_file (a DDP run's results.jsonl)");
-      accounting::find_measured(selection(p, "calibration"), "median");
+      const Selection s = selection(p, "calibration");
+      accounting::find_measured(s, "median");
+      Selection base = selection(p, "calibration_baseline");
+      base.file = s.file;
+      accounting::find_measured(base, "median");
     }
     if (!p.text("measured_file").empty()) accounting::find_measured(selection(p, "measured"), "median");
   };

@@ -178,7 +178,8 @@ TEST_F(ScalingTask, PredictsBesideTheMeasuredTwoGpuStep) {
                                options("gpus: 2, interference: calibrated, calibration_file: '" +
                                        data("ddp_benchmarking") +
                                        "', calibration_part: bucketed, calibration_where: ['ddp.bucket_size_mb=100', "
-                                       "'rank='], measured_file: '" + data("ddp_benchmarking_rerun") +
+                                       "'rank='], calibration_baseline_part: single_gpu, calibration_baseline_where: "
+                                       "['rank='], measured_file: '" + data("ddp_benchmarking_rerun") +
                                        "', measured_part: bucketed, measured_where: ['ddp.bucket_size_mb={bucket_mb}', "
                                        "'rank=']"));
   EXPECT_EQ(metric_number(r, "buckets"), metric_number(r, "measured_buckets"));
@@ -186,6 +187,29 @@ TEST_F(ScalingTask, PredictsBesideTheMeasuredTwoGpuStep) {
   EXPECT_LT(std::abs(metric_number(r, "step_error_pct")), 5.0);
   EXPECT_EQ(metric_text(r, "interconnect"), "NVLink");
   EXPECT_LE(metric_number(r, "efficiency"), 1.0);
+}
+
+TEST_F(ScalingTask, KappaComesFromTheCalibrationRunWhateverTheModel) {
+  const std::string calibration = "interference: calibrated, calibration_file: '" + data("ddp_benchmarking") +
+                                  "', calibration_part: bucketed, calibration_where: ['ddp.bucket_size_mb=100', "
+                                  "'rank='], calibration_baseline_part: single_gpu, calibration_baseline_where: "
+                                  "['rank='], calibration_model: {name: transformer_lm, size: xl, context_length: 256}";
+  const auto xl = run_task_once("scaling_model", options("gpus: 8, " + calibration));
+  const auto big = run_task_once(
+      "scaling_model",
+      "{model: {name: transformer_lm, size: 2.7B, context_length: 256}, bucket_mb: 100, gpus: 8, step_file: '" +
+          data("train_step_vs_pytorch") + "', step_part: cpp, step_where: ['model.size=2.7B', 'precision=fp32'], " +
+          "fit_file: '" + data("distributed_communication_single_node") + "', fit_part: nccl, fit_where: ['rank='], " +
+          calibration + "}");
+  EXPECT_DOUBLE_EQ(metric_number(big, "interference_ms_per_gb"), metric_number(xl, "interference_ms_per_gb"));
+  for (const auto* r : {&xl, &big}) {
+    EXPECT_LT(metric_number(*r, "efficiency"), 1.0);  // interference only ever slows backward
+    EXPECT_GT(metric_number(*r, "backward_ms"), metric_number(*r, "one_gpu_backward_ms"));
+  }
+  // The calibration model must be the one the calibration run trained.
+  EXPECT_THROW(run_task_once("scaling_model", options("gpus: 8, " + calibration.substr(0, calibration.find(", calibration_model")) +
+                                                      ", calibration_model: {name: transformer_lm, size: large}")),
+               std::invalid_argument);
 }
 
 TEST_F(ScalingTask, ManyNodesCostEfficiency) {
