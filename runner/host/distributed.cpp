@@ -148,6 +148,8 @@ std::optional<LaunchEnv> detect_launch_env() {
     e.local_rank = env("LOCAL_RANK") ? env_int("LOCAL_RANK", 0) : e.rank;
     e.master_addr = env("MASTER_ADDR");
     e.master_port = env_int("MASTER_PORT", 1);
+    e.node_rank = env("GROUP_RANK") ? env_int("GROUP_RANK", 0) : 0;
+    e.nodes = env("GROUP_WORLD_SIZE") ? env_int("GROUP_WORLD_SIZE", 1) : 1;
     e.launcher = env("RUNNER_AGENT_STORE") ? "runner launch" : "torchrun";
     if (env("RUNNER_AGENT_STORE")) {
       e.agent_store = true;
@@ -160,6 +162,8 @@ std::optional<LaunchEnv> detect_launch_env() {
     e.rank = env_int("SLURM_PROCID", 0);
     e.world_size = env_int("SLURM_NTASKS", 1);
     e.local_rank = env("SLURM_LOCALID") ? env_int("SLURM_LOCALID", 0) : 0;
+    e.node_rank = env("SLURM_NODEID") ? env_int("SLURM_NODEID", 0) : 0;
+    e.nodes = env("SLURM_NNODES") ? env_int("SLURM_NNODES", 1) : 1;
     if (env("MASTER_ADDR")) e.master_addr = env("MASTER_ADDR");
     else if (env("SLURM_JOB_NODELIST")) e.master_addr = first_slurm_host(env("SLURM_JOB_NODELIST"));
     else if (env("SLURM_NODELIST")) e.master_addr = first_slurm_host(env("SLURM_NODELIST"));
@@ -173,6 +177,9 @@ std::optional<LaunchEnv> detect_launch_env() {
   if (e.rank >= e.world_size)
     throw ConfigError("environment: rank " + std::to_string(e.rank) + " is not below the world size " +
                       std::to_string(e.world_size) + " (" + e.launcher + ")");
+  if (e.node_rank >= e.nodes)
+    throw ConfigError("environment: node " + std::to_string(e.node_rank) + " is not below the node count " +
+                      std::to_string(e.nodes) + " (" + e.launcher + ")");
   if (e.world_size == 1) return std::nullopt;
   return e;
 }
@@ -242,7 +249,7 @@ DistributedSession::DistributedSession(const LaunchEnv& env, const c10::Device& 
   auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"))
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-  else if (env.launcher == "runner launch")  // one node: loopback needs no name resolution
+  else if (env.launcher == "runner launch" && env.nodes == 1)  // one node: loopback needs no name resolution
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   else
     gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
@@ -285,15 +292,30 @@ std::string DistributedSession::agree(const std::string& key, const std::string&
   return string_of(store_->get(k));
 }
 
+nlohmann::json placement_of(const LaunchEnv& env) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return {{"rank", env.rank},           {"local_rank", env.local_rank}, {"node_rank", env.node_rank},
+          {"nodes", env.nodes},         {"world_size", env.world_size}, {"host", std::string(host)},
+          {"pid", static_cast<long long>(getpid())}};
+}
+
+namespace {
+std::vector<nlohmann::json> placed(std::vector<nlohmann::json> records, const LaunchEnv& env) {
+  for (nlohmann::json& r : records) r["placement"] = placement_of(env);
+  return records;
+}
+}  // namespace
+
 void DistributedSession::send_records(int index, const std::vector<nlohmann::json>& records) {
   store_->set("runner/records/" + std::to_string(index) + "/" + std::to_string(env_.rank),
-              bytes_of(nlohmann::json(records).dump()));
+              bytes_of(nlohmann::json(placed(records, env_)).dump()));
 }
 
 std::vector<std::vector<nlohmann::json>> DistributedSession::gather_records(int index,
                                                                           std::vector<nlohmann::json> own) {
   std::vector<std::vector<nlohmann::json>> all;
-  all.push_back(std::move(own));
+  all.push_back(placed(std::move(own), env_));
   for (int r = 1; r < env_.world_size; ++r) {
     const std::string key = "runner/records/" + std::to_string(index) + "/" + std::to_string(r);
     try {
@@ -351,6 +373,7 @@ std::vector<nlohmann::json> merge_rank_records(const std::vector<std::vector<nlo
       }
     }
     agg["labels"].erase("rank");
+    agg.erase("placement");
     agg["ranks"] = per_rank.size();
     out.push_back(std::move(agg));
   }

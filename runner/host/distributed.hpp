@@ -3,9 +3,11 @@
 // group, and moving every rank's records to rank 0, the only rank that writes.
 //
 // Environment read, first match wins:
-//   torchrun / runner launch: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
-//   Slurm (srun):             SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, first host of
-//                             SLURM_JOB_NODELIST, MASTER_PORT (default 29500 + job id % 1000)
+//   torchrun / runner launch: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
+//                             GROUP_RANK and GROUP_WORLD_SIZE (node and nodes)
+//   Slurm (srun):             SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,
+//                             SLURM_NNODES, first host of SLURM_JOB_NODELIST (or
+//                             MASTER_ADDR), MASTER_PORT (default 29500 + job id % 1000)
 // RUNNER_DIST_TIMEOUT_S bounds every collective and store wait (default 300 s).
 #pragma once
 #include <chrono>
@@ -31,6 +33,8 @@ struct LaunchEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int node_rank = 0;  // which node (launcher) this rank runs on
+  int nodes = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string launcher;      // "runner launch", "torchrun", "srun"
@@ -71,7 +75,8 @@ class DistributedSession {
   // Every rank gets rank 0's `value` for `key` (e.g. the run directory).
   std::string agree(const std::string& key, const std::string& value);
   // Rank != 0 hands its records of point `index` to rank 0; rank 0 collects all
-  // ranks' (its own first). Waits at most the collective timeout.
+  // ranks' (its own first). Waits at most the collective timeout. Each rank's
+  // records carry its `placement` (placement_of).
   void send_records(int index, const std::vector<nlohmann::json>& records);
   std::vector<std::vector<nlohmann::json>> gather_records(int index, std::vector<nlohmann::json> own);
   // Tears down communicators so this rank leaves no peer half-way in a collective.
@@ -83,6 +88,9 @@ class DistributedSession {
   Distributed dist_;
   std::unique_ptr<class Heartbeat> heartbeat_;  // last: stops first
 };
+
+// Where this rank ran: {rank, local_rank, node_rank, nodes, world_size, host, pid}.
+nlohmann::json placement_of(const LaunchEnv& env);
 
 // What rank 0 appends for one point: each rank's records labelled rank=<r>, then
 // one aggregate per record position with no rank label (last, so tables that do

@@ -214,9 +214,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   return sweep.failures ? 1 : 0;
 }
 
-int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
-                 const std::vector<std::string>& rank_args) {
-  if (nproc < 1) throw ConfigError("--nproc-per-node: must be 1 or more, got " + std::to_string(nproc));
+int launch_local(const RunOptions& options, const PluginRegistry& registry, const LaunchSpec& spec) {
+  check_launch_spec(spec);
   // Refused here, before any rank starts (each rank would refuse it on its own).
   if (!options.resume.empty())
     throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
@@ -224,15 +223,17 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, int 
   // Everything a rank would reject, caught once before any rank starts.
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const Plan plan = plan_run(exp, options, registry);
-  check_distributed_setup(plan.points, plan.device, nproc, nproc, checked_backend(options.backend), registry);
-  check_processes_key(exp, nproc);
-  if (!options.out.empty() && std::filesystem::exists(options.out / "results.jsonl"))
+  const int world_size = spec.nnodes * spec.nproc;
+  check_distributed_setup(plan.points, plan.device, world_size, spec.nproc, checked_backend(options.backend), registry);
+  check_processes_key(exp, world_size);
+  // Node 0's rank 0 makes the run directory; another node's launcher may start after it did.
+  if (spec.node_rank == 0 && !options.out.empty() && std::filesystem::exists(options.out / "results.jsonl"))
     throw ConfigError("--out " + options.out.string() + ": already holds results.jsonl; choose a new directory");
   if (options.dry_run) {
     print_plan(exp, plan);
     return 0;
   }
-  const int code = supervise_ranks(LaunchSpec{nproc, rank_args});
+  const int code = supervise_ranks(spec);
   // The rendezvous store's server thread must not race static destructors at exit.
   std::cout.flush();
   std::cerr.flush();

@@ -9,6 +9,8 @@
 
 namespace runner {
 
+struct LaunchSpec;
+
 class PluginRegistry;
 
 struct RunOptions {
@@ -28,9 +30,8 @@ struct RunOptions {
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.
 int run_experiment(const RunOptions& options, const PluginRegistry& registry);
 // `runner launch`: checks the experiment once (as run_experiment would, for a
-// world of `nproc` ranks), then starts and supervises `nproc` local ranks that
-// run `rank_args`. Returns the first failed rank's exit code, else 0.
-int launch_local(const RunOptions& options, const PluginRegistry& registry, int nproc,
-                 const std::vector<std::string>& rank_args);
+// world of nnodes x nproc ranks), then starts and supervises this node's `nproc`
+// ranks, which run `rank_args`. Returns the first failed rank's exit code, else 0.
+int launch_local(const RunOptions& options, const PluginRegistry& registry, const LaunchSpec& spec);
 
 }  // namespace runner

@@ -9,6 +9,7 @@
 
 #include "catalog.hpp"
 #include "execute.hpp"
+#include "launch.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report/run_reports.hpp"
@@ -28,6 +29,8 @@ const char* kUsage =
     "       runner list [DIR]              experiments in DIR (default experiments/): points, description\n"
     "       runner launch --nproc-per-node N <experiment.yaml> [options]\n"
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
+    "       runner launch --nnodes M --node-rank R --master-addr HOST --master-port P --nproc-per-node N ...\n"
+    "                                      one launcher per node; node 0 (at HOST:P) hosts the rendezvous\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
     "       runner report <run-dir>...     re-render a run's tables and figures from its stored records\n"
@@ -98,7 +101,9 @@ void check_paths(const po::variables_map& vm) {
   // A launched rank other than 0 finds the directory rank 0 already made; only rank 0 checks it.
   const auto env_rank = [](const char* name) { const char* v = std::getenv(name); return v ? std::string(v) : ""; };
   const std::string rank = !env_rank("RANK").empty() ? env_rank("RANK") : env_rank("SLURM_PROCID");
-  if (vm.count("out") && (rank.empty() || rank == "0")) {
+  // So does the launcher of any node but 0: node 0's rank 0 may already have made it.
+  const bool other_node = vm.count("node-rank") && vm["node-rank"].as<int>() != 0;
+  if (vm.count("out") && (rank.empty() || rank == "0") && !other_node) {
     const fs::path out = vm["out"].as<std::string>();
     if (fs::exists(out, ec) && !fs::is_directory(out, ec))
       throw runner::ConfigError("--out " + out.string() + ": is a file; name a new directory for the run");
@@ -132,7 +137,11 @@ int main(int argc, char** argv) {
       ("plugin-path", po::value<std::vector<std::string>>()->composing(), "extra plugin directory (repeatable)")
       ("backend", po::value<std::string>(), "multi-process runs: auto (nccl for CUDA, gloo for CPU), gloo or nccl")
       ("nproc-per-node", po::value<int>(), "runner launch: number of local ranks")
-      ("markdown", "runner describe: print the options as the Markdown table of the plugin's README");
+      ("markdown", "runner describe: print the options as the Markdown table of the plugin's README")
+      ("nnodes", po::value<int>(), "runner launch: number of nodes, one launcher each (default 1)")
+      ("node-rank", po::value<int>(), "runner launch: this launcher's node, 0..nnodes-1 (default 0)")
+      ("master-addr", po::value<std::string>(), "runner launch: node 0's address (default 127.0.0.1)")
+      ("master-port", po::value<int>(), "runner launch: node 0's rendezvous port (default: a free one; needed with --nnodes > 1)");
   po::options_description hidden;
   hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and arguments");
   po::options_description all;
@@ -226,6 +235,9 @@ int main(int argc, char** argv) {
                            : "runner: --nproc-per-node belongs to `runner launch`\n") << kUsage;
       return 2;
     }
+    for (const char* flag : {"nnodes", "node-rank", "master-addr", "master-port"})
+      if (!launch && vm.count(flag))
+        throw runner::ConfigError(std::string("--") + flag + " belongs to `runner launch` (runner launch --help)");
     if (args.size() != (launch ? 2u : 1u)) {
       std::cerr << "runner: " << (args.size() < 2 ? std::string("missing the experiment file")
                                                   : "unexpected argument '" + args[launch ? 2 : 1] + "'")
@@ -253,8 +265,13 @@ int main(int argc, char** argv) {
     }
     if (vm.count("backend")) options.backend = vm["backend"].as<std::string>();
     if (launch) {
-      // Each rank gets this command line without `launch` and --nproc-per-node.
-      std::vector<std::string> rank_args;
+      // Each rank gets this command line without `launch` and the launcher's flags.
+      runner::LaunchSpec spec;
+      spec.nproc = vm["nproc-per-node"].as<int>();
+      if (vm.count("nnodes")) spec.nnodes = vm["nnodes"].as<int>();
+      if (vm.count("node-rank")) spec.node_rank = vm["node-rank"].as<int>();
+      if (vm.count("master-addr")) spec.master_addr = vm["master-addr"].as<std::string>();
+      if (vm.count("master-port")) spec.master_port = vm["master-port"].as<int>();
       bool dropped_launch = false;
       for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -262,11 +279,17 @@ int main(int argc, char** argv) {
           dropped_launch = true;
           continue;
         }
-        if (a == "--nproc-per-node") { ++i; continue; }
-        if (a.rfind("--nproc-per-node=", 0) == 0) continue;
-        rank_args.push_back(a);
+        bool launcher_flag = false;
+        for (const std::string flag : {"--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port"}) {
+          if (a == flag) {
+            ++i;
+            launcher_flag = true;
+          }
+          launcher_flag = launcher_flag || a.rfind(flag + "=", 0) == 0;
+        }
+        if (!launcher_flag) spec.rank_args.push_back(a);
       }
-      return runner::launch_local(options, registry, vm["nproc-per-node"].as<int>(), rank_args);
+      return runner::launch_local(options, registry, spec);
     }
     return runner::run_experiment(options, registry);
   } catch (const runner::ConfigError& e) {

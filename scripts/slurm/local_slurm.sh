@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# A real one-node Slurm (Debian slurm-wlm + munge) for tests, started in a temporary
-# directory with no cgroup support.
-#   local_slurm.sh start <dir>   installs what is missing, writes <dir>/slurm.conf, starts
-#                                munged (if not running), slurmctld and slurmd, waits for
-#                                the node to be idle; exit 77 when the daemons cannot start
+# A real Slurm (Debian slurm-wlm + munge) on this machine for tests, started in a
+# temporary directory with no cgroup support.
+#   local_slurm.sh start <dir> [nodes]
+#        installs what is missing, writes <dir>/slurm.conf, starts munged (if not
+#        running), slurmctld and one slurmd per node, waits for the nodes to be idle;
+#        exit 77 when the daemons cannot start. nodes > 1 describes that many nodes,
+#        <host>-n0, <host>-n1, ..., all on this host (one `slurmd -N <node>` each, on
+#        127.0.0.1 with its own port, spool and log); their names do not resolve, so
+#        jobs set MASTER_ADDR=127.0.0.1.
 #   local_slurm.sh stop <dir>    stops the daemons it started (by their PIDs)
-# Then: SLURM_CONF=<dir>/slurm.conf srun -N1 -n2 ...
+# Then: SLURM_CONF=<dir>/slurm.conf srun -N1 -n2 ...  (or -N2 -n4 with two nodes)
 set -euo pipefail
-cmd=${1:?start|stop} dir=${2:?directory}
+cmd=${1:?start|stop} dir=${2:?directory} nodes=${3:-1}
 skip() { echo "local_slurm: SKIP: $*" >&2; exit 77; }
 
 if [[ $cmd == stop ]]; then
-  for name in slurmd slurmctld munged; do
-    pid_file="$dir/$name.pid"
+  for pid_file in "$dir"/slurmd*.pid "$dir/slurmctld.pid" "$dir/munged.pid"; do
     [[ -f $pid_file ]] && kill "$(cat "$pid_file")" 2>/dev/null || true
   done
   exit 0
@@ -47,9 +50,24 @@ SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
 SlurmctldPort=$(( 6817 + RANDOM % 1000 ))
 SlurmdPort=$(( 7817 + RANDOM % 1000 ))
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
-PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
+if [[ $nodes -eq 1 ]]; then
+  names=$host
+  echo "NodeName=$host CPUs=$(nproc) State=UNKNOWN" >>"$dir/slurm.conf"
+else
+  # One slurmd per node on this host: %n makes each daemon's files its own.
+  sed -i -e "s|^SlurmdSpoolDir=.*|SlurmdSpoolDir=$dir/spool/%n|" -e "s|^SlurmdPidFile=.*|SlurmdPidFile=$dir/slurmd-%n.pid|" \
+    -e "s|^SlurmdLogFile=.*|SlurmdLogFile=$dir/slurmd-%n.log|" "$dir/slurm.conf"
+  port=$(( 8817 + RANDOM % 1000 ))
+  names=
+  for i in $(seq 0 $(( nodes - 1 ))); do
+    names="$names${names:+,}$host-n$i"
+    mkdir -p "$dir/spool/$host-n$i"
+    echo "NodeName=$host-n$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$(( port + i )) CPUs=$(nproc) State=UNKNOWN" \
+      >>"$dir/slurm.conf"
+  done
+fi
+echo "PartitionName=test Nodes=$names Default=YES MaxTime=INFINITE State=UP" >>"$dir/slurm.conf"
 export SLURM_CONF="$dir/slurm.conf"
 
 if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
@@ -59,10 +77,17 @@ if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   munge -n | unmunge >/dev/null 2>&1 || skip "munge does not authenticate"
 fi
 slurmctld -f "$SLURM_CONF" 2>"$dir/slurmctld.err" || skip "slurmctld does not start: $(tail -1 "$dir/slurmctld.err")"
-slurmd -f "$SLURM_CONF" 2>"$dir/slurmd.err" || { "$0" stop "$dir"; skip "slurmd does not start"; }
+if [[ $nodes -eq 1 ]]; then
+  slurmd -f "$SLURM_CONF" 2>"$dir/slurmd.err" || { "$0" stop "$dir"; skip "slurmd does not start"; }
+else
+  for node in ${names//,/ }; do
+    slurmd -f "$SLURM_CONF" -N "$node" 2>"$dir/slurmd-$node.err" ||
+      { "$0" stop "$dir"; skip "slurmd -N $node does not start: $(tail -1 "$dir/slurmd-$node.err")"; }
+  done
+fi
 for _ in $(seq 1 30); do
-  if sinfo -h -o %T 2>/dev/null | grep -Eq '^(idle|mixed)'; then
-    echo "local_slurm: node $host idle (SLURM_CONF=$SLURM_CONF)" >&2
+  if [[ $(sinfo -h -N -o %T 2>/dev/null | grep -Ec '^(idle|mixed)') -ge $nodes ]]; then
+    echo "local_slurm: $nodes node(s) idle: $names (SLURM_CONF=$SLURM_CONF)" >&2
     exit 0
   fi
   sleep 1

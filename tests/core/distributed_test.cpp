@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "distributed.hpp"
+#include "launch.hpp"
 #include "validate.hpp"
 
 namespace runner {
@@ -23,7 +24,8 @@ class EnvTest : public ::testing::Test {
   void SetUp() override {
     for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID",
                              "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_NODELIST", "SLURM_JOB_ID",
-                             "RUNNER_AGENT_STORE", "TORCHELASTIC_USE_AGENT_STORE"})
+                             "RUNNER_AGENT_STORE", "TORCHELASTIC_USE_AGENT_STORE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                             "SLURM_NODEID", "SLURM_NNODES"})
       if (std::getenv(name)) GTEST_SKIP() << name << " is set in the test's environment";
   }
   std::vector<std::string> set_;
@@ -61,6 +63,57 @@ TEST_F(EnvTest, ReadsSlurmVariables) {
   EXPECT_EQ(e->master_addr, "gpu10");
   EXPECT_EQ(e->master_port, 29500 + 242);
   EXPECT_EQ(e->launcher, "srun");
+}
+
+TEST_F(EnvTest, ReadsTheNodeOfEachLauncher) {
+  set("RANK", "3"), set("WORLD_SIZE", "4"), set("LOCAL_RANK", "1"), set("MASTER_ADDR", "h0"), set("MASTER_PORT", "1");
+  set("GROUP_RANK", "1"), set("GROUP_WORLD_SIZE", "2");  // torchrun's and runner launch's
+  auto e = detect_launch_env();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->node_rank, 1);
+  EXPECT_EQ(e->nodes, 2);
+  const nlohmann::json p = placement_of(*e);
+  EXPECT_EQ(p["rank"], 3);
+  EXPECT_EQ(p["local_rank"], 1);
+  EXPECT_EQ(p["node_rank"], 1);
+  EXPECT_EQ(p["nodes"], 2);
+  set("GROUP_RANK", "2");
+  EXPECT_THROW(detect_launch_env(), ConfigError);  // node 2 of 2
+}
+
+TEST_F(EnvTest, ReadsTheSlurmNode) {
+  set("SLURM_PROCID", "2"), set("SLURM_NTASKS", "4"), set("SLURM_LOCALID", "0"), set("SLURM_JOB_NODELIST", "n[0-1]");
+  set("SLURM_NODEID", "1"), set("SLURM_NNODES", "2");
+  const auto e = detect_launch_env();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->node_rank, 1);
+  EXPECT_EQ(e->nodes, 2);
+}
+
+std::string launch_error(const LaunchSpec& spec) {
+  try {
+    check_launch_spec(spec);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CheckLaunchSpec, NamesTheFlagThatIsWrong) {
+  LaunchSpec spec;
+  EXPECT_EQ(launch_error(spec), "");  // one node, a free port
+  spec.nnodes = 2;
+  EXPECT_NE(launch_error(spec).find("the same --master-port"), std::string::npos) << launch_error(spec);
+  spec.master_port = 29400;
+  EXPECT_EQ(launch_error(spec), "");
+  spec.node_rank = 2;
+  EXPECT_NE(launch_error(spec).find("--node-rank 2: must be in 0..1"), std::string::npos) << launch_error(spec);
+  spec.node_rank = 0;
+  spec.master_port = 70000;
+  EXPECT_NE(launch_error(spec).find("--master-port 70000"), std::string::npos);
+  spec.master_port = 1;
+  spec.nproc = 0;
+  EXPECT_NE(launch_error(spec).find("--nproc-per-node"), std::string::npos);
 }
 
 TEST_F(EnvTest, RankOutsideTheWorldIsAClearError) {
@@ -115,6 +168,15 @@ TEST(MergeRankRecords, KeepsEachRankAndAppendsTheSlowestRankAggregate) {
   EXPECT_EQ(agg["metrics"]["tokens_per_s"]["mean"], 40.0);         // rate: min
   EXPECT_EQ(agg["metrics"]["loss_last"]["value"], 0.1);            // other: rank 0's
   EXPECT_EQ(agg["ranks"], 2);
+}
+
+TEST(MergeRankRecords, TheAggregateHasNoPlacement) {
+  auto a = record(1, 1, 1), b = record(1, 1, 1);
+  a["placement"] = {{"rank", 0}};
+  b["placement"] = {{"rank", 1}};
+  const auto merged = merge_rank_records({{a}, {b}});
+  EXPECT_EQ(merged[1]["placement"]["rank"], 1);
+  EXPECT_FALSE(merged.back().contains("placement"));
 }
 
 TEST(MergeRankRecords, AFailedRankFailsTheAggregate) {
