@@ -300,7 +300,8 @@ int run_scheduled(const std::string& name) {
     std::ofstream md(run_dir / "compare.md");
     render_markdown(c, md);
     std::map<std::string, int> verdicts;
-    for (const auto& r : c.rows) ++verdicts[r.verdict];
+    for (const auto& r : c.rows)
+      if (r.hidden.empty()) ++verdicts[r.verdict];
     std::string counts;
     for (const auto& [v, n] : verdicts) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + v;
     if (!c.only_in_a.empty()) counts += (counts.empty() ? "" : ", ") + std::to_string(c.only_in_a.size()) + " only in baseline";
@@ -334,8 +335,8 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
       ("name", po::value<std::string>(), "schedule name (default: the experiment file's name)")
       ("history", po::value<std::string>(), "history database the runs go to (default: as for runs)")
       ("log", po::value<std::string>(), "regression log (default ~/.local/share/runner/regressions.log)")
-      ("threshold", po::value<double>()->default_value(0.05), "compare: relative noise threshold")
-      ("alpha", po::value<double>()->default_value(0.05), "compare: significance level")
+      ("threshold", po::value<double>()->default_value(0.05, "0.05"), "compare: relative noise threshold")
+      ("alpha", po::value<double>()->default_value(0.05, "0.05"), "compare: significance level")
       ("slurm", "install as a self-resubmitting sbatch job")
       ("sbatch-arg", po::value<std::vector<std::string>>()->composing(), "extra #SBATCH line, e.g. --gres=gpu:1")
       ("cron", "use crontab even where systemd runs")
