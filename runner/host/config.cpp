@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "text_distance.hpp"
@@ -98,6 +99,55 @@ void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const s
       throw ConfigError(src.where(kv.first, path) + ": " + path + ": duplicate key (first at line " +
                         std::to_string(it->second.line + 1) + "); merge the two entries");
     reject_duplicate_keys(kv.second, src, path, visited, depth + 1);
+  }
+}
+
+// `--set params.batch_size=16` on an experiment that sweeps batch_size: the sweep
+// would overwrite the value at every point, so the value replaces the axis (a note
+// says so). An axis zipped with others cannot go alone: refused.
+void replace_swept_axis(YAML::Node doc, const std::string& path, const std::string& set_text) {
+  std::string rest = path;
+  YAML::Node owner = doc;
+  if (rest.rfind("parts.", 0) == 0) {
+    const size_t dot = rest.find('.', 6);
+    if (dot == std::string::npos || !doc["parts"] || !doc["parts"].IsSequence()) return;
+    const std::string part = rest.substr(6, dot - 6);
+    rest = rest.substr(dot + 1);
+    bool found = false;
+    for (size_t k = 0; k < doc["parts"].size() && !found; ++k) {
+      const YAML::Node entry = doc["parts"][k];
+      if ((is_index(part) && part.size() < 10 && std::stoul(part) == k) ||
+          (entry.IsMap() && entry["name"] && entry["name"].IsScalar() && entry["name"].Scalar() == part)) {
+        owner.reset(entry);
+        found = true;
+      }
+    }
+    if (!found) return;
+  }
+  std::string axis;
+  if (rest.rfind("params.", 0) == 0) axis = rest.substr(7);
+  else if (rest.rfind("measure.", 0) == 0 || rest == "precision" || rest == "seed") axis = rest;
+  if (axis.empty() || !owner.IsMap()) return;
+  YAML::Node sweep = owner["sweep"];
+  if (!sweep || !sweep.IsMap()) return;
+  if (sweep[axis]) {
+    YAML::Emitter values;
+    values << YAML::Flow << sweep[axis];
+    std::cerr << "note: " << set_text << " replaces the sweep axis " << axis << ": " << values.c_str()
+              << " (to sweep other values: --set sweep." << axis << "=[...])\n";
+    sweep.remove(axis);
+    return;
+  }
+  if (const YAML::Node zip = sweep["zip"]) {
+    const auto check = [&](const YAML::Node& group) {
+      if (group.IsMap() && group[axis])
+        throw ConfigError(set_text + ": " + axis + " is swept together with other axes (sweep.zip); set the whole "
+                          "group, e.g. --set sweep.zip." + axis + "=[...] with its partners, or remove the zip");
+    };
+    if (zip.IsSequence())
+      for (const auto& g : zip) check(g);
+    else
+      check(zip);
   }
 }
 
@@ -257,11 +307,13 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
     const std::string path = o.substr(0, eq);
     YAML::Node value;
     try {
-      value = YAML::Load(o.substr(eq + 1));
+      // No marks: a --set value's line 1, column 1 is not a place in the file.
+      value = plain_copy(YAML::Load(o.substr(eq + 1)));
     } catch (const YAML::Exception& e) {
       throw ConfigError("--set " + o + ": value is not valid YAML: " + e.msg);
     }
     set_path(exp.document, path, value);
+    replace_swept_axis(exp.document, path, "--set " + o);
     // Errors are reported with the paths validation uses: part-relative, and a
     // sweep axis as the option it sets.
     std::string relative = path;
