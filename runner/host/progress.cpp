@@ -121,15 +121,21 @@ void Progress::status_line(double point_seconds) {
 // A point may run for minutes (a big matmul on a CPU): the line keeps counting.
 void Progress::heartbeat() {
   std::unique_lock<std::mutex> lock(mutex_);
-  int ticks = 0;
+  int reported = 0, reported_point = -1;  // half-minutes of a point already reported (not a terminal)
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::seconds(1));
-    if (stopping_ || !in_point_) {
-      ticks = 0;
-      continue;
+    if (stopping_ || !in_point_) continue;
+    const double in_point = seconds_since(point_start_);
+    if (index_ != reported_point) {
+      reported = 0;
+      reported_point = index_;
     }
-    ++ticks;
-    if (tty_ || ticks % 30 == 0) status_line(seconds_since(point_start_));
+    if (tty_) {
+      status_line(in_point);
+    } else if (static_cast<int>(in_point / 30) > reported) {
+      reported = static_cast<int>(in_point / 30);
+      status_line(in_point);
+    }
   }
 }
 
