@@ -134,7 +134,8 @@ void replace_swept_axis(YAML::Node doc, const std::string& path, const std::stri
     YAML::Emitter values;
     values << YAML::Flow << sweep[axis];
     std::cerr << "note: " << set_text << " replaces the sweep axis " << axis << ": " << values.c_str()
-              << " (to sweep other values: --set sweep." << axis << "=[...])\n";
+              << " (to sweep other values: --set " << path.substr(0, path.size() - rest.size()) << "sweep." << axis
+              << "=[...])\n";
     sweep.remove(axis);
     return;
   }
