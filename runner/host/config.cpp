@@ -308,11 +308,16 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
     const std::string path = o.substr(0, eq);
     YAML::Node value;
     try {
-      // No marks: a --set value's line 1, column 1 is not a place in the file.
-      value = plain_copy(YAML::Load(o.substr(eq + 1)));
+      value = YAML::Load(o.substr(eq + 1));
     } catch (const YAML::Exception& e) {
       throw ConfigError("--set " + o + ": value is not valid YAML: " + e.msg);
     }
+    // Bounded first (an alias inside its own anchor is a cycle plain_copy would
+    // follow forever), then without marks: a --set value's line 1, column 1 is
+    // not a place in the file.
+    size_t value_nodes = 0;
+    reject_duplicate_keys(value, SourceMap{"--set " + o, {}}, path, value_nodes);
+    value = plain_copy(value);
     set_path(exp.document, path, value);
     replace_swept_axis(exp.document, path, "--set " + o);
     // Errors are reported with the paths validation uses: part-relative, and a
