@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what this machine lacks to build runner, then builds it.
 #   scripts/setup.sh                 packages + venv with PyTorch 2.11 + build + quickstart run
-#   scripts/setup.sh --no-quickstart  the same without the quickstart run (scripts/test.sh uses it)
+#   scripts/setup.sh --no-quickstart  the same without the quickstart run and the PATH link (scripts/test.sh uses it)
+# The full form also links ~/.local/bin/runner to the built runner, so `runner` works from
+# any directory (RUNNER_NO_LINK=1: no link; an existing ~/.local/bin/runner that is not a
+# link is left alone).
 # Idempotent: a second run installs nothing and rebuilds incrementally.
 # Environment: RUNNER_BUILD_DIR (default build), RUNNER_VENV (default .venv),
 #              BUILD_TYPE (default Release).
@@ -13,9 +16,24 @@ venv="${RUNNER_VENV:-.venv}"
 torch_version=2.11.0
 quickstart() {
   if [[ "${1:-}" != "--no-quickstart" ]]; then
-    echo "setup: quickstart: device ceilings on the CPU (small sizes)"
-    "$2/runner" experiments/device_ceilings.yaml --smoke --device cpu
+    link_runner "$root/$2/runner"
+    echo "setup: quickstart: a one-minute run (matmul and a tiny LM's train step), results below"
+    "$2/runner" experiments/quickstart.yaml
   fi
+}
+link_runner() {
+  local bin="$HOME/.local/bin" target=$1
+  [[ -n ${RUNNER_NO_LINK:-} ]] && return 0
+  if [[ -e $bin/runner && ! -L $bin/runner ]]; then
+    echo "setup: $bin/runner exists and is not a link; left alone (run $target)"
+    return 0
+  fi
+  mkdir -p "$bin" && ln -sfn "$target" "$bin/runner"
+  echo "setup: linked $bin/runner -> $target"
+  case ":$PATH:" in
+    *":$bin:"*) ;;
+    *) echo "setup: $bin is not on your PATH; add it: echo 'export PATH=\$HOME/.local/bin:\$PATH' >> ~/.bashrc" ;;
+  esac
 }
 
 # The offline GPU host: no package manager access; the staged kit (.gpu/, made by

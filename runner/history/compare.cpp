@@ -76,10 +76,10 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
     row.p_value = u.p_value;
     row.test = u.exact ? "U exact" : "U";
   } else if (a.n >= 2 && b.n >= 2) {
-    // Records without samples (older runs): Welch's statistic with a normal tail.
-    const double se = std::sqrt(a.std * a.std / a.n + b.std * b.std / b.n);
-    row.p_value = se > 0 ? std::erfc(std::fabs(b.mean - a.mean) / se / std::sqrt(2.0)) : (a.mean == b.mean ? 1 : 0);
-    row.test = "z (no samples)";
+    // Records without samples (older runs): Welch's t on mean, std and n, with
+    // Student's tail; a normal tail would claim p = 1e-22 from three steps.
+    row.p_value = welch_t_p(a.mean, a.std, static_cast<double>(a.n), b.mean, b.std, static_cast<double>(b.n));
+    row.test = "t (no samples)";
   } else {
     row.test = "-";
   }
@@ -92,7 +92,17 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
     row.verdict = direction_word(better, row.ratio, row.unit);
     row.regression = row.verdict == "slower" || row.verdict == "larger";
   }
+  const auto constant = [](const MetricValue& m) {
+    return m.std == 0 && std::all_of(m.samples.begin(), m.samples.end(), [&](double v) { return v == m.center; });
+  };
+  if (better == 0) row.hidden = "no direction";
+  else if (a.center == b.center && constant(a) && constant(b)) row.hidden = "constant";
   return row;
+}
+
+bool shown(const CompareRow& r, const CompareOptions& o) {
+  if (o.only_changed && r.verdict == "same") return false;
+  return r.hidden.empty() || std::find(o.metrics.begin(), o.metrics.end(), r.metric) != o.metrics.end();
 }
 
 namespace {

@@ -37,10 +37,14 @@ struct CompareRow {
   std::string experiment, point, metric, unit;
   double a = 0, b = 0, ratio = 1;  // medians (or values) and b / a
   double p_value = -1;              // -1: no test (single values or a failed point)
-  std::string test;                 // "U exact", "U", "z (no samples)", "-"
+  std::string test;                 // "U exact", "U", "t (no samples)", "-"
   std::int64_t n_a = 0, n_b = 0;
   std::string verdict;  // faster slower smaller larger higher lower same noisy failed fixed still-failing
   bool regression = false;
+  // Why the table and Markdown leave the row out unless --metric names it (JSON keeps
+  // it): "constant" (one value, no spread, equal on both sides: flop, bytes_moved),
+  // "no direction" (a unit that says nothing about better: a loss, a count). "" = shown.
+  std::string hidden;
 };
 
 struct Comparison {
@@ -57,6 +61,9 @@ struct Comparison {
 int better_direction(const std::string& unit);
 
 Comparison compare(Side a, Side b, const CompareOptions& options);
+// Whether the table and Markdown show a row: not hidden (or its metric named by
+// --metric), and not `same` under --only-changed.
+bool shown(const CompareRow& row, const CompareOptions& options);
 // One metric of one point: ratio, test and verdict (point and metric names left empty).
 CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const CompareOptions& options);
 

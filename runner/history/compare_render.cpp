@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "history/compare.hpp"
@@ -23,12 +24,20 @@ std::string number(double v) {
 
 std::string with_unit(double v, const std::string& unit) { return number(v) + (unit.empty() ? "" : " " + unit); }
 
+// A p-value from summary statistics alone (Welch's t) carries a "t" so it is not
+// read as the rank test's; the legend under the table says what it is.
+bool from_summaries(const CompareRow& r) { return r.test.rfind("t ", 0) == 0; }
+
 std::string p_text(const CompareRow& r) {
   if (r.p_value < 0) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, r.p_value < 1e-4 ? "%.1e" : "%.4f", r.p_value);
-  return buf;
+  return from_summaries(r) ? std::string(buf) + " (t)" : std::string(buf);
 }
+
+const char* kSummaryTestNote =
+    "p (t): Welch's t-test from mean, std and n, for records that kept no samples (it assumes independent, "
+    "normal steps); other p: Mann-Whitney U over the samples";
 
 std::string ratio_text(const CompareRow& r) {
   if (r.metric == "status") return "-";
@@ -39,8 +48,34 @@ std::string ratio_text(const CompareRow& r) {
 
 std::map<std::string, int> counts(const Comparison& c) {
   std::map<std::string, int> n;
-  for (const auto& r : c.rows) ++n[r.verdict];
+  for (const auto& r : c.rows)
+    if (r.hidden.empty()) ++n[r.verdict];
   return n;
+}
+
+// "not shown: 4 constant (flop, bytes_moved), 2 without a better direction (loss_last)"
+std::string hidden_note(const Comparison& c) {
+  std::map<std::string, std::pair<int, std::set<std::string>>> by_reason;
+  for (const auto& r : c.rows)
+    if (!r.hidden.empty() && !shown(r, c.options)) {
+      auto& [n, names] = by_reason[r.hidden];
+      ++n;
+      names.insert(r.metric);
+    }
+  std::string s;
+  for (const auto& [reason, entry] : by_reason) {
+    std::string names;
+    for (const auto& m : entry.second) names += (names.empty() ? "" : ", ") + m;
+    s += (s.empty() ? "" : ", ") + std::to_string(entry.first) + " " +
+         (reason == "constant" ? "constant" : "without a better direction") + " (" + names + ")";
+  }
+  return s.empty() ? s : "not shown: " + s + "; --metric NAME shows one";
+}
+
+bool any_from_summaries(const Comparison& c) {
+  for (const auto& r : c.rows)
+    if (shown(r, c.options) && from_summaries(r)) return true;
+  return false;
 }
 
 std::string summary(const Comparison& c) {
@@ -52,7 +87,6 @@ std::string summary(const Comparison& c) {
   return s;
 }
 
-bool shown(const CompareRow& r, const CompareOptions& o) { return !o.only_changed || r.verdict != "same"; }
 
 std::string a_text(const CompareRow& r) { return r.metric == "status" ? "-" : with_unit(r.a, r.unit); }
 std::string b_text(const CompareRow& r) { return r.metric == "status" ? r.unit : with_unit(r.b, r.unit); }
@@ -94,6 +128,8 @@ void render_table(const Comparison& c, std::ostream& out, bool color) {
   for (size_t i = 0; i < cells.size(); ++i) line(cells[i], rows[i]);
   for (const auto& p : c.only_in_a) out << "only in A: " << p << "\n";
   for (const auto& p : c.only_in_b) out << "only in B: " << p << "\n";
+  if (any_from_summaries(c)) out << kSummaryTestNote << "\n";
+  if (const std::string note = hidden_note(c); !note.empty()) out << note << "\n";
   out << (c.regression() ? "REGRESSION: " : "no regression: ") << summary(c) << " (threshold "
       << c.options.threshold * 100 << "%, alpha " << c.options.alpha << ")\n";
 }
@@ -103,6 +139,8 @@ void render_markdown(const Comparison& c, std::ostream& out) {
       << "- A: " << c.a.description << "\n- B: " << c.b.description << "\n- " << summary(c) << "; noise threshold "
       << c.options.threshold * 100 << "%, significance level " << c.options.alpha
       << " (two-sided Mann-Whitney U over the repetitions)\n";
+  if (any_from_summaries(c)) out << "- " << kSummaryTestNote << "\n";
+  if (const std::string note = hidden_note(c); !note.empty()) out << "- " << note << "\n";
   for (const auto& w : c.warnings) out << "- **warning:** " << w << "\n";
   out << "\n| point | metric | A | B | B/A | p | verdict |\n|---|---|---:|---:|---:|---:|---|\n";
   auto escape = [](std::string s) {
@@ -215,7 +253,7 @@ void write_json(const Comparison& c, std::ostream& out) {
   out << "},\n  \"rows\": [";
   first = true;
   for (const auto& r : c.rows) {
-    if (!shown(r, c.options)) continue;
+    if (c.options.only_changed && r.verdict == "same") continue;  // hidden rows stay: tools decide
     out << (first ? "\n    " : ",\n    ");
     first = false;
     out << "{\"experiment\": ";
@@ -241,7 +279,12 @@ void write_json(const Comparison& c, std::ostream& out) {
     put_string(out, r.test);
     out << ", \"n_a\": " << r.n_a << ", \"n_b\": " << r.n_b << ", \"verdict\": ";
     put_string(out, r.verdict);
-    out << ", \"regression\": " << (r.regression ? "true" : "false") << '}';
+    out << ", \"regression\": " << (r.regression ? "true" : "false");
+    if (!r.hidden.empty()) {
+      out << ", \"hidden\": ";
+      put_string(out, r.hidden);
+    }
+    out << '}';
   }
   out << (first ? "" : "\n  ") << "],\n  \"only_in_a\": ";
   put_strings(out, c.only_in_a);

@@ -85,4 +85,52 @@ UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b)
   return result;
 }
 
+namespace {
+
+// Continued fraction of the regularized incomplete beta function I_x(a, b)
+// (modified Lentz), valid for x < (a + 1) / (a + b + 2).
+double beta_fraction(double a, double b, double x) {
+  constexpr double tiny = 1e-300, eps = 1e-15;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::fabs(d) < tiny ? tiny : d);
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const double m2 = 2.0 * m;
+    for (const double num : {m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+                             -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))}) {
+      d = 1 + num * d;
+      d = 1 / (std::fabs(d) < tiny ? tiny : d);
+      c = 1 + num / c;
+      if (std::fabs(c) < tiny) c = tiny;
+      h *= d * c;
+    }
+    if (std::fabs(d * c - 1) < eps) break;
+  }
+  return h;
+}
+
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
+  return 1 - front * beta_fraction(b, a, 1 - x) / b;
+}
+
+}  // namespace
+
+double student_t_two_sided(double t, double df) {
+  if (!std::isfinite(t)) return 0;
+  return incomplete_beta(df / 2, 0.5, df / (df + t * t));
+}
+
+double welch_t_p(double mean_a, double std_a, double n_a, double mean_b, double std_b, double n_b) {
+  const double va = std_a * std_a / n_a, vb = std_b * std_b / n_b;
+  if (va + vb <= 0) return mean_a == mean_b ? 1 : 0;
+  const double t = (mean_b - mean_a) / std::sqrt(va + vb);
+  const double df = (va + vb) * (va + vb) / (va * va / (n_a - 1) + vb * vb / (n_b - 1));
+  return student_t_two_sided(t, df);
+}
+
 }  // namespace runner::history

@@ -1,5 +1,7 @@
 #include "history/schedule.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <regex>
 #include <stdexcept>
 
@@ -33,7 +35,26 @@ nlohmann::json to_json(const Schedule& s) {
           {"at", s.at},           {"compare_to", s.compare_to}, {"overrides", s.overrides},
           {"sbatch_args", s.sbatch_args}, {"device", s.device}, {"history", s.history},
           {"log", s.log},         {"backend", s.backend},       {"smoke", s.smoke},
-          {"threshold", s.threshold}, {"alpha", s.alpha}};
+          {"threshold", s.threshold}, {"alpha", s.alpha},       {"plugin_paths", s.plugin_paths},
+          {"env", s.env},         {"output", s.output}};
+}
+
+std::map<std::string, std::string> captured_environment(char** environ) {
+  static const char* prefixes[] = {"RUNNER_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "OMP_"};
+  static const char* names[] = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV"};
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    bool keep = std::find(std::begin(names), std::end(names), name) != std::end(names);
+    for (const char* p : prefixes) keep = keep || name.rfind(p, 0) == 0;
+    // Where the definitions and the crontab live is the firing's own business.
+    if (name == "RUNNER_CRONTAB") keep = false;
+    if (keep) out[name] = entry.substr(eq + 1);
+  }
+  return out;
 }
 
 Schedule schedule_from_json(const nlohmann::json& j) {
@@ -55,6 +76,9 @@ Schedule schedule_from_json(const nlohmann::json& j) {
   s.smoke = j.value("smoke", false);
   s.threshold = j.value("threshold", 0.05);
   s.alpha = j.value("alpha", 0.05);
+  s.plugin_paths = j.value("plugin_paths", std::vector<std::string>{});
+  s.env = j.value("env", std::map<std::string, std::string>{});
+  s.output = j.value("output", "");
   return s;
 }
 
@@ -93,9 +117,12 @@ std::string systemd_on_calendar(long e, const std::string& at) {
   throw std::invalid_argument("--every " + std::to_string(e) + "s" + kExpressible);
 }
 
+// The firing's own output (a schedule that cannot even start, e.g. a removed
+// definition) goes to a file `runner schedule --list` names, never /dev/null.
 std::string cron_line(const Schedule& s) {
-  return cron_times(s.every_seconds, s.at) + " cd " + quote(s.workdir) + " && " + run_command(s) +
-         " >/dev/null 2>&1 # runner:" + s.name;
+  const std::string sink = s.output.empty() ? std::string("/dev/null") : quote(s.output);
+  return cron_times(s.every_seconds, s.at) + " cd " + quote(s.workdir) + " && " + run_command(s) + " >>" + sink +
+         " 2>&1 # runner:" + s.name;
 }
 
 std::string systemd_service(const Schedule& s) {

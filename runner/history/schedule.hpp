@@ -8,6 +8,7 @@
 // (RUNNER_SCHEDULE_DIR overrides). RUNNER_CRONTAB names a file to use instead of
 // the user's crontab (tests).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,19 @@ struct Schedule {
   std::string every, at = "02:00", compare_to = "last-good";
   long every_seconds = 0;
   std::vector<std::string> overrides, sbatch_args;
+  std::vector<std::string> plugin_paths;      // --plugin-path of every run (absolute)
+  std::map<std::string, std::string> env;     // the installing shell's RUNNER_*, PATH, CUDA_* ... (see captured_environment)
   std::string device, history, log, backend;  // backend: systemd, cron or slurm
+  std::string output;  // cron: where each firing's own output is appended (never /dev/null)
   bool smoke = false;
   double threshold = 0.05, alpha = 0.05;
 };
 
 nlohmann::json to_json(const Schedule& s);
+// The variables of `environ` a scheduled firing needs and a scheduler does not pass
+// on: RUNNER_*, CUDA_*, NCCL_*, TORCH_*, PYTORCH_*, OMP_*, PATH, LD_LIBRARY_PATH,
+// PYTHONPATH and VIRTUAL_ENV. Each firing sets them before running the sweep.
+std::map<std::string, std::string> captured_environment(char** environ);
 Schedule schedule_from_json(const nlohmann::json& j);
 
 // The calendar forms of an interval; throws std::invalid_argument naming the

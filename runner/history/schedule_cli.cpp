@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -29,11 +31,14 @@ namespace {
 
 const char* kUsage =
     "usage: runner schedule <experiment.yaml> --every 24h [--at 02:00] [--compare-to last-good]\n"
-    "                       [--set k=v]... [--device cpu|cuda] [--smoke] [--name N] [--slurm [--sbatch-arg A]...]\n"
-    "                       [--cron] [--dry-run]\n"
+    "                       [--set k=v]... [--device cpu|cuda] [--smoke] [--plugin-path DIR]... [--name N]\n"
+    "                       [--slurm [--sbatch-arg A]...] [--cron] [--dry-run]\n"
     "       runner schedule --list\n"
     "       runner schedule --remove NAME\n"
-    "       runner schedule --run NAME    (what the scheduler calls: sweep, compare, log one line)\n";
+    "       runner schedule --run NAME    (what the scheduler calls: sweep, compare, log one line)\n"
+    "Each run gets the --plugin-path directories and the environment of the shell that installed the\n"
+    "schedule (RUNNER_*, PATH, LD_LIBRARY_PATH, PYTHONPATH, VIRTUAL_ENV, CUDA_*, NCCL_*, TORCH_*, OMP_*);\n"
+    "its full output is kept in runs/<name>/<time>.log beside the run directory.\n";
 
 fs::path data_dir() {
   if (const char* d = std::getenv("XDG_DATA_HOME"); d && *d) return fs::path(d) / "runner";
@@ -230,9 +235,21 @@ void append_log(const std::string& file, const std::string& line) {
   std::cout << line << "\n";
 }
 
+// The last non-empty line of a file: a sweep's own one-line error.
+std::string last_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
 int run_scheduled(const std::string& name) {
   const Schedule s = load(name);
   fs::current_path(s.workdir);
+  // cron and systemd start with an almost empty environment: the installing
+  // shell's plugin path, venv and CUDA settings come back here.
+  for (const auto& [key, value] : s.env) setenv(key.c_str(), value.c_str(), 1);
   std::string stamp = utc_now();
   for (char& c : stamp)
     if (c == ':' || c == '-') c = 0;
@@ -242,15 +259,25 @@ int run_scheduled(const std::string& name) {
   std::string cmd = quote(s.runner) + " " + quote(s.experiment) + " --out " + quote(run_dir.string()) +
                     " --history " + quote(s.history);
   for (const auto& o : s.overrides) cmd += " --set " + quote(o);
+  for (const auto& p : s.plugin_paths) cmd += " --plugin-path " + quote(p);
   if (!s.device.empty()) cmd += " --device " + s.device;
   if (s.smoke) cmd += " --smoke";
   const std::string prefix = utc_now() + " " + s.name + " ";
+  // The sweep's whole output, kept beside its run directory: a sweep refused
+  // before it starts has no run directory (nor log.txt) to look in.
+  const fs::path output = run_dir.string() + ".log";
+  fs::create_directories(run_dir.parent_path());
   std::cout << "schedule " << s.name << ": " << cmd << "\n" << std::flush;
-  const int status = std::system((cmd + " 2>&1").c_str());
+  const int status = std::system((cmd + " >" + quote(output.string()) + " 2>&1").c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  {
+    std::ifstream in(output);
+    std::cout << in.rdbuf() << std::flush;
+  }
   if (code == 2 || !fs::exists(run_dir / "results.jsonl")) {
-    append_log(s.log, prefix + "ERROR the sweep did not run (exit " + std::to_string(code) + "); see " +
-                          (run_dir / "log.txt").string());
+    const std::string error = last_line(output);
+    append_log(s.log, prefix + "ERROR the sweep did not run (exit " + std::to_string(code) + ")" +
+                          (error.empty() ? "" : ": " + error) + "; output in " + output.string());
     return 2;
   }
   HistoryStore store(s.history);
@@ -273,7 +300,8 @@ int run_scheduled(const std::string& name) {
     std::ofstream md(run_dir / "compare.md");
     render_markdown(c, md);
     std::map<std::string, int> verdicts;
-    for (const auto& r : c.rows) ++verdicts[r.verdict];
+    for (const auto& r : c.rows)
+      if (r.hidden.empty()) ++verdicts[r.verdict];
     std::string counts;
     for (const auto& [v, n] : verdicts) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + v;
     if (!c.only_in_a.empty()) counts += (counts.empty() ? "" : ", ") + std::to_string(c.only_in_a.size()) + " only in baseline";
@@ -286,7 +314,7 @@ int run_scheduled(const std::string& name) {
     // The first sweep of a schedule has nothing to compare with yet.
     line = std::string("ok run ") + (run ? std::to_string(run->id) : "?") + ", no baseline (" + e.what() + ")";
   }
-  if (code != 0) line += "; some points failed (exit 1), see " + (run_dir / "log.txt").string();
+  if (code != 0) line += "; some points failed (exit " + std::to_string(code) + "), see " + output.string();
   if (run) store.set_verdict(run->id, regression ? "regression" : "ok");
   append_log(s.log, prefix + line);
   return regression || code != 0 ? 1 : 0;
@@ -303,11 +331,12 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
       ("set,s", po::value<std::vector<std::string>>()->composing(), "override passed to each run (repeatable)")
       ("device", po::value<std::string>(), "cpu or cuda")
       ("smoke", "run with the experiment's smoke: overrides")
+      ("plugin-path", po::value<std::vector<std::string>>()->composing(), "plugin directory passed to each run (repeatable)")
       ("name", po::value<std::string>(), "schedule name (default: the experiment file's name)")
       ("history", po::value<std::string>(), "history database the runs go to (default: as for runs)")
       ("log", po::value<std::string>(), "regression log (default ~/.local/share/runner/regressions.log)")
-      ("threshold", po::value<double>()->default_value(0.05), "compare: relative noise threshold")
-      ("alpha", po::value<double>()->default_value(0.05), "compare: significance level")
+      ("threshold", po::value<double>()->default_value(0.05, "0.05"), "compare: relative noise threshold")
+      ("alpha", po::value<double>()->default_value(0.05, "0.05"), "compare: significance level")
       ("slurm", "install as a self-resubmitting sbatch job")
       ("sbatch-arg", po::value<std::vector<std::string>>()->composing(), "extra #SBATCH line, e.g. --gres=gpu:1")
       ("cron", "use crontab even where systemd runs")
@@ -345,6 +374,12 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
         const Schedule s = load(e.path().stem().string());
         std::cout << s.name << ": " << s.experiment << " every " << s.every << " via " << s.backend
                   << ", compare to " << s.compare_to << "\n  next: " << next_firing(s) << "\n  log: " << s.log << "\n";
+        if (!s.output.empty()) std::cout << "  firing output: " << s.output << "\n";
+        if (!s.plugin_paths.empty()) {
+          std::cout << "  plugin path:";
+          for (const auto& p : s.plugin_paths) std::cout << " " << p;
+          std::cout << "\n";
+        }
         if (const std::string last = last_log_line(s); !last.empty()) std::cout << "  last: " << last << "\n";
         ++n;
       }
@@ -382,6 +417,15 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
     if (vm.count("set")) s.overrides = vm["set"].as<std::vector<std::string>>();
     if (vm.count("sbatch-arg")) s.sbatch_args = vm["sbatch-arg"].as<std::vector<std::string>>();
     if (vm.count("device")) s.device = vm["device"].as<std::string>();
+    if (vm.count("plugin-path"))
+      for (const auto& dir : vm["plugin-path"].as<std::vector<std::string>>()) {
+        if (!fs::is_directory(dir)) {
+          std::cerr << "runner schedule: --plugin-path " << dir << ": no such directory\n";
+          return 2;
+        }
+        s.plugin_paths.push_back(fs::absolute(dir).lexically_normal().string());
+      }
+    s.env = captured_environment(environ);
     s.smoke = vm.count("smoke") > 0;
     s.threshold = vm["threshold"].as<double>();
     s.alpha = vm["alpha"].as<double>();
@@ -393,6 +437,7 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
     s.history = fs::absolute(history).string();
     s.log = fs::absolute(vm.count("log") ? fs::path(vm["log"].as<std::string>()) : data_dir() / "regressions.log").string();
     s.backend = vm.count("slurm") ? "slurm" : (!vm.count("cron") && user_systemd_running()) ? "systemd" : "cron";
+    if (s.backend == "cron") s.output = fs::absolute(schedule_dir() / (s.name + ".cron.log")).string();
     // Fail on an interval the backend cannot express before touching anything.
     if (s.backend == "cron") cron_times(s.every_seconds, s.at);
     if (s.backend == "systemd") systemd_on_calendar(s.every_seconds, s.at);
@@ -412,8 +457,11 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
       if (!dry_run) fs::remove(definition_file(s.name));
       throw;
     }
+    std::string carried;
+    for (const auto& [key, value] : s.env) carried += (carried.empty() ? "" : " ") + key;
     std::cout << (dry_run ? "would install" : "installed") << " schedule " << s.name << " (" << s.backend
-              << "): each run compares with " << s.compare_to << " and appends one line to " << s.log << "\n";
+              << "): each run compares with " << s.compare_to << " and appends one line to " << s.log
+              << "\neach run gets this shell's " << (carried.empty() ? "(nothing)" : carried) << "\n";
     return 0;
   } catch (const std::invalid_argument& e) {
     std::cerr << "runner schedule: " << e.what() << "\n";

@@ -51,6 +51,13 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+// An x tick: the run and its start (MM-DD HH:MM); many runs share one commit
+// (a nightly schedule before anything lands), so a commit alone tells them apart badly.
+std::string run_tick(const RunInfo& r) {
+  std::string when = r.started.size() >= 16 ? r.started.substr(5, 5) + " " + r.started.substr(11, 5) : r.started;
+  return "run " + std::to_string(r.id) + " · " + when;
+}
+
 struct Sample {
   const RunInfo* run;
   const MetricValue* value;
@@ -90,6 +97,13 @@ window.addEventListener('load', () => {
 });
 )js";
 
+// One value, no spread, in every run.
+bool is_constant(const std::vector<Sample>& s) {
+  return s.size() >= 2 && std::all_of(s.begin(), s.end(), [&](const Sample& x) {
+    return x.value->center == s.front().value->center && x.lo == x.hi && x.value->std == 0;
+  });
+}
+
 void write_plot(std::ostream& out, const std::string& title, const std::string& unit, const std::vector<Sample>& s) {
   const double W = 340, H = 150, left = 52, right = 8, top = 8, bottom = 22;
   double lo = s.front().lo, hi = s.front().hi;
@@ -102,8 +116,11 @@ void write_plot(std::ostream& out, const std::string& title, const std::string& 
     hi += 0.5 * std::max(std::fabs(hi), 1e-9);
   }
   const double pad = 0.05 * (hi - lo);
+  // Times, rates and sizes are never negative: the axis stops at zero.
+  const bool non_negative = lo >= 0;
   lo -= pad;
   hi += pad;
+  if (non_negative) lo = std::max(lo, 0.0);
   auto X = [&](size_t i) {
     return s.size() == 1 ? (left + W - right) / 2 : left + (W - left - right) * static_cast<double>(i) / (s.size() - 1);
   };
@@ -115,9 +132,9 @@ void write_plot(std::ostream& out, const std::string& title, const std::string& 
       << H - bottom << "\"/>";
   out << "<text x=\"2\" y=\"" << top + 8 << "\">" << fmt(hi) << "</text><text x=\"2\" y=\"" << H - bottom << "\">"
       << fmt(lo) << "</text><text x=\"2\" y=\"" << (H - bottom + top) / 2 << "\">" << html_escape(unit) << "</text>";
-  out << "<text x=\"" << left << "\" y=\"" << H - 6 << "\">" << html_escape(s.front().run->git_commit.substr(0, 10))
+  out << "<text x=\"" << left << "\" y=\"" << H - 6 << "\">" << html_escape(run_tick(*s.front().run))
       << "</text><text x=\"" << W - right << "\" y=\"" << H - 6 << "\" text-anchor=\"end\">"
-      << html_escape(s.back().run->git_commit.substr(0, 10)) << "</text>";
+      << html_escape(run_tick(*s.back().run)) << "</text>";
   out << "<path class=\"band\" d=\"";
   for (size_t i = 0; i < s.size(); ++i) out << (i ? "L" : "M") << X(i) << "," << Y(s[i].hi);
   for (size_t i = s.size(); i-- > 0;) out << "L" << X(i) << "," << Y(s[i].lo);
@@ -174,8 +191,19 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
     RunFilter f = filter;
     f.experiment = experiment;
     f.finished_only = true;
+    // Smoke runs measure a toy configuration: beside real runs they would read as
+    // huge regressions and improvements. Left out unless the filter asks for them.
+    if (!f.smoke) f.smoke = false;
     std::vector<RunInfo> runs = store.runs(f);  // newest first
-    if (runs.empty()) continue;
+    RunFilter smoke = f;
+    smoke.smoke = !*f.smoke;
+    const size_t other_kind = store.runs(smoke).size();
+    if (runs.empty()) {
+      if (other_kind)
+        index << "<tr><td>" << html_escape(experiment) << "</td><td>0 (" << other_kind << " smoke run"
+              << (other_kind == 1 ? "" : "s") << " left out)</td><td></td><td></td><td></td></tr>\n";
+      continue;
+    }
     std::reverse(runs.begin(), runs.end());
     // series[part][point key][metric] -> samples in run order
     std::map<std::string, std::map<std::string, std::map<std::string, std::vector<Sample>>>> series;
@@ -232,11 +260,27 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         << "%); green: faster or smaller. Click a marker for that run's records.</p>\n";
     for (const auto& [part, points] : series) {
       out << "<h2>" << html_escape(part) << "</h2><div class=\"plots\">\n";
+      std::map<std::string, std::string> constants;  // metric -> its one value
       for (const auto& [key, metrics] : points)
-        for (const auto& [metric, samples] : metrics)
+        for (const auto& [metric, samples] : metrics) {
+          if (is_constant(samples)) {
+            // A work count (flop, bytes moved) is not a trend: named once below the plots.
+            constants.emplace(metric, fmt(samples.front().value->center) + " " + samples.front().value->unit);
+            continue;
+          }
           write_plot(out, (point_titles[key].empty() ? part + " " : point_titles[key]) + "· " + metric,
                      samples.back().value->unit, samples);
+        }
       out << "</div>\n";
+      if (!constants.empty()) {
+        out << "<p class=\"constants\">Constant in every run (not plotted): ";
+        bool first = true;
+        for (const auto& [metric, value] : constants) {
+          out << (first ? "" : ", ") << html_escape(metric) << (points.size() == 1 ? " = " + html_escape(value) : "");
+          first = false;
+        }
+        out << ".</p>\n";
+      }
     }
     out << "<h2>runs</h2><table><tr><th>run</th><th>started</th><th>commit</th><th>status</th><th>run dir</th></tr>\n";
     for (const auto& r : runs)
@@ -245,7 +289,7 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
           << "</td><td>" << html_escape(r.run_dir) << "</td></tr>\n";
     out << "</table></body></html>\n";
     index << "<tr><td><a href=\"" << page << "\">" << html_escape(experiment) << "</a></td><td>" << runs.size()
-          << "</td><td>" << runs.back().started << "</td><td>" << html_escape(runs.back().git_commit) << "</td><td"
+          << (other_kind && !*f.smoke ? " (" + std::to_string(other_kind) + " smoke left out)" : "") << "</td><td>" << runs.back().started << "</td><td>" << html_escape(runs.back().git_commit) << "</td><td"
           << (latest_regressions ? " class=\"bad\"" : "") << ">" << latest_regressions << "</td></tr>\n";
     ++pages;
   }

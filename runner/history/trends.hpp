@@ -3,7 +3,10 @@
 // metric over runs (oldest left), the median as a line, the noise band (the
 // interquartile range of the samples, else mean +- std) shaded, and runs whose
 // change from the previous run is a regression marked red. Every marker links
-// to that run's records (runs/<id>.json, written alongside).
+// to that run's records (runs/<id>.json, written alongside). The x axis names
+// runs (id and start time), the y axis of non-negative metrics starts at zero,
+// metrics constant in every run are named once instead of plotted, and smoke
+// runs are left out (counted on the index) unless the filter asks for them.
 #pragma once
 #include <filesystem>
 

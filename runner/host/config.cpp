@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "text_distance.hpp"
@@ -289,6 +290,57 @@ void drop_disabled_reports(YAML::Node& doc, const SourceMap& source) {
     throw ConfigError(source.where(list, "report") + ": report: every entry has enabled: false; enable one or drop report:");
   doc["report"] = kept;
 }
+
+// `--set params.batch_size=16` on an experiment that sweeps batch_size: the sweep
+// would overwrite the value at every point, so the value replaces the axis (a note
+// says so). An axis zipped with others cannot go alone: refused.
+void replace_swept_axis(YAML::Node doc, const std::string& path, const std::string& set_text) {
+  std::string rest = path;
+  YAML::Node owner = doc;
+  if (rest.rfind("parts.", 0) == 0) {
+    const size_t dot = rest.find('.', 6);
+    if (dot == std::string::npos || !doc["parts"] || !doc["parts"].IsSequence()) return;
+    const std::string part = rest.substr(6, dot - 6);
+    rest = rest.substr(dot + 1);
+    bool found = false;
+    for (size_t k = 0; k < doc["parts"].size() && !found; ++k) {
+      const YAML::Node entry = doc["parts"][k];
+      if ((is_index(part) && part.size() < 10 && std::stoul(part) == k) ||
+          (entry.IsMap() && entry["name"] && entry["name"].IsScalar() && entry["name"].Scalar() == part)) {
+        owner.reset(entry);
+        found = true;
+      }
+    }
+    if (!found) return;
+  }
+  std::string axis;
+  if (rest.rfind("params.", 0) == 0) axis = rest.substr(7);
+  else if (rest.rfind("measure.", 0) == 0 || rest == "precision" || rest == "seed") axis = rest;
+  if (axis.empty() || !owner.IsMap()) return;
+  YAML::Node sweep = owner["sweep"];
+  if (!sweep || !sweep.IsMap()) return;
+  if (sweep[axis]) {
+    YAML::Emitter values;
+    values << YAML::Flow << sweep[axis];
+    std::cerr << "note: " << set_text << " replaces the sweep axis " << axis << ": " << values.c_str()
+              << " (to sweep other values: --set " << path.substr(0, path.size() - rest.size()) << "sweep." << axis
+              << "=[...])\n";
+    sweep.remove(axis);
+    return;
+  }
+  if (const YAML::Node zip = sweep["zip"]) {
+    const auto check = [&](const YAML::Node& group) {
+      if (group.IsMap() && group[axis])
+        throw ConfigError(set_text + ": " + axis + " is swept together with other axes (sweep.zip); set the whole "
+                          "group, e.g. --set sweep.zip." + axis + "=[...] with its partners, or remove the zip");
+    };
+    if (zip.IsSequence())
+      for (const auto& g : zip) check(g);
+    else
+      check(zip);
+  }
+}
+
 }  // namespace
 
 YAML::Node plain_copy(const YAML::Node& node) {
@@ -467,7 +519,14 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
     } catch (const YAML::Exception& e) {
       throw ConfigError("--set " + o + ": value is not valid YAML: " + e.msg);
     }
+    // Bounded first (an alias inside its own anchor is a cycle plain_copy would
+    // follow forever), then without marks: a --set value's line 1, column 1 is
+    // not a place in the file.
+    size_t value_nodes = 0;
+    reject_duplicate_keys(value, SourceMap{"--set " + o, {}}, path, value_nodes);
+    value = plain_copy(value);
     set_path(exp.document, path, value);
+    replace_swept_axis(exp.document, path, "--set " + o);
     // Errors are reported with the paths validation uses: part-relative, and a
     // sweep axis as the option it sets.
     std::string relative = path;

@@ -5,10 +5,12 @@
 #include "execute.hpp"
 
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <regex>
 
 #include "config.hpp"
 #include "distributed.hpp"
@@ -51,6 +53,18 @@ struct Plan {
   c10::Device device{c10::kCPU};
 };
 
+std::string point_label(const Point& p) { return p.part + " " + describe_point(p); }
+
+// --filter: a regex searched in each point's label, as progress prints it.
+void filter_points(std::vector<Point>& points, const std::string& filter) {
+  const std::regex pattern(filter);
+  const std::string example = points.empty() ? "" : point_label(points.front());
+  std::erase_if(points, [&](const Point& p) { return !std::regex_search(point_label(p), pattern); });
+  if (points.empty())
+    throw ConfigError("--filter '" + filter + "' matches none of the points (labels look like '" + example +
+                      "'; --dry-run lists them)");
+}
+
 Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
   Plan plan;
   plan.points = expand_points(exp, registry, options.max_points);
@@ -59,6 +73,7 @@ Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegi
   // (`enabled: false`) does not make a valid report spec invalid.
   const bool all_enabled = experiment_parts(exp, true).size() == experiment_parts(exp).size();
   validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
+  if (!options.filter.empty()) filter_points(plan.points, options.filter);
   return plan;
 }
 
@@ -115,15 +130,17 @@ struct SweepResult {
 };
 
 // `finished`: points a resumed run already recorded; they are not run again.
+// `render_reports`: the tables of the records so far, for a Ctrl-C (rank 0; else empty).
 SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
-                       const std::set<std::pair<std::string, int>>& finished) {
+                       const std::set<std::pair<std::string, int>>& finished,
+                       const std::function<void()>& render_reports) {
   SweepResult sweep;
   Progress progress(run.rank == 0 ? static_cast<int>(plan.points.size()) : 0);
   InterruptGuard interrupt;
   for (size_t i = 0; i < plan.points.size(); ++i) {
     const Point& point = plan.points[i];
     if (finished.count({point.part, point.index})) continue;
-    const std::string label = point.part + " " + describe_point(point);
+    const std::string label = point_label(point);
     if (run.rank == 0) progress.begin_point(static_cast<int>(i), label);
     // A signal during this point: its record says so, and --resume runs it again.
     interrupt.on_interrupt([&, i](const char* signal_name) {
@@ -132,6 +149,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
       if (run.results) run.results->append(record_json(exp.name, point, "interrupted", note, Record{},
                                      point_params_json(point, plan.device), run.env));
       run.log.warn(note + "; " + run.resume_hint);
+      if (render_reports) render_reports();
     });
     Context ctx = point_context(point, plan.device, run, registry);
     PointOutcome outcome = [&] {
@@ -142,12 +160,15 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
       std::lock_guard<std::mutex> lock(interrupt.mutex());
       record_point(exp, point, static_cast<int>(i), plan.device, outcome, run);
     }
-    interrupt.on_interrupt(nullptr);
+    // Between points a signal still leaves the tables of the points done.
+    interrupt.on_interrupt([&](const char*) {
+      if (render_reports) render_reports();
+    });
     if (outcome.status == "error") ++sweep.failures;
     if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
     else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
     for (const std::string& w : outcome.observed.warnings) run.log.warn(label + ": " + w);
-    if (run.rank == 0) progress.end_point(outcome.status);
+    if (run.rank == 0) progress.end_point(outcome.status, outcome.records, outcome.message);
     if (outcome.device_fault) {
       sweep.device_fault = true;
       std::cerr << "error: the device is unusable after " << label << " (" << outcome.message << "); stopped after point "
@@ -201,15 +222,29 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
         options.history, exp.document["history"] ? exp.document["history"].as<std::string>() : "", exp.name, run.dir,
         run.env, options.smoke);
   }
-  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished);
-  if (run.rank != 0) return 0;
-  run.history->finish();
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
   std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
-  write_run_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
-                    report::RunSummary{options.smoke, plan.points.size()});
+  const auto render = [&] {
+    write_run_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
+                      report::RunSummary{options.smoke, plan.points.size()});
+  };
+  std::function<void()> render_so_far;
+  if (run.rank == 0)
+    render_so_far = [&] {
+      try {
+        render();
+      } catch (const std::exception& e) {
+        std::cerr << "runner: the reports of the finished points failed: " << e.what() << "\n";
+      }
+    };
+  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished, render_so_far);
+  if (run.rank != 0) return 0;
+  run.history->finish();
+  render();
+  run.log.info("finished: " + std::to_string(plan.points.size()) + " points, " + std::to_string(sweep.failures) +
+               " failed");
   if (sweep.failures) std::cerr << sweep.failures << " point(s) failed; see " << (run.dir / "log.txt").string() << "\n";
   return sweep.failures ? 1 : 0;
 }

@@ -21,6 +21,7 @@ struct RunOptions {
   std::filesystem::path reports_dir;   // also write reports here (e.g. "reports"); always into <run>/reports
   std::string backend;                 // "", "auto", "gloo", "nccl" (multi-process runs)
   std::string history;                 // --history FILE or "off"; default: RUNNER_HISTORY, `history:`, XDG data dir
+  std::string filter;                  // --filter REGEX: only points whose label ("part axis=value ...") matches
   bool dry_run = false;
   bool smoke = false;
   std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)

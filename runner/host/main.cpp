@@ -7,15 +7,21 @@
 
 #include <boost/program_options.hpp>
 
+#include <csignal>
+#include <regex>
+
 #include "catalog.hpp"
+#include "config.hpp"
 #include "execute.hpp"
 #include "launch.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report/run_reports.hpp"
 #include "report_check_committed.hpp"
+#include "run_dir.hpp"
 #include "stderr_line.hpp"
 #include "sweep.hpp"
+#include "text_distance.hpp"
 #include "validate.hpp"
 
 namespace po = boost::program_options;
@@ -23,9 +29,10 @@ namespace po = boost::program_options;
 namespace {
 
 const char* kUsage =
-    "usage: runner <experiment.yaml> [--set key.path=value]... [--device cpu|cuda] [--out DIR]\n"
-    "                                [--reports DIR] [--dry-run] [--smoke] [--plugin-path DIR]...\n"
-    "                                [--max-points N] [--resume RUN_DIR]\n"
+    "usage: runner <experiment.yaml | name> [key.path=value]... [--set key.path=value]... [--device cpu|cuda]\n"
+    "                                [--out DIR] [--reports DIR] [--filter REGEX] [--dry-run] [--cfg] [--smoke]\n"
+    "                                [--plugin-path DIR]... [--max-points N] [--resume RUN_DIR]\n"
+    "       runner quickstart              a one-minute CPU run: two matmul sizes and a small train step\n"
     "       runner list [DIR]              experiments in DIR (default experiments/): points, description\n"
     "       runner launch --nproc-per-node N <experiment.yaml> [options]\n"
     "                                      N local ranks (one per GPU, or Gloo on CPU); torchrun/srun also work\n"
@@ -49,6 +56,14 @@ struct Command {
 
 // Help of each subcommand: what it does, its arguments and the flags it reads.
 const Command kCommands[] = {
+    {"launch",
+     "usage: runner launch --nproc-per-node N <experiment.yaml | name> [run options] [--backend auto|gloo|nccl]\n"
+     "Starts N local ranks of the same run (one per GPU, or N CPU processes with --device cpu), hosts\n"
+     "their rendezvous store and supervises them: when one exits non-zero or dies, the others are stopped\n"
+     "and launch exits with that rank's code and last error line. Rank 0 writes the run directory.\n"
+     "--backend: auto (NCCL for CUDA tensors, Gloo for CPU ones), gloo, or nccl. The run options are\n"
+     "those of `runner <experiment.yaml>` (--set, --device, --out, --smoke, ...). torchrun and srun\n"
+     "also work: torchrun --no-python --nproc-per-node 2 build/runner x.yaml.\n"},
     {"list",
      "usage: runner list [DIR]\n"
      "Lists the experiment files (*.yaml) of DIR (default experiments/) with their experiment name,\n"
@@ -88,6 +103,30 @@ const char* command_help(const std::string& name) {
   return nullptr;
 }
 
+// `runner device_ceilings` means experiments/device_ceilings.yaml; a file path is
+// used as it is. A name that matches nothing gets the closest experiment's name.
+std::filesystem::path experiment_file(const std::string& arg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(arg, ec) || arg.find('/') != std::string::npos) return arg;
+  const fs::path dir = "experiments";
+  const fs::path named = dir / (fs::path(arg).extension() == ".yaml" ? arg : arg + ".yaml");
+  if (fs::exists(named, ec)) return named;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  if (names.empty()) return arg;  // load_experiment says "no such experiment file"
+  throw runner::ConfigError("'" + arg + "': no such experiment file, and no experiments/" + named.filename().string() +
+                            runner::suggestion(fs::path(arg).stem().string(), names) + " (runner list shows them)");
+}
+
+// Every long option of `options` as "--name", for "did you mean" on a typo.
+std::vector<std::string> option_names(const po::options_description& options) {
+  std::vector<std::string> names;
+  for (const auto& o : options.options()) names.push_back("--" + o->long_name());
+  return names;
+}
+
 // Flags that name things which must exist; caught here so no raw filesystem
 // error reaches the user later.
 void check_paths(const po::variables_map& vm) {
@@ -117,6 +156,9 @@ void check_paths(const po::variables_map& vm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `runner x.yaml | head`: a closed stdout must not kill the run halfway (records,
+  // log and history would stop mid-point); writes to it just fail from then on.
+  std::signal(SIGPIPE, SIG_IGN);
   po::options_description flags("options");
   flags.add_options()
       ("help,h", "show this help (after a command: that command's help)")
@@ -129,6 +171,8 @@ int main(int argc, char** argv) {
       ("check", "runner report: re-render every committed report into a scratch copy; fail on any difference")
       ("spec", po::value<std::string>(), "runner report: render with this experiment file's report: spec")
       ("dry-run", "print the expanded points and exit")
+      ("cfg", "print the resolved experiment (after --smoke and every override) and exit")
+      ("filter", po::value<std::string>(), "run only the points whose label (as printed: part and axes) matches this regex")
       ("smoke", "apply the experiment's smoke: overrides (seconds on a CPU)")
       ("max-points", po::value<std::string>()->default_value(std::to_string(runner::kDefaultMaxPoints)),
        "refuse a sweep with more points than this (counted before expanding)")
@@ -153,8 +197,12 @@ int main(int argc, char** argv) {
   try {
     po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    std::cerr << "runner: unknown option " << e.get_option_name()
+              << runner::suggestion(e.get_option_name(), option_names(flags)) << " (runner --help lists them)\n";
+    return 2;
   } catch (const po::error& e) {
-    std::cerr << "runner: " << e.what() << "\n" << kUsage;
+    std::cerr << "runner: " << e.what() << " (runner --help)\n";
     return 2;
   }
   if (vm.count("version")) {
@@ -238,17 +286,40 @@ int main(int argc, char** argv) {
     for (const char* flag : {"nnodes", "node-rank", "master-addr", "master-port"})
       if (!launch && vm.count(flag))
         throw runner::ConfigError(std::string("--") + flag + " belongs to `runner launch` (runner launch --help)");
-    if (args.size() != (launch ? 2u : 1u)) {
-      std::cerr << "runner: " << (args.size() < 2 ? std::string("missing the experiment file")
-                                                  : "unexpected argument '" + args[launch ? 2 : 1] + "'")
-                << "\n" << kUsage;
+    // Hydra-style overrides: `runner x.yaml params.batch_size=16` is --set params.batch_size=16.
+    std::vector<std::string> bare_overrides;
+    for (size_t i = launch ? 2 : 1; i < args.size(); ++i) {
+      if (args[i].find('=') == std::string::npos || args[i].front() == '=') {
+        std::cerr << "runner: unexpected argument '" << args[i]
+                  << "' (after the experiment, only key.path=value overrides)\n" << kUsage;
+        return 2;
+      }
+      bare_overrides.push_back(args[i]);
+    }
+    if (launch && args.size() < 2) {
+      std::cerr << "runner: missing the experiment file\n" << kUsage;
       return 2;
     }
     for (const auto& e : registry.load_errors())
       std::cerr << "warning: skipped plugin " << e.file.string() << ": " << e.message << "\n";
     runner::RunOptions options;
-    options.experiment = launch ? args[1] : command;
+    options.experiment = experiment_file(launch ? args[1] : command);
     if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();
+    options.overrides.insert(options.overrides.end(), bare_overrides.begin(), bare_overrides.end());
+    if (vm.count("cfg")) {
+      const runner::Experiment exp = runner::load_experiment(options.experiment, options.overrides, vm.count("smoke") > 0);
+      std::cout << runner::config_header(options.experiment, vm.count("smoke") > 0) << runner::resolved_text(exp.document)
+                << "\n";
+      return 0;
+    }
+    if (vm.count("filter")) {
+      options.filter = vm["filter"].as<std::string>();
+      try {
+        std::regex check(options.filter);
+      } catch (const std::regex_error& e) {
+        throw runner::ConfigError("--filter '" + options.filter + "': not a regular expression (" + e.what() + ")");
+      }
+    }
     if (vm.count("device")) options.device = vm["device"].as<std::string>();
     if (vm.count("out")) options.out = vm["out"].as<std::string>();
     if (vm.count("pdf")) throw runner::ConfigError("--pdf belongs to `runner report` (runner report --help)");

@@ -30,6 +30,34 @@ nlohmann::json summary_json(const MeasureSummary& s) {
   return j;
 }
 
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+// Why an adaptive point stopped short of its noise target, naming the setting
+// that ended it: a slow step can hit max_seconds before min_steps steps, and then
+// the target was never checked at all, however low the noise already was.
+std::string missed_target(const MeasureSummary& s, const MeasureSettings& m) {
+  const std::string steps = std::to_string(s.n) + " step" + (s.n == 1 ? "" : "s");
+  const std::string reps = s.repetitions > 1 ? " in " + std::to_string(s.repetitions) + " repetitions" : "";
+  const std::int64_t per_repetition = s.n / std::max(1, s.repetitions);
+  if (s.stop_reason == "max_seconds" && per_repetition < m.min_steps)
+    return "max_seconds (" + seconds_text(m.max_seconds) + ") ran out after " + steps + reps + ", before min_steps (" +
+           std::to_string(m.min_steps) + "), so the noise target " + percent(s.target_rel_stderr) +
+           " was never checked (relative standard error " + percent(s.rel_stderr) +
+           "); raise measure.max_seconds or lower measure.min_steps";
+  const std::string missed = "relative standard error " + percent(s.rel_stderr) + " is above the target " +
+                             percent(s.target_rel_stderr) + " after " + steps + reps;
+  if (s.stop_reason == "max_steps")
+    return missed + ": max_steps (" + std::to_string(m.max_steps) + ") reached; raise measure.max_steps or the target";
+  if (s.stop_reason == "max_seconds")
+    return missed + ": max_seconds (" + seconds_text(m.max_seconds) +
+           ") ran out; raise measure.max_seconds or the target";
+  return missed + " (" + s.stop_reason + ")";
+}
+
 }  // namespace
 
 std::string percent(double fraction) {
@@ -38,8 +66,8 @@ std::string percent(double fraction) {
   return buf;
 }
 
-Observation observe_point(const std::vector<MeasureSummary>& summaries, const GpuSample& before,
-                          const GpuSample& after) {
+Observation observe_point(const std::vector<MeasureSummary>& summaries, const MeasureSettings& settings,
+                          const GpuSample& before, const GpuSample& after) {
   Observation outcome;
   nlohmann::json measurements = nlohmann::json::array();
   std::uint64_t reasons = after.valid ? after.throttle_reasons : 0;
@@ -48,9 +76,7 @@ Observation observe_point(const std::vector<MeasureSummary>& summaries, const Gp
   for (const MeasureSummary& s : summaries) {
     measurements.push_back(summary_json(s));
     if (s.mode == "adaptive" && !s.target_met)
-      outcome.warnings.push_back("relative standard error " + percent(s.rel_stderr) + " is above the target " +
-                                 percent(s.target_rel_stderr) + " after " + std::to_string(s.n) + " steps (" +
-                                 s.stop_reason + ")");
+      outcome.warnings.push_back(missed_target(s, settings));
     if (s.gpu_samples > 0) {
       reasons |= s.throttle_reasons;
       min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;

@@ -17,10 +17,11 @@ struct Observation {
   std::vector<std::string> warnings;
 };
 
-// `summaries`: the point's measure_steps calls (Context::measurements); `before`
-// and `after`: NVML samples around the point (invalid on CPU or without NVML).
-Observation observe_point(const std::vector<MeasureSummary>& summaries, const GpuSample& before,
-                          const GpuSample& after);
+// `summaries`: the point's measure_steps calls (Context::measurements), made with
+// `settings` (named in a missed-target warning); `before` and `after`: NVML samples
+// around the point (invalid on CPU or without NVML).
+Observation observe_point(const std::vector<MeasureSummary>& summaries, const MeasureSettings& settings,
+                          const GpuSample& before, const GpuSample& after);
 
 // 0.0123 -> "1.2%"
 std::string percent(double fraction);

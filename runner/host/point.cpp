@@ -142,7 +142,7 @@ PointOutcome run_point(const Point& point, Context& ctx) {
   std::vector<ActiveProfiler> profilers;
   const GpuSample before = sample_gpu(ctx.device);
   PointOutcome outcome = run_task(point, ctx, profilers);
-  if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, before, sample_gpu(ctx.device));
+  if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, ctx.measure, before, sample_gpu(ctx.device));
   const Record summary = end_profilers(ctx, profilers);
   if (outcome.status == "error" && !outcome.device_fault) {
     if (const auto fault = device_fault(ctx.device)) {

@@ -121,7 +121,18 @@ namespace {
 // One report spec (`report:` is a map, or a list of them): `where` names it in messages.
 void validate_report_spec(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry,
                           const YAML::Node& report_node, const std::string& where) {
-  report::parse_report_spec(report_node, exp.source.file);  // shape, names, stats, formats
+  try {
+    report::parse_report_spec(report_node, exp.source.file);  // shape, names, stats, formats
+  } catch (const report::SpecError& e) {
+    // A key that a --set wrote has no line in the file: the message names the --set.
+    const std::string text = e.what(), file = exp.source.file + ": ";
+    if (text.rfind(file, 0) == 0) {
+      const std::string rest = text.substr(file.size());
+      const std::string origin = exp.source.where(YAML::Node(), rest.substr(0, rest.find(": ")));
+      if (origin != exp.source.file) throw ConfigError(origin + ": " + rest);
+    }
+    throw;
+  }
   std::vector<std::string> part_names;
   for (const Point& p : points)
     if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);

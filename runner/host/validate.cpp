@@ -43,7 +43,11 @@ std::string scalar_text(const YAML::Node& node) {
 
 Value scalar_value(const YAML::Node& node, OptionType type, const SourceMap& src,
                    const std::string& path) {
-  if (!node.IsScalar()) fail(src, node, path, "expected " + a_type(type) + ", got " + scalar_text(node));
+  if (!node.IsScalar())
+    fail(src, node, path, "expected " + a_type(type) + ", got " + scalar_text(node) +
+                              (node.IsSequence() ? " (a list of values is a sweep: put it under sweep:, or "
+                                                   "--set sweep.<axis>=[...])"
+                                                 : ""));
   const std::string& text = node.Scalar();
   try {
     switch (type) {
@@ -234,7 +238,12 @@ bool holds_node(const YAML::Node& tree, const YAML::Node& node, size_t depth = 0
 }
 }  // namespace
 
-std::string SourceMap::where(const YAML::Node& node, const std::string& path) const {
+std::string SourceMap::where(const YAML::Node& node, const std::string& dotted_or_indexed) const {
+  // Report checks name list entries as tables[0]; --set paths say tables.0.
+  std::string path;
+  for (char c : dotted_or_indexed)
+    if (c == '[') path += '.';
+    else if (c != ']') path += c;
   for (const auto& [p, origin] : overridden)
     if (path == p || path.rfind(p + ".", 0) == 0 || p.rfind(path + ".", 0) == 0) return origin;
   if (node.IsDefined()) {

@@ -20,6 +20,35 @@ MeasureSummary adaptive_summary(bool met) {
   return s;
 }
 
+MeasureSettings adaptive_settings() {
+  MeasureSettings m;
+  m.target_rel_stderr = 0.01;
+  m.min_steps = 10;
+  m.max_steps = 300;
+  m.max_seconds = 60;
+  return m;
+}
+
+// The case: two slow steps used up max_seconds; the noise was already
+// below the target, but min_steps was never reached. The warning says so.
+TEST(Observation, AWarningNamesMinStepsWhenMaxSecondsRanOutBeforeIt) {
+  MeasureSummary s = adaptive_summary(false);
+  s.n = 2;
+  s.rel_stderr = 0.0027;
+  s.target_rel_stderr = 0.005;
+  s.stop_reason = "max_seconds";
+  const Observation o = observe_point({s}, adaptive_settings(), GpuSample{}, GpuSample{});
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_EQ(o.warnings[0], "max_seconds (60 s) ran out after 2 steps, before min_steps (10), so the noise target 0.5% "
+                           "was never checked (relative standard error 0.27%); raise measure.max_seconds or lower "
+                           "measure.min_steps");
+  s.n = 40;
+  s.rel_stderr = 0.02;
+  EXPECT_EQ(observe_point({s}, adaptive_settings(), GpuSample{}, GpuSample{}).warnings.at(0),
+            "relative standard error 2% is above the target 0.5% after 40 steps: max_seconds (60 s) ran out; raise "
+            "measure.max_seconds or the target");
+}
+
 GpuSample sample(unsigned sm_mhz, std::uint64_t reasons) {
   GpuSample g;
   g.valid = true;
@@ -32,15 +61,16 @@ GpuSample sample(unsigned sm_mhz, std::uint64_t reasons) {
 }
 
 TEST(Observation, MeasurementSummaryIsStoredAndAMissedTargetWarns) {
-  const Observation o = observe_point({adaptive_summary(false)}, GpuSample{}, GpuSample{});
+  const Observation o = observe_point({adaptive_summary(false)}, adaptive_settings(), GpuSample{}, GpuSample{});
   ASSERT_TRUE(o.fields.contains("measurement"));
   EXPECT_EQ(o.fields["measurement"]["n"], 300);
   EXPECT_EQ(o.fields["measurement"]["target_met"], false);
   EXPECT_EQ(o.fields["measurement"]["stop_reason"], "max_steps");
   EXPECT_FALSE(o.fields.contains("gpu"));  // no NVML: nothing invented
   ASSERT_EQ(o.warnings.size(), 1u);
-  EXPECT_EQ(o.warnings[0], "relative standard error 3.1% is above the target 1% after 300 steps (max_steps)");
-  EXPECT_TRUE(observe_point({adaptive_summary(true)}, GpuSample{}, GpuSample{}).warnings.empty());
+  EXPECT_EQ(o.warnings[0], "relative standard error 3.1% is above the target 1% after 300 steps: max_steps (300) "
+                           "reached; raise measure.max_steps or the target");
+  EXPECT_TRUE(observe_point({adaptive_summary(true)}, adaptive_settings(), GpuSample{}, GpuSample{}).warnings.empty());
 }
 
 TEST(Observation, ThrottlingDuringTheLoopIsRecordedAndWarned) {
@@ -49,7 +79,7 @@ TEST(Observation, ThrottlingDuringTheLoopIsRecordedAndWarned) {
   s.min_sm_clock_mhz = 1410;
   s.max_sm_clock_mhz = 1980;
   s.throttle_reasons = 0x4 | 0x1;  // sw power cap (a slowdown) and idle (not one)
-  const Observation o = observe_point({s}, sample(1980, 0x1), sample(1755, 0));
+  const Observation o = observe_point({s}, adaptive_settings(), sample(1980, 0x1), sample(1755, 0));
   ASSERT_TRUE(o.fields.contains("gpu"));
   EXPECT_EQ(o.fields["gpu"]["throttled"], true);
   EXPECT_EQ(o.fields["gpu"]["throttle_reasons"], nlohmann::json::array({"sw_power_cap"}));
@@ -62,7 +92,7 @@ TEST(Observation, ThrottlingDuringTheLoopIsRecordedAndWarned) {
 }
 
 TEST(Observation, IdleAndApplicationClockReasonsAreNotThrottling) {
-  const Observation o = observe_point({}, sample(1980, 0x1 | 0x2), sample(1980, 0x1));
+  const Observation o = observe_point({}, adaptive_settings(), sample(1980, 0x1 | 0x2), sample(1980, 0x1));
   EXPECT_EQ(o.fields["gpu"]["throttled"], false);
   EXPECT_TRUE(o.warnings.empty());
   EXPECT_FALSE(o.fields.contains("measurement"));

@@ -86,6 +86,8 @@ TEST(Resume, CtrlCRecordsThePointInFlightAsInterruptedAndExits130) {
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back()["status"], "interrupted");
   EXPECT_NE(read_file(out / "log.txt").find("interrupted by SIGINT"), std::string::npos) << read_file(out / "log.txt");
+  // The tables of the points finished before Ctrl-C are there, flagged partial.
+  EXPECT_NE(read_file(out / "reports" / "slow.md").find("Partial run"), std::string::npos) << r.output;
 
   EXPECT_EQ(run_runner(file.string() + " --device cpu --resume " + out.string()).exit_code, 0);
   const auto after = finished_per_point(out / "results.jsonl");

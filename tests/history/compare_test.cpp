@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "history/compare.hpp"
+#include "history/mann_whitney.hpp"
 #include "support.hpp"
 
 namespace runner::history {
@@ -153,6 +154,61 @@ TEST(Compare, JsonEscapesTextAndWritesNonFiniteRatiosAsNull) {
   EXPECT_TRUE(peak["ratio"].is_null()) << peak.dump();  // 0 -> 1e6 bytes: B/A is infinite
   EXPECT_TRUE(peak["p_value"].is_null());
   EXPECT_EQ(j["verdicts"]["slower"], 1);
+}
+
+// Three steps a point and no samples: Welch's t with its few degrees of freedom,
+// not a normal tail (which said p = 1e-22), and the table marks that p.
+TEST(Compare, RecordsWithoutSamplesGetWelchsTMarkedInTheTable) {
+  nlohmann::json a = record(0, 1, {1.0, 1.01, 0.99}), b = record(0, 1, {1.5, 1.52, 1.49});
+  for (auto* j : {&a, &b}) (*j)["metrics"]["step_ms"].erase("samples");
+  const Comparison c = compare(side({a}), side({b}), {});
+  const CompareRow& r = row(c, "step_ms");
+  EXPECT_EQ(r.test, "t (no samples)");
+  // SciPy's ttest_ind(equal_var=False) on these samples; a normal tail gives 0 (z = 48).
+  EXPECT_NEAR(r.p_value, 5.475931521930866e-06, 1e-12);
+  std::ostringstream table;
+  render_table(c, table, false);
+  EXPECT_NE(table.str().find(" (t)  slower"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("p (t): Welch's t-test"), std::string::npos) << table.str();
+}
+
+// Reference values: scipy.stats.ttest_ind_from_stats(..., equal_var=False) and 2 * t.sf.
+TEST(Compare, WelchTMatchesSciPy) {
+  EXPECT_NEAR(welch_t_p(1.0, 0.01, 3, 1.05, 0.012, 3), 0.00568450279994426, 1e-10);
+  EXPECT_NEAR(welch_t_p(10.0, 1.0, 20, 10.9, 2.0, 15), 0.12603445476581956, 1e-10);
+  EXPECT_NEAR(student_t_two_sided(2.5, 3.7), 0.07182202291182678, 1e-10);
+  EXPECT_NEAR(student_t_two_sided(-40, 2), 0.0006244146721847406, 1e-12);
+  EXPECT_NEAR(student_t_two_sided(0, 5), 1.0, 1e-12);
+}
+
+// flop and bytes_moved (one value, equal on both sides) and a loss (no better
+// direction) are left out of the table and Markdown, named in one line, kept in
+// the JSON, and shown when --metric names them.
+TEST(Compare, ConstantAndDirectionlessMetricsStayOutOfTheTable) {
+  nlohmann::json a = record(0, 1, around(1.0)), b = record(0, 1, around(1.0));
+  for (auto* j : {&a, &b}) {
+    (*j)["metrics"]["flop"] = {{"unit", "FLOP"}, {"value", 2e9}};
+    (*j)["metrics"]["bytes_moved"] = {{"unit", "bytes"}, {"value", 4e6}};
+  }
+  a["metrics"]["loss_last"] = {{"unit", ""}, {"value", 2.0}};
+  b["metrics"]["loss_last"] = {{"unit", ""}, {"value", 2.5}};
+  const Comparison c = compare(side({a}), side({b}), {});
+  std::ostringstream table, md;
+  render_table(c, table, false);
+  render_markdown(c, md);
+  for (const std::string text : {table.str(), md.str()}) {
+    EXPECT_EQ(text.find("| flop"), std::string::npos) << text;
+    EXPECT_EQ(text.find("higher"), std::string::npos) << text;
+    EXPECT_NE(text.find("not shown: 2 constant (bytes_moved, peak_bytes), 2 without a better direction "
+                        "(flop, loss_last); --metric NAME shows one"), std::string::npos) << text;
+  }
+  EXPECT_NE(table.str().find("step_ms"), std::string::npos);
+  EXPECT_EQ(comparison_json(c)["rows"].size(), 5u);
+  CompareOptions named;
+  named.metrics = {"loss_last"};
+  std::ostringstream only;
+  render_table(compare(side({a}), side({b}), named), only, false);
+  EXPECT_NE(only.str().find("loss_last"), std::string::npos) << only.str();
 }
 
 TEST(Compare, BetterDirectionComesFromTheUnit) {

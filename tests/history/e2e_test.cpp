@@ -24,10 +24,13 @@ struct Result {
   std::string output;
 };
 
-Result sh(const std::filesystem::path& dir, const std::string& args, const std::string& env = "") {
+// The echo plugin comes from RUNNER_PLUGIN_PATH unless `plugin_env` is false.
+Result sh(const std::filesystem::path& dir, const std::string& args, const std::string& env = "",
+          bool plugin_env = true) {
   static int n = 0;
   const auto log = dir / ("cmd-" + std::to_string(n++) + ".txt");
-  const std::string cmd = "cd " + dir.string() + " && " + env + "RUNNER_PLUGIN_PATH=" RUNNER_ECHO_PLUGIN_DIR " RUNNER_HISTORY=" +
+  const std::string plugins = plugin_env ? "RUNNER_PLUGIN_PATH=" RUNNER_ECHO_PLUGIN_DIR " " : "";
+  const std::string cmd = "cd " + dir.string() + " && " + env + plugins + "RUNNER_HISTORY=" +
                           (dir / "history.sqlite").string() + " " RUNNER_EXE " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(log)};
@@ -193,6 +196,40 @@ TEST(HistoryEndToEnd, AScheduledSweepLogsOneVerdictLinePerRunAndKeepsTheGoodBase
   EXPECT_NE(sh(dir, "history").output.find("ok,REGR"), std::string::npos);
   ASSERT_EQ(sh(dir, "schedule --remove nightly", env).code, 0);
   EXPECT_EQ(read_text(dir / "crontab").find("nightly"), std::string::npos);
+}
+
+// A schedule installed with --plugin-path fires from a shell without
+// RUNNER_PLUGIN_PATH (as cron's is) and still finds the plugin; a sweep that is
+// refused logs the sweep's own error and a file holding its output that exists.
+TEST(HistoryEndToEnd, AScheduleCarriesItsPluginPathAndLogsTheRealErrorOfAFailedSweep) {
+  const auto dir = fresh_dir("e2e-schedule-env");
+  std::ofstream(dir / "sleepy.yaml") << kExperiment;
+  std::ofstream(dir / "missing.yaml") << "experiment: missing\ntask: no_such_task\n";
+  // No plugin path from the environment, as under cron.
+  const std::string env = "env -u RUNNER_PLUGIN_PATH RUNNER_CRONTAB=" + (dir / "crontab").string() +
+                          " RUNNER_SCHEDULE_DIR=" + (dir / "schedules").string() + " ";
+  const std::string common = "--every 24h --cron --device cpu --log " + (dir / "regressions.log").string();
+  const Result installed = sh(dir, "schedule sleepy.yaml --name withpath --plugin-path " RUNNER_ECHO_PLUGIN_DIR " " +
+                                       common, env, false);
+  ASSERT_EQ(installed.code, 0) << installed.output;
+  EXPECT_NE(installed.output.find("each run gets this shell's"), std::string::npos) << installed.output;
+  const Result fired = sh(dir, "schedule --run withpath", env, false);
+  EXPECT_EQ(fired.code, 0) << fired.output;
+  EXPECT_NE(read_text(dir / "regressions.log").find("withpath ok run 1"), std::string::npos)
+      << read_text(dir / "regressions.log");
+
+  ASSERT_EQ(sh(dir, "schedule missing.yaml --name broken " + common, env, false).code, 0);
+  const Result failed = sh(dir, "schedule --run broken", env, false);
+  EXPECT_EQ(failed.code, 2) << failed.output;
+  const std::string log = read_text(dir / "regressions.log");
+  const auto at = log.find("broken ERROR the sweep did not run (exit 2): runner: ");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_NE(log.find("no_such_task", at), std::string::npos) << log;
+  const auto in = log.find("; output in ", at);
+  ASSERT_NE(in, std::string::npos) << log;
+  const std::string file = log.substr(in + 12, log.find('\n', in) - in - 12);
+  EXPECT_TRUE(std::filesystem::exists(file)) << file;
+  EXPECT_NE(read_text(file).find("no_such_task"), std::string::npos);
 }
 
 }  // namespace

@@ -73,7 +73,10 @@ TEST(Schedule, CronInstallListAndRemoveEditOnlyTheirOwnLine) {
   const std::string table = read_text(crontab);
   EXPECT_NE(table.find("/usr/bin/backup"), std::string::npos);
   EXPECT_NE(table.find("10 3 * * * cd "), std::string::npos) << table;
-  EXPECT_NE(table.find("'/opt/runner/bin/runner' schedule --run 'x' >/dev/null 2>&1 # runner:x"), std::string::npos) << table;
+  // A firing's own output goes to a file --list names, never to /dev/null.
+  EXPECT_NE(table.find("'/opt/runner/bin/runner' schedule --run 'x' >>'" + (dir / "schedules" / "x.cron.log").string() +
+                       "' 2>&1 # runner:x"), std::string::npos) << table;
+  EXPECT_EQ(table.find("/dev/null"), std::string::npos) << table;
   EXPECT_EQ(schedule_command(args, "/opt/runner/bin/runner"), 2);  // the name is taken
 
   ::testing::internal::CaptureStdout();
@@ -81,6 +84,7 @@ TEST(Schedule, CronInstallListAndRemoveEditOnlyTheirOwnLine) {
   const std::string listing = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(listing.find("x: " + (dir / "x.yaml").string() + " every 24h via cron"), std::string::npos) << listing;
   EXPECT_NE(listing.find("next: cron 10 3 * * *"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("firing output: " + (dir / "schedules" / "x.cron.log").string()), std::string::npos) << listing;
 
   EXPECT_EQ(schedule_command({"--remove", "x"}, ""), 0);
   const std::string after = read_text(crontab);
@@ -89,6 +93,24 @@ TEST(Schedule, CronInstallListAndRemoveEditOnlyTheirOwnLine) {
   EXPECT_EQ(schedule_command({"--remove", "x"}, ""), 1);
   unsetenv("RUNNER_CRONTAB");
   unsetenv("RUNNER_SCHEDULE_DIR");
+}
+
+TEST(Schedule, TheInstallingShellsEnvironmentIsCapturedButNotItsCrontabOrHome) {
+  std::vector<std::string> text = {"RUNNER_PLUGIN_PATH=/p", "PATH=/venv/bin:/usr/bin", "HOME=/home/me",
+                                   "CUDA_VISIBLE_DEVICES=1", "RUNNER_CRONTAB=/tmp/c", "VIRTUAL_ENV=/venv", "TERM=xterm"};
+  std::vector<char*> environ_list;
+  for (auto& t : text) environ_list.push_back(t.data());
+  environ_list.push_back(nullptr);
+  const auto env = captured_environment(environ_list.data());
+  const std::map<std::string, std::string> expected = {{"CUDA_VISIBLE_DEVICES", "1"}, {"PATH", "/venv/bin:/usr/bin"},
+                                                       {"RUNNER_PLUGIN_PATH", "/p"}, {"VIRTUAL_ENV", "/venv"}};
+  EXPECT_EQ(env, expected);
+  Schedule s = nightly();
+  s.env = env;
+  s.plugin_paths = {"/plugins"};
+  const Schedule back = schedule_from_json(to_json(s));
+  EXPECT_EQ(back.env, env);
+  EXPECT_EQ(back.plugin_paths, s.plugin_paths);
 }
 
 TEST(Schedule, AnIntervalCronCannotExpressIsRefusedBeforeInstalling) {

@@ -34,8 +34,9 @@ fail=0
 if grep -E 'CONSOLE|Uncaught' console.log; then echo "FAIL: the page wrote to the console (above)"; fail=1; fi
 plots=$(grep -o 'data-plots="[0-9]*"' dom.html | grep -o '[0-9]*' || true)
 drawn=$(grep -o 'data-plots-drawn="[0-9]*"' dom.html | grep -o '[0-9]*' || true)
-# Two points x two numeric metrics (value, sleep_ms).
-if [[ "$plots" != 4 || "$drawn" != 4 ]]; then echo "FAIL: expected 4 plots drawn, page says plots=$plots drawn=$drawn"; fail=1; fi
+# Two points x sleep_ms; `value` is the same in every run, so it is named, not plotted.
+if [[ "$plots" != 2 || "$drawn" != 2 ]]; then echo "FAIL: expected 2 plots drawn, page says plots=$plots drawn=$drawn"; fail=1; fi
+if ! grep -q 'Constant in every run (not plotted): value' dom.html; then echo "FAIL: the constant metric is not named"; fail=1; fi
 if ! grep -q 'class="regression"' dom.html; then echo "FAIL: the slower third run is not marked"; fail=1; fi
 if [[ ! -s trends.png ]] || (( $(stat -c %s trends.png) < 5000 )); then echo "FAIL: no screenshot"; fail=1; fi
 grep -q 'href="runs/3.json"' dom.html || { echo "FAIL: no link to run 3's records"; fail=1; }
