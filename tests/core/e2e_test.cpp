@@ -152,7 +152,10 @@ TEST(EndToEnd, CrashMidSweepKeepsFinishedRecords) {
   const Result r = run(file.string() + " --device cpu --set sweep.fail=[none,crash] --out " + out.string());
   EXPECT_NE(r.exit_code, 0);
   const auto records = report::read_results(out / "results.jsonl");
-  EXPECT_EQ(records.size(), 4u);  // both points of fail=none, two labels each
+  // Both points of fail=none (two labels each), then the crashed point's own error record.
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_EQ(records[4]["status"], "error");
+  EXPECT_NE(records[4]["error"].get<std::string>().find("SIGABRT"), std::string::npos) << records[4].dump();
 }
 
 TEST(EndToEnd, SkippedPointIsItsOwnStatusWithAReasonAndNotAFailure) {

@@ -32,9 +32,10 @@ std::string fixed(double v, int decimals) {
   return buffer;
 }
 
-Selection selection(const runner::Params& p, const std::string& prefix) {
+// `file_option`: the option naming the file, when the selection reads another's file.
+Selection selection(const runner::Params& p, const std::string& prefix, const std::string& file_option = "") {
   Selection s;
-  s.file = p.text(prefix + "_file");
+  s.file = p.text(file_option.empty() ? prefix + "_file" : file_option);
   s.part = p.text(prefix + "_part");
   s.where = accounting::parse_where(p.texts(prefix + "_where"), p.flatten(), prefix + "_where");
   return s;
@@ -134,8 +135,7 @@ double interference(runner::Context& ctx, const runner::Params& p, const AllRedu
   const MeasuredRecord r = accounting::find_measured(s, "median");
   const double backward = number(r, s, "calibration_file", "backward_ms") / 1e3;
   const int ranks = static_cast<int>(number(r, s, "calibration_file", "world_size"));
-  Selection base = selection(p, "calibration_baseline");
-  base.file = s.file;
+  const Selection base = selection(p, "calibration_baseline", "calibration_file");
   const MeasuredRecord one = accounting::find_measured(base, "median");
   const double backward_1 = number(one, base, "calibration_file", "backward_ms") / 1e3;
   const bool own_model = p.plugin("calibration_model").plugin_name() == "none";
@@ -283,9 +283,7 @@ runner::PluginManifest make_manifest() {
         throw std::invalid_argument("interference: calibrated needs calibration_file (a DDP run's results.jsonl)");
       const Selection s = selection(p, "calibration");
       accounting::find_measured(s, "median");
-      Selection base = selection(p, "calibration_baseline");
-      base.file = s.file;
-      accounting::find_measured(base, "median");
+      accounting::find_measured(selection(p, "calibration_baseline", "calibration_file"), "median");
     }
     if (!p.text("measured_file").empty()) accounting::find_measured(selection(p, "measured"), "median");
   };

@@ -80,7 +80,7 @@ records = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 launcher = {"launch": "runner launch", "torchrun": "torchrun", "slurm": "srun"}[sys.argv[2]]
 points = {}
 for r in records:
-    points.setdefault(r["point"], []).append(r)
+    points.setdefault((r["part"], r["point"]), []).append(r)  # point indices count within a part
 errors = []
 for point, rs in sorted(points.items()):
     ranks = {int(r["labels"]["rank"]): r for r in rs if "rank" in r["labels"]}
