@@ -498,7 +498,11 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
     const YAML::Node s = exp.document["smoke"];
     if (!s) throw ConfigError(file.string() + ": --smoke given but the experiment has no 'smoke:' overrides");
     if (!s.IsMap()) throw ConfigError(exp.source.where(s, "smoke") + ": smoke: expected a map of path: value");
-    for (const auto& kv : s) {
+    // The entries first: a smoke key may name `smoke` itself, and setting it while walking
+    // the map would free the map under the iterator.
+    std::vector<std::pair<YAML::Node, YAML::Node>> entries;
+    for (const auto& kv : s) entries.emplace_back(kv.first, kv.second);
+    for (const auto& kv : entries) {
       const std::string key = kv.first.as<std::string>();
       if (static_cast<size_t>(std::count(key.begin(), key.end(), '.')) >= kMaxDocumentDepth)
         throw ConfigError(exp.source.where(kv.first, "smoke") + ": smoke: a key of " +
