@@ -78,6 +78,24 @@ KernelFamily parse_kernel_family(const std::string& name) {
   TORCH_CHECK(false, "flash attention: kernel family '", name, "' is not one of auto, mma_sync, wgmma");
 }
 
+ForwardSchedule parse_forward_schedule(const std::string& name) {
+  if (name == "auto") return ForwardSchedule::automatic;
+  if (name == "serial") return ForwardSchedule::serial;
+  if (name == "pipelined") return ForwardSchedule::pipelined;
+  if (name == "warp_specialized") return ForwardSchedule::warp_specialized;
+  TORCH_CHECK(false, "flash attention: forward schedule '", name,
+              "' is not one of auto, serial, pipelined, warp_specialized");
+}
+
+const char* to_string(ForwardSchedule schedule) {
+  switch (schedule) {
+    case ForwardSchedule::serial: return "serial";
+    case ForwardSchedule::pipelined: return "pipelined";
+    case ForwardSchedule::warp_specialized: return "warp_specialized";
+    default: return "auto";
+  }
+}
+
 const char* to_string(KernelFamily family) {
   switch (family) {
     case KernelFamily::mma_sync: return "mma_sync";
@@ -180,14 +198,16 @@ using torch::autograd::variable_list;
 
 // The saved options travel as integers (AutogradContext::saved_data holds IValues).
 std::vector<std::int64_t> pack(const Options& o) {
-  return {static_cast<std::int64_t>(o.family), o.pipelined_forward, o.deterministic_backward, o.head_group};
+  return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
+          o.deterministic_backward, o.head_group};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
   o.family = static_cast<KernelFamily>(v[0]);
-  o.pipelined_forward = v[1] != 0;
-  o.deterministic_backward = v[2] != 0;
-  o.head_group = static_cast<int>(v[3]);
+  o.forward_schedule = static_cast<ForwardSchedule>(v[1]);
+  o.tma_loads = v[2] != 0;
+  o.deterministic_backward = v[3] != 0;
+  o.head_group = static_cast<int>(v[4]);
   return o;
 }
 
@@ -346,7 +366,12 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.dtype = kernels::dtype_of(q, "flash attention");
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   a.wgmma = wgmma;
-  a.pipelined = options.pipelined_forward;
+  // auto: pipelined until the warp-specialized schedule has measured faster on the device.
+  const ForwardSchedule schedule =
+      options.forward_schedule == ForwardSchedule::automatic ? ForwardSchedule::pipelined : options.forward_schedule;
+  a.pipelined = schedule != ForwardSchedule::serial;
+  a.warp_specialized = schedule == ForwardSchedule::warp_specialized;
+  a.tma = options.tma_loads;
   a.head_group = options.head_group;
   detail::launch_forward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("forward");

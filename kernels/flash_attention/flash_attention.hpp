@@ -38,12 +38,26 @@ std::string wgmma_unsupported_reason(const at::Tensor& q);
 // The family that runs q: automatic resolved (mma_sync or wgmma), others unchanged.
 KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q);
 
+// The wgmma forward's schedule:
+//  * serial: per key tile S = Q K^T, softmax, O += P V, one after another;
+//  * pipelined: softmax of key tile j under the P V product of tile j - 1;
+//  * warp_specialized: a producer warpgroup loads K/V tiles into a shared-memory ring
+//    (mbarriers; TMA where the layout allows) while two consumer warpgroups run the
+//    pipelined loop at a higher register budget (setmaxnreg);
+//  * automatic: the schedule measured fastest (flash_forward_sm90.cu says which).
+enum class ForwardSchedule { automatic, serial, pipelined, warp_specialized };
+// Parses "auto", "serial", "pipelined" or "warp_specialized"; throws c10::Error otherwise.
+ForwardSchedule parse_forward_schedule(const std::string& name);
+const char* to_string(ForwardSchedule schedule);
+
 // How the kernels run: the attention/flash plugin's options.
 struct Options {
   KernelFamily family = KernelFamily::automatic;
-  // wgmma forward: softmax of key tile j runs under the P V product of tile j - 1
-  // (pipelined) or after it (serial).
-  bool pipelined_forward = true;
+  ForwardSchedule forward_schedule = ForwardSchedule::automatic;
+  // warp_specialized only: the producer loads with the tensor memory accelerator (a
+  // CUtensorMap per operand); false = cp.async by two producer warps (for tests and as
+  // the path for layouts a tensor map cannot describe, e.g. a broadcast head stride).
+  bool tma_loads = true;
   // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
   // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.

@@ -188,6 +188,16 @@ TEST(FlashKernelFamily, ParsesItsThreeNamesAndRejectsOthers) {
     EXPECT_EQ(flash::parse_kernel_family(flash::to_string(f)), f);
 }
 
+TEST(FlashForwardSchedule, ParsesItsFourNamesAndRejectsOthers) {
+  using S = flash::ForwardSchedule;
+  for (auto schedule : {S::automatic, S::serial, S::pipelined, S::warp_specialized})
+    EXPECT_EQ(flash::parse_forward_schedule(flash::to_string(schedule)), schedule);
+  EXPECT_EQ(flash::parse_forward_schedule("warp_specialized"), S::warp_specialized);
+  EXPECT_NE(error_of([] { flash::parse_forward_schedule("pingpong"); })
+                .find("not one of auto, serial, pipelined, warp_specialized"),
+            std::string::npos);
+}
+
 TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
   auto t = [](std::int64_t d, torch::Dtype dt) { return torch::zeros({1, 8, d}, torch::TensorOptions().dtype(dt)); };
   EXPECT_NE(flash::wgmma_unsupported_reason(t(64, torch::kFloat)).find("bf16 or fp16"), std::string::npos);
@@ -336,6 +346,27 @@ class FlashWgmmaKernel : public FlashKernel {
     if (!why.empty()) GTEST_SKIP() << why;
   }
   static constexpr auto kWgmma = flash::KernelFamily::wgmma;
+  // Every wgmma forward schedule (the warp-specialized one with both loaders) and both backwards.
+  static std::vector<flash::Options> schedules() {
+    using S = flash::ForwardSchedule;
+    std::vector<flash::Options> all;
+    for (auto [forward, tma, deterministic] : {std::tuple{S::serial, true, false}, std::tuple{S::pipelined, true, false},
+                                               std::tuple{S::pipelined, true, true},
+                                               std::tuple{S::warp_specialized, true, false},
+                                               std::tuple{S::warp_specialized, false, false}}) {
+      flash::Options o;
+      o.family = kWgmma;
+      o.forward_schedule = forward;
+      o.tma_loads = tma;
+      o.deterministic_backward = deterministic;
+      all.push_back(o);
+    }
+    return all;
+  }
+  static std::string schedule_name(const flash::Options& o) {
+    return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
+           " backward " + (o.deterministic_backward ? "deterministic" : "fused");
+  }
 };
 
 #ifdef RUNNER_WITH_CUDA
@@ -377,22 +408,15 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
                         {1, 2, 128, 128, 128, true}};
-  const std::pair<bool, bool> schedules[] = {{false, false}, {true, false}, {true, true}};  // pipelined, deterministic
-  for (auto [pipelined, deterministic] : schedules) {
-    flash::Options o;
-    o.family = kWgmma;
-    o.pipelined_forward = pipelined;
-    o.deterministic_backward = deterministic;
+  for (const flash::Options& o : schedules())
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
         Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
         const Result got = run_kernels(in, c.causal, o);
         expect_close(got, textbook_given_out(in, got.out, c.causal), 2e-2,
-                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma forward " +
-                         (pipelined ? "pipelined" : "serial") + " backward " +
-                         (deterministic ? "deterministic" : "fused") + " seed " + std::to_string(seed));
+                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma " + schedule_name(o) + " seed " +
+                         std::to_string(seed));
       }
-  }
 }
 
 // The seed that put the 2 x 2 causal case 3.9 % off the exact-O gradient (dQ, bf16, fused):
@@ -407,11 +431,17 @@ TEST_F(FlashWgmmaKernel, NearlyCancellingTwoKeyRowMatchesTheGradientOfItsSavedOu
 // Long sequences: the wgmma kernels against the mma.sync ones (checked above) on the same inputs.
 TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
   const auto seed = fresh_seed();
+  flash::Options warp_specialized;
+  warp_specialized.family = kWgmma;
+  warp_specialized.forward_schedule = flash::ForwardSchedule::warp_specialized;
   for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false},
-                        Case{1, 2, 2048, 2048, 128, true}}) {
+                        Case{1, 2, 2048, 2048, 128, true}, Case{2, 3, 2100, 2100, 64, true},
+                        Case{1, 2, 1100, 1100, 128, false}}) {
     Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
-    expect_close(run_kernels(in, c.causal, kWgmma), run_kernels(in, c.causal, flash::KernelFamily::mma_sync), 2e-2,
-                 name(c) + " seed " + std::to_string(seed));
+    const Result want = run_kernels(in, c.causal, flash::KernelFamily::mma_sync);
+    expect_close(run_kernels(in, c.causal, kWgmma), want, 2e-2, name(c) + " seed " + std::to_string(seed));
+    expect_close(run_kernels(in, c.causal, warp_specialized), want, 2e-2,
+                 name(c) + " warp_specialized seed " + std::to_string(seed));
   }
 }
 

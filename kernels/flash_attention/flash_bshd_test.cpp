@@ -145,12 +145,22 @@ class FlashBshdKernel : public ::testing::Test {
     if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
     at::globalContext().setAllowTF32CuBLAS(false);
   }
-  // The families that can run here: mma_sync everywhere, wgmma on Hopper.
-  static std::vector<flash::KernelFamily> families() {
-    std::vector<flash::KernelFamily> f = {flash::KernelFamily::mma_sync};
+  // What can run here: mma_sync everywhere; on Hopper wgmma with its default forward and the
+  // warp-specialized one, loading with TMA and with cp.async.
+  static std::vector<flash::Options> families() {
+    flash::Options mma_sync;
+    mma_sync.family = flash::KernelFamily::mma_sync;
+    std::vector<flash::Options> all = {mma_sync};
     const auto probe = torch::zeros({1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
-    if (flash::wgmma_unsupported_reason(probe).empty()) f.push_back(flash::KernelFamily::wgmma);
-    return f;
+    if (!flash::wgmma_unsupported_reason(probe).empty()) return all;
+    flash::Options wgmma;
+    wgmma.family = flash::KernelFamily::wgmma;
+    all.push_back(wgmma);
+    wgmma.forward_schedule = flash::ForwardSchedule::warp_specialized;
+    all.push_back(wgmma);
+    wgmma.tma_loads = false;
+    all.push_back(wgmma);
+    return all;
   }
 };
 
@@ -159,22 +169,22 @@ struct Shape {
   bool causal;
 };
 
-std::string name(const Shape& s, torch::Dtype dtype, flash::KernelFamily family) {
-  return std::string(flash::to_string(family)) + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
+std::string name(const Shape& s, torch::Dtype dtype, const flash::Options& o) {
+  const bool schedule = o.family == flash::KernelFamily::wgmma && o.forward_schedule != flash::ForwardSchedule::automatic;
+  return std::string(flash::to_string(o.family)) +
+         (schedule ? std::string(" ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") : "") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
          " b" + std::to_string(s.batch) + " lq" + std::to_string(s.lq) + " lk" + std::to_string(s.lk) + " h" +
          std::to_string(s.heads) + " d" + std::to_string(s.d) + (s.causal ? " causal" : "");
 }
 
 // Forward and backward on packed views against the textbook formula; every element of the
 // output and of the gradients (written into a NaN-poisoned fused buffer) is checked.
-void expect_matches_textbook(const Shape& s, torch::Dtype dtype, flash::KernelFamily family, std::uint64_t seed) {
-  SCOPED_TRACE(name(s, dtype, family) + " seed " + std::to_string(seed));
+void expect_matches_textbook(const Shape& s, torch::Dtype dtype, const flash::Options& o, std::uint64_t seed) {
+  SCOPED_TRACE(name(s, dtype, o) + " seed " + std::to_string(seed));
   torch::manual_seed(seed);
   const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
   const Views in = packed_views(s.batch, s.lq, s.lk, s.heads, s.d, opts);
   const auto dout = torch::randn({s.batch, s.lq, s.heads * s.d}, opts);
-  flash::Options o;
-  o.family = family;
   const auto fwd = flash::forward_bshd(in.q, in.k, in.v, s.causal, o);
   ASSERT_EQ(fwd.out.sizes(), (std::vector<std::int64_t>{s.batch, s.lq, s.heads * s.d}));
   ASSERT_EQ(fwd.lse.sizes(), (std::vector<std::int64_t>{s.batch, s.heads, s.lq}));
@@ -199,23 +209,40 @@ TEST_F(FlashBshdKernel, EveryFamilyHeadDimAndDtypeMatchesTheTextbookFormula) {
   const auto seed = fresh_seed();
   const Shape shapes[] = {{2, 77, 77, 3, 64, true},  {1, 130, 130, 2, 80, true}, {2, 65, 65, 2, 96, false},
                           {1, 200, 200, 2, 128, true}, {1, 150, 150, 2, 96, true}, {1, 45, 120, 2, 80, false}};
-  for (auto family : families())
+  for (const flash::Options& o : families())
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
-      for (const Shape& s : shapes) expect_matches_textbook(s, dtype, family, seed);
+      for (const Shape& s : shapes) expect_matches_textbook(s, dtype, o, seed);
 }
 
 TEST_F(FlashBshdKernel, Fp32OnCudaCoresTakesThePaddedHeadDims) {
   const auto seed = fresh_seed();
   for (const Shape& s : {Shape{1, 50, 50, 2, 80, true}, Shape{2, 33, 33, 1, 96, false}})
-    expect_matches_textbook(s, torch::kFloat, flash::KernelFamily::automatic, seed);
+    expect_matches_textbook(s, torch::kFloat, flash::Options{}, seed);
 }
 
 TEST_F(FlashBshdKernel, OneHeadAndOverAThousandHeads) {
   const auto seed = fresh_seed();
-  for (auto family : families()) {
-    expect_matches_textbook({1, 300, 300, 1, 128, true}, torch::kBFloat16, family, seed);
-    expect_matches_textbook({4, 33, 33, 260, 64, true}, torch::kBFloat16, family, seed);  // 1040 heads
+  for (const flash::Options& o : families()) {
+    expect_matches_textbook({1, 300, 300, 1, 128, true}, torch::kBFloat16, o, seed);
+    expect_matches_textbook({4, 33, 33, 260, 64, true}, torch::kBFloat16, o, seed);  // 1040 heads
   }
+}
+
+// K and V broadcast over heads (stride 0, as an expand makes them): no tensor map describes
+// that, so the warp-specialized forward loads with cp.async; the output is still right.
+TEST_F(FlashBshdKernel, WarpSpecializedForwardTakesKeysBroadcastOverHeads) {
+  if (families().size() < 3) GTEST_SKIP() << "not an sm_90 GPU";
+  torch::manual_seed(fresh_seed());
+  const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  const Views in{torch::randn({2, 150, 4, 64}, opts), torch::randn({2, 150, 1, 64}, opts).expand({2, 150, 4, 64}),
+                 torch::randn({2, 150, 1, 64}, opts).expand({2, 150, 4, 64})};
+  ASSERT_EQ(in.k.stride(2), 0);
+  flash::Options o;
+  o.family = flash::KernelFamily::wgmma;
+  o.forward_schedule = flash::ForwardSchedule::warp_specialized;
+  const auto out = flash::forward_bshd(in.q, in.k, in.v, true, o).out;
+  const auto dout = torch::zeros_like(out);
+  EXPECT_LT(rel_err(out, textbook(in, dout, out, true).out), 2e-2);
 }
 
 // The differentiable op: autograd's gradients are backward_bshd's, and the [batch, heads,

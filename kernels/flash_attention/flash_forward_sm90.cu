@@ -31,20 +31,15 @@
 #include <stdexcept>
 #include <string>
 
-#include "epilogue.cuh"
-#include "flash_launch.hpp"
-#include "mask.cuh"
-#include "softmax.cuh"
-#include "wgmma.cuh"
+#include "forward_sm90.cuh"
 
 namespace kernels::flash::detail {
 namespace {
 
-using sm90::Wgmma;
+using fwd90::kTileK;
+using fwd90::kTileQ;
 
 constexpr int kThreads = 256;  // two warpgroups
-constexpr int kTileQ = 128;    // 64 rows per warpgroup
-constexpr int kTileK = 128;
 
 template <int D>
 constexpr int shared_bytes() {
@@ -59,7 +54,8 @@ struct Block {
   const ForwardArgs& a;
   std::uint8_t* sQ;
   const std::uint16_t *kg, *vg;  // this head's first key row
-  int q0, tid, wg, wg_row0, row, t, key_tiles;
+  int q0, tid, wg, key_tiles;
+  fwd90::RowPlace at;
   long bh;
   float scale_log2;
 
@@ -71,10 +67,7 @@ struct Block {
     bh = slot.head;
     tid = threadIdx.x;
     wg = tid / 128;
-    const int warp = (tid % 128) / 32, lane = tid % 32;
-    t = lane % 4;
-    wg_row0 = q0 + 64 * wg;
-    row = wg_row0 + 16 * warp + lane / 4;
+    at = fwd90::row_place(q0 + 64 * wg, tid % 128);
     kg = static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh);
     vg = static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh);
     const int key_end = a.causal ? min(a.lk, q0 + kTileQ) : a.lk;
@@ -94,36 +87,15 @@ struct Block {
     sm90::load_tile_sw128<kTileK, D, kThreads>(sV(stage), vg + tile * kTileK * a.v_at.row, a.v_at.row,
                                                a.lk - tile * kTileK, a.d, tid);
   }
-  // Scores this warpgroup's rows may not see in key tile `tile` -> -inf (tiles that need it only).
-  __device__ void mask(float (&s)[kTileK / 2], int tile) const {
-    const int k0 = tile * kTileK, lk = a.lk;
-    const bool causal = a.causal;
-    if (tile_needs_mask(wg_row0, k0, kTileK, lk, causal))
-      mask_fragment<kTileK>(s, row, k0, t, -INFINITY, [&](int r, int c) { return hidden(r, c, lk, causal); });
-  }
-  // S = Q K^T for this warpgroup's rows (issued, not waited for).
+  __device__ void mask(float (&s)[kTileK / 2], int tile) const { fwd90::mask_scores(s, at, tile, a.lk, a.causal); }
   __device__ void issue_scores(float (&s)[kTileK / 2], int stage) const {
-    const std::uint32_t q_addr = smem_addr(sQ), k_addr = smem_addr(sK(stage));
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      Wgmma<T, kTileK>::ss(s, sm90::k_major<kTileQ>(q_addr, 64 * wg, kk), sm90::k_major<kTileK>(k_addr, 0, kk),
-                           kk > 0);
+    fwd90::issue_scores<T, D>(s, smem_addr(sQ), 64 * wg, smem_addr(sK(stage)));
   }
-  // O += P V (issued, not waited for).
   __device__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[kTileK / 16][4], int stage) const {
-    const std::uint32_t v_addr = smem_addr(sV(stage));
-#pragma unroll
-    for (int kk = 0; kk < kTileK / 16; ++kk) Wgmma<T, D>::rs_mn(o, p[kk], sm90::mn_major<kTileK>(v_addr, kk), 1);
+    fwd90::issue_pv<T, D>(o, p, smem_addr(sV(stage)));
   }
-  // O / l in the input type, and L, for the thread's rows row and row + 8.
   __device__ void write_output(const float (&o)[D / 2], const float (&m)[2], const float (&l)[2]) const {
-    const RowFinish f = finish_rows(m, l);
-    auto* out = static_cast<std::uint16_t*>(a.out) + a.out_at.head_start(bh);
-    store_rows<T, D>(o, out, a.out_at.row, row, a.lq, a.d, t, f.inv);
-    if (t == 0)
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        if (row + 8 * r < a.lq) a.lse[bh * a.lq + row + 8 * r] = f.lse[r];
+    fwd90::write_output<T, D>(a, bh, at, o, m, l);
   }
 };
 
@@ -281,6 +253,7 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
 
 template <typename T>
 void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
+  if (a.warp_specialized) return launch_forward_sm90_ws(a, stream);
   switch (a.d_kernel) {
     case 64: return launch<T, 64>(a, stream);
     case 128: return launch<T, 128>(a, stream);

@@ -43,6 +43,8 @@ struct ForwardArgs {
   float scale;
   bool wgmma = false;      // Hopper warpgroup-MMA kernels (flash_forward_sm90.cu) instead of mma.sync
   bool pipelined = true;   // wgmma only: softmax under the previous tile's P V (else serial)
+  bool warp_specialized = false;  // wgmma only: producer warpgroup + mbarrier ring (flash_forward_sm90_ws.cu)
+  bool tma = true;         // warp_specialized only: TMA loads (else cp.async by the producer)
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
 };
 
@@ -92,6 +94,8 @@ void launch_backward(const BackwardArgs& a, cudaStream_t stream);
 // Hopper warpgroup-MMA kernels (sm_90a; bf16/fp16; d_kernel 64 and 128): flash_*_sm90.cu.
 void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream);
+// The warp-specialized forward (flash_forward_sm90_ws.cu); launch_forward_sm90 calls it.
+void launch_forward_sm90_ws(const ForwardArgs& a, cudaStream_t stream);
 // fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
 void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);

@@ -64,8 +64,10 @@ runner::PluginManifest make_manifest() {
       runner::opt_enum("kernel", {"auto", "mma_sync", "wgmma"}, "auto",
                        "tensor-core kernels for bf16/fp16: mma_sync (any GPU), wgmma (sm_90; other points are "
                        "skipped), auto (wgmma where it runs and d > 32, else mma_sync)"),
-      runner::opt_enum("forward_schedule", {"pipelined", "serial"}, "pipelined",
-                       "wgmma forward: softmax of a key tile under the previous tile's P V product, or after it"),
+      runner::opt_enum("forward_schedule", {"auto", "pipelined", "serial", "warp_specialized"}, "auto",
+                       "wgmma forward: softmax of a key tile under the previous tile's P V product (pipelined) or "
+                       "after it (serial); warp_specialized: a TMA producer warpgroup feeds two consumer "
+                       "warpgroups through an mbarrier ring; auto: the fastest measured"),
       runner::opt_enum("backward", {"fused", "deterministic"}, "fused",
                        "wgmma backward: dQ summed with atomics inside the dK/dV kernel (last bits vary between "
                        "runs), or a second kernel (1.4x the FLOPs, bit-for-bit repeatable)"),
@@ -74,7 +76,7 @@ runner::PluginManifest make_manifest() {
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     flash::Options o;
     o.family = flash::parse_kernel_family(p.text("kernel"));
-    o.pipelined_forward = p.text("forward_schedule") == "pipelined";
+    o.forward_schedule = flash::parse_forward_schedule(p.text("forward_schedule"));
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.head_group = static_cast<int>(p.integer("head_group"));
     return std::make_unique<FlashAttention>(o);

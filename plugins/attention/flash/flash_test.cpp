@@ -73,21 +73,24 @@ TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
   EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
 }
 
-// kernel: wgmma, the Hopper kernels: checked where they run (sm_90), skipped points elsewhere.
+// kernel: wgmma, the Hopper kernels, in the default and the warp-specialized forward schedule:
+// checked where they run (sm_90), skipped points elsewhere.
 TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
-  auto wgmma = attention_check::load(registry_, "flash", "{kernel: wgmma}");
   const auto probe = torch::zeros({1, 1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
   if (!kernels::flash::wgmma_unsupported_reason(probe).empty()) GTEST_SKIP() << "not an sm_90 GPU";
   // Not seq 1: softmax over one key is constant, so the exact dQ and dK are zero and have no relative error.
   const Case cases[] = {{1, 2, 2, 64, true},    {2, 3, 37, 64, false}, {1, 2, 129, 64, true}, {1, 2, 190, 128, true},
                         {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}};
   const auto seed = attention_check::fresh_seed();
-  for (auto dtype : {torch::kBFloat16, torch::kHalf})
-    for (const Case& c : cases) {
-      const auto e = attention_check::compare_with_naive(*wgmma, c, dtype, torch::kCUDA, seed);
-      EXPECT_LT(e.max(), 2e-2) << c.name() << " seed " << seed << ": " << e;
-    }
-  EXPECT_NE(wgmma->mechanism().find("wgmma"), std::string::npos);
+  for (const char* options : {"{kernel: wgmma}", "{kernel: wgmma, forward_schedule: warp_specialized}"}) {
+    auto wgmma = attention_check::load(registry_, "flash", options);
+    for (auto dtype : {torch::kBFloat16, torch::kHalf})
+      for (const Case& c : cases) {
+        const auto e = attention_check::compare_with_naive(*wgmma, c, dtype, torch::kCUDA, seed);
+        EXPECT_LT(e.max(), 2e-2) << options << " " << c.name() << " seed " << seed << ": " << e;
+      }
+    EXPECT_NE(wgmma->mechanism().find("wgmma"), std::string::npos);
+  }
 }
 
 TEST_F(FlashAttentionPlugin, WgmmaKernelsSkipWhatTheyDoNotCover) {

@@ -1,0 +1,335 @@
+// FlashAttention forward on Hopper, warp-specialized (FlashAttention-3's producer/consumer
+// split): the same function as flash_forward_sm90.cu (O = softmax(scale * Q K^T + mask) V and
+// the row log-sum-exp L; strided [batch, seq, heads, d] views; kernel head dims 64 and 128,
+// 80 and 96 padded into 128), scheduled differently.
+//
+// Block: three warpgroups (384 threads) per (128-query tile, batch*head), in the block order of
+// tile_scheduler.hpp.
+//  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 32) and only loads: warp 0
+//    the Q tile and the K tiles, warp 1 the V tiles, into a ring of kStages shared-memory
+//    stages. With TMA (ForwardArgs::tma, the default) one thread per warp issues a tensor-map
+//    box load per 64 columns (128 rows x 128 bytes, the hardware's 128-byte swizzle, which is
+//    the SW128 layout the wgmma descriptors name) that completes on the stage's "full"
+//    mbarrier; rows past the sequence end and columns past d arrive as zeros. Without TMA the
+//    warp's 32 lanes copy with cp.async and arrive on the barrier when their copies land.
+//  * Warpgroups 1 and 2, the consumers, take registers (setmaxnreg to 232) and own 64 query
+//    rows each. Per key tile j they issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} together, run
+//    the softmax of S_j while P_{j-1} V_{j-1} is still on the tensor cores (the pipelined
+//    schedule of flash_forward_sm90.cu), and hand stages back through "empty" mbarriers: K_j
+//    once S_j has landed, V_{j-1} once its product has. The two consumers never wait for each
+//    other (no block-wide barrier after the start), so one can exponentiate while the other's
+//    MMAs run, and the producer runs up to kStages tiles ahead of the slower one.
+// Shared memory: Q 128 x D + kStages x (K + V) 128 x D in bf16/fp16, plus 1 + 4 kStages
+// mbarriers: 160 KiB at D = 128 (2 stages), 112 KiB at D = 64 (3 stages).
+// FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "forward_sm90.cuh"
+#include "tma.cuh"
+
+namespace kernels::flash::detail {
+namespace {
+
+using fwd90::kTileK;
+using fwd90::kTileQ;
+
+constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+// The block starts with 384 x 168 registers; the split keeps within them. ptxas holds each
+// role's code to its count: the producer's cp.async path spilled at 24.
+constexpr int kProducerRegisters = 32, kConsumerRegisters = 232;
+constexpr int kConsumerWarps = 8;  // arrivals that free a stage: one per consumer warp
+
+// Tensor maps are opaque 128-byte, 64-byte-aligned objects; TMA reads them from the kernel's
+// parameter space (__grid_constant__).
+struct Params {
+  CUtensorMap q, k, v;
+  ForwardArgs a;
+};
+
+// The shared-memory carve-up: Q, then kStages x (K, V), then the mbarriers.
+template <int D>
+struct Ring {
+  static constexpr int kStages = D == 64 ? 3 : 2;
+  static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
+  static constexpr int kBarriers = 1 + 4 * kStages;
+  static constexpr int bytes() { return kQBytes + 2 * kStages * kTileBytes + 8 * kBarriers + 1024; }  // + alignment
+
+  std::uint8_t* base;
+  __device__ explicit Ring(std::uint8_t* raw) : base(sm90::align_1024(raw)) {}
+  __device__ std::uint8_t* q() const { return base; }
+  __device__ std::uint8_t* k(int s) const { return base + kQBytes + s * 2 * kTileBytes; }
+  __device__ std::uint8_t* v(int s) const { return k(s) + kTileBytes; }
+  __device__ std::uint64_t* bar(int i) const {
+    return reinterpret_cast<std::uint64_t*>(base + kQBytes + 2 * kStages * kTileBytes) + i;
+  }
+  __device__ std::uint64_t* q_full() const { return bar(0); }
+  __device__ std::uint64_t* k_full(int s) const { return bar(1 + s); }
+  __device__ std::uint64_t* v_full(int s) const { return bar(1 + kStages + s); }
+  __device__ std::uint64_t* k_empty(int s) const { return bar(1 + 2 * kStages + s); }
+  __device__ std::uint64_t* v_empty(int s) const { return bar(1 + 3 * kStages + s); }
+};
+
+// ROWS x D elements into an SW128 tile by one warp with cp.async, as sm90::load_tile_sw128
+// does, but in a loop the compiler keeps rolled: the producer has 32 registers (the unrolled
+// copy spilled 332 bytes at D = 64 with 24).
+template <int ROWS, int D>
+__device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std::uint16_t* g, long long ld, int valid,
+                                                  int cols, int lane) {
+  constexpr int kChunks = D / 8, kRowsPerPass = 32 / kChunks;
+  const int col = (lane % kChunks) * 8;
+  const bool col_ok = col < cols;
+#pragma unroll 1
+  for (int r = lane / kChunks; r < ROWS; r += kRowsPerPass) {
+    const bool ok = col_ok && r < valid;
+    cp_async16(tile + sw128::offset<ROWS>(r, col), ok ? g + r * ld + col : g, ok);
+  }
+}
+
+// Warps 0 (Q, K) and 1 (V) of the producer warpgroup; the other two have nothing to do.
+template <int D>
+__device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, long bh, int q0, int key_tiles) {
+  using R = Ring<D>;
+  const ForwardArgs& a = p.a;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp > 1) return;
+  const bool keys = warp == 0;
+  const Layout& at = keys ? a.k_at : a.v_at;
+  auto stage = [&](int j, std::uint64_t*& full, std::uint8_t*& dst) {
+    const int s = j % R::kStages;
+    sm90::mbarrier_wait(keys ? ring.k_empty(s) : ring.v_empty(s), ((j / R::kStages) & 1) ^ 1);
+    full = keys ? ring.k_full(s) : ring.v_full(s);
+    dst = keys ? ring.k(s) : ring.v(s);
+  };
+  if (a.tma) {
+    if (lane != 0) return;
+    const int head = static_cast<int>(bh % at.heads), batch = static_cast<int>(bh / at.heads);
+    const CUtensorMap* map = keys ? &p.k : &p.v;
+    sm90::prefetch_tensor_map(map);
+    if (keys) {
+      sm90::mbarrier_arrive_expect_tx(ring.q_full(), R::kQBytes);
+#pragma unroll
+      for (int panel = 0; panel < D / 64; ++panel)
+        sm90::tma_load_4d(ring.q() + panel * kTileQ * 128, &p.q, ring.q_full(), 64 * panel, q0, head, batch);
+    }
+    for (int j = 0; j < key_tiles; ++j) {
+      std::uint64_t* full;
+      std::uint8_t* dst;
+      stage(j, full, dst);
+      sm90::mbarrier_arrive_expect_tx(full, R::kTileBytes);
+#pragma unroll
+      for (int panel = 0; panel < D / 64; ++panel)
+        sm90::tma_load_4d(dst + panel * kTileK * 128, map, full, 64 * panel, j * kTileK, head, batch);
+    }
+    return;
+  }
+  if (keys) {
+    const auto* q = static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row;
+    copy_tile_by_warp<kTileQ, D>(ring.q(), q, a.q_at.row, a.lq - q0, a.d, lane);
+    sm90::cp_async_arrive(ring.q_full());
+  }
+  const auto* g = static_cast<const std::uint16_t*>(keys ? a.k : a.v) + at.head_start(bh);
+  for (int j = 0; j < key_tiles; ++j) {
+    std::uint64_t* full;
+    std::uint8_t* dst;
+    stage(j, full, dst);
+    copy_tile_by_warp<kTileK, D>(dst, g + static_cast<long long>(j) * kTileK * at.row, at.row, a.lk - j * kTileK,
+                                 a.d, lane);
+    sm90::cp_async_arrive(full);
+  }
+}
+
+// One consumer warpgroup (wg 0 or 1 of the two): 64 query rows through every key tile.
+template <typename T, int D>
+__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& ring, long bh, int q0, int key_tiles,
+                                        int wg) {
+  using R = Ring<D>;
+  const int thread = threadIdx.x % 128;
+  const fwd90::RowPlace at = fwd90::row_place(q0 + 64 * wg, thread);
+  const bool releases = thread % 32 == 0;  // one arrival per warp frees a stage
+  const bool generic_fills = !a.tma;       // cp.async wrote through the generic proxy; wgmma reads through the async one
+  const float scale_log2 = a.scale * kLog2e;
+  const std::uint32_t q_tile = smem_addr(ring.q());
+  auto wait_full = [&](std::uint64_t* bar, int j) {
+    sm90::mbarrier_wait(bar, (j / R::kStages) & 1);
+    if (generic_fills) sm90::fence_proxy_async();
+  };
+  auto release = [&](std::uint64_t* bar) {
+    if (releases) sm90::mbarrier_arrive(bar);
+  };
+
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+
+  wait_full(ring.q_full(), 0);
+  wait_full(ring.k_full(0), 0);
+  float s[kTileK / 2];
+  sm90::wgmma_fence();
+  fwd90::issue_scores<T, D>(s, q_tile, 64 * wg, smem_addr(ring.k(0)));
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<0>();
+  sm90::pin(s);
+  release(ring.k_empty(0));
+  fwd90::mask_scores(s, at, 0, a.lk, a.causal);
+  softmax_step<kTileK>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
+  std::uint32_t p[kTileK / 16][4];
+  sm90::to_a_fragments<T, kTileK>(p, s);
+
+  for (int j = 1; j < key_tiles; ++j) {
+    const int sk = j % R::kStages, sv = (j - 1) % R::kStages;
+    wait_full(ring.k_full(sk), j);
+    sm90::pin(o);
+    sm90::wgmma_fence();
+    fwd90::issue_scores<T, D>(s, q_tile, 64 * wg, smem_addr(ring.k(sk)));
+    sm90::wgmma_commit();
+    wait_full(ring.v_full(sv), j - 1);
+    fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
+    sm90::wgmma_commit();
+
+    sm90::wgmma_wait<1>();  // S_j has landed; P_{j-1} V_{j-1} may still run
+    sm90::pin(s);
+    release(ring.k_empty(sk));
+    fwd90::mask_scores(s, at, j, a.lk, a.causal);
+    softmax_step<kTileK>(s, m, l, alpha, scale_log2);
+    sm90::wgmma_wait<0>();
+    sm90::pin(o);
+    sm90::pin(p);
+    release(ring.v_empty(sv));
+    rescale_rows<D>(o, alpha);
+    sm90::to_a_fragments<T, kTileK>(p, s);
+  }
+
+  wait_full(ring.v_full((key_tiles - 1) % R::kStages), key_tiles - 1);
+  sm90::pin(o);
+  sm90::wgmma_fence();
+  fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v((key_tiles - 1) % R::kStages)));
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<0>();
+  sm90::pin(o);
+  fwd90::write_output<T, D>(a, bh, at, o, m, l);  // the last V stage is not handed back: nothing loads after it
+}
+
+// setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of 1 block)
+// and each warpgroup's role in one branch of a single if / else.
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_ws(const __grid_constant__ Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  using R = Ring<D>;
+  const R ring(smem_raw);
+  const ForwardArgs& a = p.a;
+  const int tiles = (a.lq + kTileQ - 1) / kTileQ;
+  const TileSlot slot = tile_slot(blockIdx.x, tiles, gridDim.x / tiles, a.head_group);
+  const int q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
+  const long bh = slot.head;
+  const int key_end = a.causal ? min(a.lk, q0 + kTileQ) : a.lk;
+  const int key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+
+  if (threadIdx.x == 0) {
+    const unsigned fills = a.tma ? 1 : 32;  // one arrive.expect_tx, or one cp.async arrival per lane
+    sm90::mbarrier_init(ring.q_full(), fills);
+    for (int s = 0; s < R::kStages; ++s) {
+      sm90::mbarrier_init(ring.k_full(s), fills);
+      sm90::mbarrier_init(ring.v_full(s), fills);
+      sm90::mbarrier_init(ring.k_empty(s), kConsumerWarps);
+      sm90::mbarrier_init(ring.v_empty(s), kConsumerWarps);
+    }
+    sm90::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (threadIdx.x < 128) {
+    sm90::setmaxnreg_dec<kProducerRegisters>();
+    produce<D>(p, ring, bh, q0, key_tiles);
+  } else {
+    sm90::setmaxnreg_inc<kConsumerRegisters>();
+    consume<T, D>(a, ring, bh, q0, key_tiles, threadIdx.x / 128 - 1);
+  }
+#else
+  __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
+#endif
+}
+
+using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
+
+// The driver's tensor-map encoder, found once through the runtime (no libcuda link needed).
+EncodeTiled tensor_map_encoder() {
+  static const EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return EncodeTiled{nullptr};
+    }
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// A [batch, seq, heads, d] view as a 4-D tensor map (d innermost) read in boxes of 64
+// columns x 128 rows of one head, 128-byte swizzled. False where the view cannot be one (a
+// broadcast dimension, a stride that is not a multiple of 16 bytes) or the driver says no:
+// the kernel then loads with cp.async.
+bool encode(CUtensorMap* map, const void* base, const Layout& at, int bh, int seq, int d, DType dtype) {
+  const EncodeTiled fn = tensor_map_encoder();
+  if (fn == nullptr || at.heads <= 0 || bh % at.heads != 0) return false;
+  const long long sizes[3] = {seq, at.heads, bh / at.heads}, steps[3] = {at.row, at.head, at.batch};
+  cuuint64_t dims[4] = {static_cast<cuuint64_t>(d)}, strides[3];
+  for (int i = 0; i < 3; ++i) {
+    dims[i + 1] = static_cast<cuuint64_t>(sizes[i]);
+    const long long bytes = sizes[i] == 1 ? 16 : steps[i] * 2;  // a dimension of one is never stepped
+    if (bytes <= 0 || bytes % 16 != 0 || bytes >= (1LL << 40)) return false;
+    strides[i] = static_cast<cuuint64_t>(bytes);
+  }
+  const cuuint32_t box[4] = {64, kTileK, 1, 1}, unit[4] = {1, 1, 1, 1};
+  const CUresult r = fn(map, dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                        4, const_cast<void*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+template <typename T, int D>
+void launch(const ForwardArgs& args, cudaStream_t stream) {
+  constexpr int smem = Ring<D>::bytes();
+  static_assert(kTileQ == kTileK, "one tensor-map box shape serves Q, K and V");
+  Params p{};
+  p.a = args;
+  p.a.head_group = head_group(args.bh, 2LL * args.lk * args.d * 2, args.head_group);  // K and V of a head
+  p.a.tma = args.tma && encode(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype) &&
+            encode(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype) &&
+            encode(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype);
+  const auto kernel = flash_forward_sm90_ws<T, D>;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int tiles = (args.lq + kTileQ - 1) / kTileQ;
+  kernel<<<tiles * args.bh, kThreads, smem, stream>>>(p);
+}
+
+template <typename T>
+void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
+  switch (a.d_kernel) {
+    case 64: return launch<T, 64>(a, stream);
+    case 128: return launch<T, 128>(a, stream);
+    default:
+      throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
+                                  std::to_string(a.d_kernel) + " not compiled");
+  }
+}
+
+}  // namespace
+
+void launch_forward_sm90_ws(const ForwardArgs& a, cudaStream_t stream) {
+  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
+  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
+  throw std::invalid_argument("flash forward (wgmma): fp32 inputs take the CUDA-core kernels");
+}
+
+}  // namespace kernels::flash::detail

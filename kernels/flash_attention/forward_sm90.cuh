@@ -1,0 +1,68 @@
+// What the wgmma forward kernels share (flash_forward_sm90.cu: serial and pipelined;
+// flash_forward_sm90_ws.cu: warp-specialized): the tile sizes, the two MMAs of one 64-row
+// warpgroup, the mask of one score tile and the epilogue. Tiles are SW128 (wgmma.cuh).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "epilogue.cuh"
+#include "flash_launch.hpp"
+#include "mask.cuh"
+#include "softmax.cuh"
+#include "wgmma.cuh"
+
+namespace kernels::flash::detail::fwd90 {
+
+constexpr int kTileQ = 128;  // two consumer warpgroups of 64 rows
+constexpr int kTileK = 128;
+
+// S = Q K^T for the warpgroup's 64 rows starting at row0 of the Q tile (issued, not waited for).
+template <typename T, int D>
+__device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], std::uint32_t q_tile, int row0,
+                                             std::uint32_t k_tile) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    sm90::Wgmma<T, kTileK>::ss(s, sm90::k_major<kTileQ>(q_tile, row0, kk), sm90::k_major<kTileK>(k_tile, 0, kk),
+                               kk > 0);
+}
+
+// O += P V (issued, not waited for).
+template <typename T, int D>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[kTileK / 16][4],
+                                         std::uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < kTileK / 16; ++kk) sm90::Wgmma<T, D>::rs_mn(o, p[kk], sm90::mn_major<kTileK>(v_tile, kk), 1);
+}
+
+// Where a thread's accumulator rows sit: the warpgroup's first row, the thread's row (and
+// row + 8) and its column pair index t.
+struct RowPlace {
+  int wg_row0, row, t;
+};
+__device__ __forceinline__ RowPlace row_place(int wg_row0, int thread_in_wg) {
+  const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+  return {wg_row0, wg_row0 + 16 * warp + lane / 4, lane % 4};
+}
+
+// Scores the warpgroup's rows may not see in key tile `tile` -> -inf (tiles that need it only).
+__device__ __forceinline__ void mask_scores(float (&s)[kTileK / 2], const RowPlace& at, int tile, int lk,
+                                            bool causal) {
+  const int k0 = tile * kTileK;
+  if (tile_needs_mask(at.wg_row0, k0, kTileK, lk, causal))
+    mask_fragment<kTileK>(s, at.row, k0, at.t, -INFINITY, [&](int r, int c) { return hidden(r, c, lk, causal); });
+}
+
+// O / l in the input type, and L, for the thread's rows.
+template <typename T, int D>
+__device__ __forceinline__ void write_output(const ForwardArgs& a, long bh, const RowPlace& at,
+                                             const float (&o)[D / 2], const float (&m)[2], const float (&l)[2]) {
+  const RowFinish f = finish_rows(m, l);
+  auto* out = static_cast<std::uint16_t*>(a.out) + a.out_at.head_start(bh);
+  store_rows<T, D>(o, out, a.out_at.row, at.row, a.lq, a.d, at.t, f.inv);
+  if (at.t == 0)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      if (at.row + 8 * r < a.lq) a.lse[bh * a.lq + at.row + 8 * r] = f.lse[r];
+}
+
+}  // namespace kernels::flash::detail::fwd90
