@@ -199,15 +199,16 @@ using torch::autograd::variable_list;
 // The saved options travel as integers (AutogradContext::saved_data holds IValues).
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
-          o.deterministic_backward, o.head_group};
+          o.pingpong, o.deterministic_backward, o.head_group};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
   o.family = static_cast<KernelFamily>(v[0]);
   o.forward_schedule = static_cast<ForwardSchedule>(v[1]);
   o.tma_loads = v[2] != 0;
-  o.deterministic_backward = v[3] != 0;
-  o.head_group = static_cast<int>(v[4]);
+  o.pingpong = v[3] != 0;
+  o.deterministic_backward = v[4] != 0;
+  o.head_group = static_cast<int>(v[5]);
   return o;
 }
 
@@ -372,6 +373,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.pipelined = schedule != ForwardSchedule::serial;
   a.warp_specialized = schedule == ForwardSchedule::warp_specialized;
   a.tma = options.tma_loads;
+  a.pingpong = options.pingpong;
   a.head_group = options.head_group;
   detail::launch_forward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("forward");

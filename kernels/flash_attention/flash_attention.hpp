@@ -58,6 +58,9 @@ struct Options {
   // CUtensorMap per operand); false = cp.async by two producer warps (for tests and as
   // the path for layouts a tensor map cannot describe, e.g. a broadcast head stride).
   bool tma_loads = true;
+  // warp_specialized only: the two consumer warpgroups take turns issuing their MMAs (named
+  // barriers), so one runs its softmax while the other's MMAs run.
+  bool pingpong = true;
   // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
   // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.

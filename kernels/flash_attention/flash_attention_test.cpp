@@ -346,26 +346,32 @@ class FlashWgmmaKernel : public FlashKernel {
     if (!why.empty()) GTEST_SKIP() << why;
   }
   static constexpr auto kWgmma = flash::KernelFamily::wgmma;
-  // Every wgmma forward schedule (the warp-specialized one with both loaders) and both backwards.
+  // Every wgmma forward schedule (the warp-specialized one with both loaders, with and without
+  // ping-pong) and both backwards.
   static std::vector<flash::Options> schedules() {
     using S = flash::ForwardSchedule;
+    struct Choice {
+      S forward;
+      bool tma, pingpong, deterministic;
+    };
     std::vector<flash::Options> all;
-    for (auto [forward, tma, deterministic] : {std::tuple{S::serial, true, false}, std::tuple{S::pipelined, true, false},
-                                               std::tuple{S::pipelined, true, true},
-                                               std::tuple{S::warp_specialized, true, false},
-                                               std::tuple{S::warp_specialized, false, false}}) {
+    for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
+                            Choice{S::pipelined, true, true, true}, Choice{S::warp_specialized, true, true, false},
+                            Choice{S::warp_specialized, false, true, false},
+                            Choice{S::warp_specialized, true, false, false}}) {
       flash::Options o;
       o.family = kWgmma;
-      o.forward_schedule = forward;
-      o.tma_loads = tma;
-      o.deterministic_backward = deterministic;
+      o.forward_schedule = c.forward;
+      o.tma_loads = c.tma;
+      o.pingpong = c.pingpong;
+      o.deterministic_backward = c.deterministic;
       all.push_back(o);
     }
     return all;
   }
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
-           " backward " + (o.deterministic_backward ? "deterministic" : "fused");
+           (o.pingpong ? "" : " (no ping-pong)") + " backward " + (o.deterministic_backward ? "deterministic" : "fused");
   }
 };
 

@@ -16,9 +16,10 @@
 //    rows each. Per key tile j they issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} together, run
 //    the softmax of S_j while P_{j-1} V_{j-1} is still on the tensor cores (the pipelined
 //    schedule of flash_forward_sm90.cu), and hand stages back through "empty" mbarriers: K_j
-//    once S_j has landed, V_{j-1} once its product has. The two consumers never wait for each
-//    other (no block-wide barrier after the start), so one can exponentiate while the other's
-//    MMAs run, and the producer runs up to kStages tiles ahead of the slower one.
+//    once S_j has landed, V_{j-1} once its product has. No block-wide barrier after the start:
+//    the producer runs up to kStages tiles ahead of the slower consumer, and with ping-pong
+//    (Turns, below) the consumers take turns issuing MMAs, so one exponentiates while the
+//    other's MMAs run.
 // Shared memory: Q 128 x D + kStages x (K + V) 128 x D in bf16/fp16, plus 1 + 4 kStages
 // mbarriers: 160 KiB at D = 128 (2 stages), 112 KiB at D = 64 (3 stages).
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
@@ -143,6 +144,28 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, lo
   }
 }
 
+// Ping-pong between the consumer warpgroups (ForwardArgs::pingpong): each issues its MMAs
+// only after the other has issued its own, so the tensor cores run one warpgroup's MMAs
+// while the other exponentiates instead of both finishing together and both then leaving
+// them idle. Named barrier 1 + w is warpgroup w's turn: its 128 threads sync on it, the other
+// warpgroup's 128 threads arrive. Both warpgroups pass the same key_tiles + 1 issue points;
+// warpgroup 1 arrives once before its first and not after its last, so every barrier
+// completes as often as it is synced on and none is left half-arrived at exit.
+struct Turns {
+  bool on;
+  int wg;
+  __device__ void start() const {
+    if (on && wg == 1) arrive(1);
+  }
+  __device__ void wait() const {
+    if (on) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
+  }
+  __device__ void pass(bool last) const {
+    if (on && !(last && wg == 1)) arrive(1 + (1 - wg));
+  }
+  static __device__ void arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+};
+
 // One consumer warpgroup (wg 0 or 1 of the two): 64 query rows through every key tile.
 template <typename T, int D>
 __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& ring, long bh, int q0, int key_tiles,
@@ -167,12 +190,16 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 
+  const Turns turns{a.pingpong, wg};
+  turns.start();
   wait_full(ring.q_full(), 0);
   wait_full(ring.k_full(0), 0);
   float s[kTileK / 2];
+  turns.wait();
   sm90::wgmma_fence();
   fwd90::issue_scores<T, D>(s, q_tile, 64 * wg, smem_addr(ring.k(0)));
   sm90::wgmma_commit();
+  turns.pass(false);
   sm90::wgmma_wait<0>();
   sm90::pin(s);
   release(ring.k_empty(0));
@@ -184,13 +211,15 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   for (int j = 1; j < key_tiles; ++j) {
     const int sk = j % R::kStages, sv = (j - 1) % R::kStages;
     wait_full(ring.k_full(sk), j);
+    wait_full(ring.v_full(sv), j - 1);
+    turns.wait();
     sm90::pin(o);
     sm90::wgmma_fence();
     fwd90::issue_scores<T, D>(s, q_tile, 64 * wg, smem_addr(ring.k(sk)));
     sm90::wgmma_commit();
-    wait_full(ring.v_full(sv), j - 1);
     fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
     sm90::wgmma_commit();
+    turns.pass(false);
 
     sm90::wgmma_wait<1>();  // S_j has landed; P_{j-1} V_{j-1} may still run
     sm90::pin(s);
@@ -206,10 +235,12 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   }
 
   wait_full(ring.v_full((key_tiles - 1) % R::kStages), key_tiles - 1);
+  turns.wait();
   sm90::pin(o);
   sm90::wgmma_fence();
   fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v((key_tiles - 1) % R::kStages)));
   sm90::wgmma_commit();
+  turns.pass(true);
   sm90::wgmma_wait<0>();
   sm90::pin(o);
   fwd90::write_output<T, D>(a, bh, at, o, m, l);  // the last V stage is not handed back: nothing loads after it

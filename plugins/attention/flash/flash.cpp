@@ -68,6 +68,8 @@ runner::PluginManifest make_manifest() {
                        "wgmma forward: softmax of a key tile under the previous tile's P V product (pipelined) or "
                        "after it (serial); warp_specialized: a TMA producer warpgroup feeds two consumer "
                        "warpgroups through an mbarrier ring; auto: the fastest measured"),
+      runner::opt_bool("pingpong", true,
+                       "warp_specialized forward: the two consumer warpgroups take turns issuing their MMAs"),
       runner::opt_enum("backward", {"fused", "deterministic"}, "fused",
                        "wgmma backward: dQ summed with atomics inside the dK/dV kernel (last bits vary between "
                        "runs), or a second kernel (1.4x the FLOPs, bit-for-bit repeatable)"),
@@ -77,6 +79,7 @@ runner::PluginManifest make_manifest() {
     flash::Options o;
     o.family = flash::parse_kernel_family(p.text("kernel"));
     o.forward_schedule = flash::parse_forward_schedule(p.text("forward_schedule"));
+    o.pingpong = p.flag("pingpong");
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.head_group = static_cast<int>(p.integer("head_group"));
     return std::make_unique<FlashAttention>(o);
