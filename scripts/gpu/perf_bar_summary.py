@@ -15,7 +15,14 @@ import sys
 
 def variant(params):
     option = params.get("attention.kernel") or params.get("attention.backend")
-    return str(params.get("attention")) + (f"/{option}" if option else "")
+    name = str(params.get("attention")) + (f"/{option}" if option else "")
+    # The wgmma forward schedule tells variants of one kernel family apart (flash_forward_schedules).
+    schedule = params.get("attention.forward_schedule")
+    if schedule and schedule != "auto":
+        name += f"/{schedule}"
+        if schedule == "warp_specialized" and params.get("attention.pingpong") is False:
+            name += "-no-pingpong"
+    return name
 
 
 def point(params):
@@ -24,7 +31,7 @@ def point(params):
 
 
 def main(dirs):
-    print(f"{'run':<24} {'part':<16} {'d, causal, batch, seq':<24} {'variant':<16} {'fwd':>6} {'bwd':>6} {'f+b':>6} "
+    print(f"{'run':<24} {'part':<16} {'d, causal, batch, seq':<24} {'variant':<40} {'fwd':>6} {'bwd':>6} {'f+b':>6} "
           f"{'/cudnn':>6}")
     for d in dirs:
         path = os.path.join(d, "results.jsonl")
@@ -44,7 +51,7 @@ def main(dirs):
         for part, p, v, f, b, fb in sorted(rows, key=lambda row: tuple(str(x) for x in row[:3])):
             ratio = fb / base[part, p] if (part, p) in base else float("nan")
             where = ", ".join(str(x) for x in p)
-            print(f"{os.path.basename(d):<24} {part:<16} {where:<24} {v:<16} {f:6.0f} {b:6.0f} {fb:6.0f} {ratio:6.2f}")
+            print(f"{os.path.basename(d):<24} {part:<16} {where:<24} {v:<40} {f:6.0f} {b:6.0f} {fb:6.0f} {ratio:6.2f}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One device call for the wgmma forward schedules (issue 27), from the project root on the GPU
+# host with the kit staged: build the flash targets; the warp-specialized kernel's tests first
+# (a hang is cut off, not waited out); experiments/flash_forward_schedules.yaml (every schedule
+# beside SDPA cuDNN, one run, one GPU); the remaining flash kernel and plugin tests; then, with
+# time left, Nsight Compute on the 16k causal d128 forward of each schedule. Logs and the run
+# come back in $OUT/flash-schedules.tgz; the last lines printed are the summary.
+#
+#   bash scripts/gpu/flash_schedules_call.sh [BUDGET_S]      (default 450)
+set -u
+budget="${1:-450}"
+t0=$SECONDS
+export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+export LD_LIBRARY_PATH=/tmp/gpu-prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib
+runs=/tmp/runs; logs=$runs/logs
+mkdir -p "$logs"
+left() { echo $(( budget - (SECONDS - t0) )); }
+cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }  # min(wanted, left), never 0
+log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
+verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
+tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
+first='FlashWgmmaKernel.*:FlashBshdKernel.*:FlashForwardSchedule.*'
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
+bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
+timeout "$(cap 240)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
+  task_attention_bench kernels_flash_attention_tests attention_flash_tests >> "$logs/build.log" 2>&1
+log "build rc=$?"
+
+timeout "$(cap 100)" "$tests" --gtest_filter="$first" > "$logs/tests-wgmma.log" 2>&1
+log "wgmma + bshd tests rc=$? $(verdict "$logs/tests-wgmma.log")"
+
+timeout "$(cap 150)" build-gpu/runner experiments/flash_forward_schedules.yaml --out $runs/flash_forward_schedules \
+  > "$logs/schedules.log" 2>&1
+log "flash_forward_schedules rc=$? $(grep -c '"status":"ok"' $runs/flash_forward_schedules/results.jsonl) ok points"
+
+timeout "$(cap 80)" "$tests" --gtest_filter="-$first" > "$logs/tests-rest.log" 2>&1
+log "other kernel tests rc=$? $(verdict "$logs/tests-rest.log")"
+timeout "$(cap 60)" build-gpu/plugins/attention/flash/attention_flash_tests > "$logs/tests-plugin.log" 2>&1
+log "plugin tests rc=$? $(verdict "$logs/tests-plugin.log")"
+
+# Nsight Compute, one launch of each forward schedule at seq 16384, causal, d 128.
+for schedule in pipelined warp_specialized; do
+  (( $(left) > 70 )) || { log "ncu $schedule skipped (left $(left) s)"; continue; }
+  timeout "$(cap 90)" ncu --set full --kernel-name regex:flash_forward_sm90 --launch-skip 1 --launch-count 1 \
+    build-gpu/runner experiments/flash_forward_schedules.yaml --out $runs/ncu-$schedule \
+    --set parts.bar_schedules_batch.enabled=false --set 'parts.bar_schedules.sweep.seq=[16384]' \
+    --set 'parts.bar_schedules.sweep.d_head=[128]' --set 'parts.bar_schedules.sweep.causal=[true]' \
+    --set "parts.bar_schedules.sweep.attention=[{name: flash, kernel: wgmma, forward_schedule: $schedule}]" \
+    --set measure.warmup_steps=1 --set measure.measured_steps=1 > "$logs/ncu-$schedule.txt" 2>&1
+  log "ncu $schedule rc=$?"
+done
+
+nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
+tar -C $runs -czf "$OUT/flash-schedules.tgz" logs flash_forward_schedules
+cat "$logs/stages.txt"
+grep -hE '^\[  FAILED|Failure|error:' "$logs"/tests-*.log | head -20
+python3 scripts/gpu/perf_bar_summary.py $runs/flash_forward_schedules | cut -c26-
+for schedule in pipelined warp_specialized; do
+  grep -E "^    (Duration|Registers Per Thread|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|No Eligible)" \
+    "$logs/ncu-$schedule.txt" 2>/dev/null | sed "s/^/$schedule /" | head -8
+done
