@@ -44,7 +44,7 @@ KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q);
 //  * warp_specialized: a producer warpgroup loads K/V tiles into a shared-memory ring
 //    (mbarriers; TMA where the layout allows) while two consumer warpgroups run the
 //    pipelined loop at a higher register budget (setmaxnreg);
-//  * automatic: the schedule measured fastest (flash_forward_sm90.cu says which).
+//  * automatic: the one measured fastest, warp_specialized (kernels README, version log).
 enum class ForwardSchedule { automatic, serial, pipelined, warp_specialized };
 // Parses "auto", "serial", "pipelined" or "warp_specialized"; throws c10::Error otherwise.
 ForwardSchedule parse_forward_schedule(const std::string& name);

@@ -19,6 +19,8 @@
 //  * pipelined (FlashAttention-3's intra-warpgroup overlap): S_j and P_{j-1} V_{j-1} are
 //    issued together; softmax_j runs while P_{j-1} V_{j-1} is still on the tensor cores, and
 //    O is rescaled once that product has landed. Costs S, P and O live at once (more registers).
+// The third schedule, warp-specialized (a TMA producer warpgroup and two consumers), is
+// flash_forward_sm90_ws.cu; both share forward_sm90.cuh.
 // K and V tiles come in with cp.async into two-stage rings (the next tile loads while this
 // one is used), stored in the 128-byte swizzled layout the descriptors name.
 // Shared memory at d = 128: Q 32 KiB + 2 x (K 32 + V 32) = 160 KiB, one block per SM.

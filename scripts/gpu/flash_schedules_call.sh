@@ -24,26 +24,26 @@ first='FlashWgmmaKernel.*:FlashBshdKernel.*:FlashForwardSchedule.*'
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
 bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
-timeout "$(cap 240)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
+timeout -k 10 "$(cap 240)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
   task_attention_bench kernels_flash_attention_tests attention_flash_tests >> "$logs/build.log" 2>&1
 log "build rc=$?"
 
-timeout "$(cap 100)" "$tests" --gtest_filter="$first" > "$logs/tests-wgmma.log" 2>&1
+timeout -k 10 "$(cap 100)" "$tests" --gtest_filter="$first" > "$logs/tests-wgmma.log" 2>&1
 log "wgmma + bshd tests rc=$? $(verdict "$logs/tests-wgmma.log")"
 
-timeout "$(cap 150)" build-gpu/runner experiments/flash_forward_schedules.yaml --out $runs/flash_forward_schedules \
+timeout -k 10 "$(cap 150)" build-gpu/runner experiments/flash_forward_schedules.yaml --out $runs/flash_forward_schedules \
   > "$logs/schedules.log" 2>&1
 log "flash_forward_schedules rc=$? $(grep -c '"status":"ok"' $runs/flash_forward_schedules/results.jsonl) ok points"
 
-timeout "$(cap 80)" "$tests" --gtest_filter="-$first" > "$logs/tests-rest.log" 2>&1
+timeout -k 10 "$(cap 80)" "$tests" --gtest_filter="-$first" > "$logs/tests-rest.log" 2>&1
 log "other kernel tests rc=$? $(verdict "$logs/tests-rest.log")"
-timeout "$(cap 60)" build-gpu/plugins/attention/flash/attention_flash_tests > "$logs/tests-plugin.log" 2>&1
+timeout -k 10 "$(cap 60)" build-gpu/plugins/attention/flash/attention_flash_tests > "$logs/tests-plugin.log" 2>&1
 log "plugin tests rc=$? $(verdict "$logs/tests-plugin.log")"
 
 # Nsight Compute, one launch of each forward schedule at seq 16384, causal, d 128.
 for schedule in pipelined warp_specialized; do
   (( $(left) > 70 )) || { log "ncu $schedule skipped (left $(left) s)"; continue; }
-  timeout "$(cap 90)" ncu --set full --kernel-name regex:flash_forward_sm90 --launch-skip 1 --launch-count 1 \
+  timeout -k 10 "$(cap 90)" ncu --set full --kernel-name regex:flash_forward_sm90 --launch-skip 1 --launch-count 1 \
     build-gpu/runner experiments/flash_forward_schedules.yaml --out $runs/ncu-$schedule \
     --set parts.bar_schedules_batch.enabled=false --set 'parts.bar_schedules.sweep.seq=[16384]' \
     --set 'parts.bar_schedules.sweep.d_head=[128]' --set 'parts.bar_schedules.sweep.causal=[true]' \
