@@ -50,16 +50,16 @@ class AddRMSNormFunction : public torch::autograd::Function<AddRMSNormFunction> 
     if (!grads[1].defined()) return {dh_out, dh_out, at::Tensor(), at::Tensor()};
     const at::Tensor dy = grads[1].contiguous();
     const bool a_is_fp32 = ctx->saved_data["a_is_fp32"].toBool();
-    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 2 * sms)));
+    const int parts = backward_parts(rows, dim, at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
     at::Tensor dh = at::empty_like(h);
     at::Tensor da = a_is_fp32 ? dh : at::empty_like(dy);
-    at::Tensor dw_partial = at::empty({blocks, dim}, h.options());
+    at::Tensor dw = at::empty({dim}, h.options());
+    at::Tensor workspace = at::empty({parts, dim}, h.options());
     launch_add_backward(dy.data_ptr(), dh_out.defined() ? dh_out.data_ptr<float>() : nullptr, h.data_ptr<float>(),
                         w.data_ptr<float>(), inv_rms.data_ptr<float>(), dh.data_ptr<float>(),
-                        a_is_fp32 ? nullptr : da.data_ptr(), dw_partial.data_ptr<float>(), rows, dim, blocks,
-                        dtype_of(dy, "add_rmsnorm"), stream_of(h));
-    return {dh, da, dw_partial.sum(0), at::Tensor()};
+                        a_is_fp32 ? nullptr : da.data_ptr(), dw.data_ptr<float>(), workspace.data_ptr<float>(), rows,
+                        dim, parts, dtype_of(dy, "add_rmsnorm"), stream_of(h));
+    return {dh, da, dw, at::Tensor()};
   }
 };
 #endif

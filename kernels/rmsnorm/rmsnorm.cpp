@@ -80,13 +80,14 @@ std::tuple<at::Tensor, at::Tensor> backward_kernel(const at::Tensor& dy, const a
   const std::int64_t dim = x.size(-1), rows = x.numel() / dim;
   const at::Tensor dyc = dy.to(x.scalar_type()).contiguous();
   const at::Tensor w = weight.contiguous();
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const int blocks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 2 * sms)));
+  const int parts = backward_parts(rows, dim, at::cuda::getCurrentDeviceProperties()->multiProcessorCount);
   at::Tensor dx = at::empty_like(x);
-  at::Tensor dw_partial = at::empty({blocks, dim}, x.options().dtype(at::kFloat));
+  at::Tensor dw = at::empty({dim}, x.options().dtype(at::kFloat));
+  at::Tensor workspace = at::empty({parts, dim}, x.options().dtype(at::kFloat));
   launch_backward(dyc.data_ptr(), x.data_ptr(), w.data_ptr<float>(), inv_rms.data_ptr<float>(), dx.data_ptr(),
-                  dw_partial.data_ptr<float>(), rows, dim, blocks, dtype_of(x, "rmsnorm"), stream_of(x));
-  return {dx, dw_partial.sum(0)};
+                  dw.data_ptr<float>(), workspace.data_ptr<float>(), rows, dim, parts, dtype_of(x, "rmsnorm"),
+                  stream_of(x));
+  return {dx, dw};
 #else
   (void)dy, (void)x, (void)weight, (void)inv_rms;
   throw std::runtime_error("rmsnorm: this build has no CUDA kernels");

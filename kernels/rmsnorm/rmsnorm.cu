@@ -1,86 +1,101 @@
 #include <cuda_runtime.h>
 
-#include "common/device.cuh"
 #include "rmsnorm/rmsnorm_launch.hpp"
+#include "rmsnorm/rmsnorm_rows.cuh"
 
 namespace kernels::rmsnorm {
 namespace {
 
-constexpr int kThreads = 256;
-
-// One block per row: sum of squares, then y = (x * inv_rms) * w.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    forward_kernel(const T* __restrict__ x, const float* __restrict__ w, T* __restrict__ y,
-                   float* __restrict__ inv_rms, int dim, float eps) {
-  __shared__ float scratch[32];
-  const long long row = blockIdx.x;
-  x += row * dim;
-  y += row * dim;
-  float squares = 0.0f;
-  for (int j = threadIdx.x; j < dim; j += kThreads) {
-    const float v = to_float(x[j]);
-    squares += v * v;
-  }
-  const float r = rsqrtf(block_sum(squares, scratch) / static_cast<float>(dim) + eps);
-  if (threadIdx.x == 0) inv_rms[row] = r;
-  for (int j = threadIdx.x; j < dim; j += kThreads) y[j] = from_float<T>(to_float(x[j]) * r * w[j]);
-}
-
-// Grid-stride over rows. dx = r w dy - x r^3 / dim * sum(dy w x); each thread owns
-// the same columns in every row, so its share of dw = sum over rows of dy x r
-// accumulates in shared memory without atomics; one fp32 row per block goes out.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    backward_kernel(const T* __restrict__ dy, const T* __restrict__ x, const float* __restrict__ w,
-                    const float* __restrict__ inv_rms, T* __restrict__ dx, float* __restrict__ dw_partial,
-                    long long rows, int dim) {
-  extern __shared__ float dw[];
-  __shared__ float scratch[32];
-  for (int j = threadIdx.x; j < dim; j += kThreads) dw[j] = 0.0f;
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* dy_row = dy + row * dim;
-    const T* x_row = x + row * dim;
-    T* dx_row = dx + row * dim;
-    const float r = inv_rms[row];
-    float dot = 0.0f;
-    for (int j = threadIdx.x; j < dim; j += kThreads) dot += to_float(dy_row[j]) * w[j] * to_float(x_row[j]);
-    const float c = block_sum(dot, scratch) * r * r * r / static_cast<float>(dim);
-    for (int j = threadIdx.x; j < dim; j += kThreads) {
-      const float g = to_float(dy_row[j]), v = to_float(x_row[j]);
-      dx_row[j] = from_float<T>(r * w[j] * g - v * c);
-      dw[j] += g * v * r;
+// One tile of kRows rows per block: h = x (+ a), its sum of squares, then
+// y = (h * inv_rms) * w in T. With a, h (fp32) is written once; the second pass
+// recomputes x + a from L1 rather than reading h back. TX is x's dtype (T without a, fp32 with).
+template <typename TX, typename T, int V>
+__global__ void __launch_bounds__(kMaxThreads)
+    forward_kernel(const TX* __restrict__ x, const T* __restrict__ a, const float* __restrict__ w,
+                   float* __restrict__ h, T* __restrict__ y, float* __restrict__ inv_rms, int rows, int dim,
+                   float eps) {
+  __shared__ float scratch[kRows * 32];
+  // Rows past the end repeat the last one (loads stay unconditional); only real rows are written.
+  const int row0 = blockIdx.x * kRows, vectors = dim / V, count = min(kRows, rows - row0);
+  long long base[kRows];
+#pragma unroll
+  for (int s = 0; s < kRows; ++s) base[s] = static_cast<long long>(row0 + min(s, count - 1)) * dim;
+  auto value = [&](long long at, float (&v)[V]) {
+    load<V>(x + at, v);
+    if (a != nullptr) {
+      float b[V];
+      load<V>(a + at, b);
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] += b[k];
+    }
+  };
+  float squares[kRows] = {};
+  for (int i = threadIdx.x; i < vectors; i += blockDim.x) {
+#pragma unroll
+    for (int s = 0; s < kRows; ++s) {
+      const long long at = base[s] + i * V;
+      float v[V];
+      value(at, v);
+      if (h != nullptr && s < count) store<V>(h + at, v);
+#pragma unroll
+      for (int k = 0; k < V; ++k) squares[s] += v[k] * v[k];
     }
   }
-  for (int j = threadIdx.x; j < dim; j += kThreads) dw_partial[static_cast<long long>(blockIdx.x) * dim + j] = dw[j];
+  block_sum_rows(squares, scratch);
+  float r[kRows];
+#pragma unroll
+  for (int s = 0; s < kRows; ++s) {
+    r[s] = rsqrtf(squares[s] / static_cast<float>(dim) + eps);
+    if (threadIdx.x == 0 && s < count) inv_rms[row0 + s] = r[s];
+  }
+  for (int i = threadIdx.x; i < vectors; i += blockDim.x) {
+    float wv[V];
+    load<V>(w + i * V, wv);
+#pragma unroll
+    for (int s = 0; s < kRows; ++s) {
+      const long long at = base[s] + i * V;
+      float v[V];
+      value(at, v);
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] = v[k] * r[s] * wv[k];
+      if (s < count) store<V>(y + at, v);
+    }
+  }
+}
+
+template <typename TX, typename T>
+void launch(const TX* x, const T* a, const float* w, float* h, T* y, float* inv_rms, std::int64_t rows,
+            std::int64_t dim, float eps, cudaStream_t stream) {
+  if (rows == 0) return;
+  const int v = vector_width(dim, {x, a, w, h, y});
+  const unsigned blocks = static_cast<unsigned>((rows + kRows - 1) / kRows);
+  const int threads = threads_for(dim / v);
+  if (v == 4)
+    forward_kernel<TX, T, 4><<<blocks, threads, 0, stream>>>(x, a, w, h, y, inv_rms, static_cast<int>(rows),
+                                                             static_cast<int>(dim), eps);
+  else
+    forward_kernel<TX, T, 1><<<blocks, threads, 0, stream>>>(x, a, w, h, y, inv_rms, static_cast<int>(rows),
+                                                             static_cast<int>(dim), eps);
 }
 
 }  // namespace
 
 void launch_forward(const void* x, const float* weight, void* y, float* inv_rms, std::int64_t rows, std::int64_t dim,
                     float eps, DType dtype, cudaStream_t stream) {
-  if (rows == 0) return;
-#define LAUNCH(T)                                                                                       \
-  forward_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(                              \
-      static_cast<const T*>(x), weight, static_cast<T*>(y), inv_rms, static_cast<int>(dim), eps)
+#define LAUNCH(T) \
+  launch<T, T>(static_cast<const T*>(x), nullptr, weight, nullptr, static_cast<T*>(y), inv_rms, rows, dim, eps, stream)
   KERNELS_DISPATCH_DTYPE(dtype, LAUNCH)
 #undef LAUNCH
   check_launch("rmsnorm forward kernel");
 }
 
-void launch_backward(const void* dy, const void* x, const float* weight, const float* inv_rms, void* dx,
-                     float* dw_partial, std::int64_t rows, std::int64_t dim, int blocks, DType dtype,
-                     cudaStream_t stream) {
-  const size_t shared = static_cast<size_t>(dim) * sizeof(float);
-#define LAUNCH(T)                                                                                            \
-  do {                                                                                                       \
-    backward_kernel<T><<<blocks, kThreads, shared, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x), \
-                                                             weight, inv_rms, static_cast<T*>(dx), dw_partial, \
-                                                             rows, static_cast<int>(dim));                   \
-  } while (0)
+void launch_add_forward(const float* x, const void* a, const float* weight, float* h, void* y, float* inv_rms,
+                        std::int64_t rows, std::int64_t dim, float eps, DType dtype, cudaStream_t stream) {
+#define LAUNCH(T) \
+  launch<float, T>(x, static_cast<const T*>(a), weight, h, static_cast<T*>(y), inv_rms, rows, dim, eps, stream)
   KERNELS_DISPATCH_DTYPE(dtype, LAUNCH)
 #undef LAUNCH
-  check_launch("rmsnorm backward kernel");
+  check_launch("add_rmsnorm forward kernel");
 }
 
 }  // namespace kernels::rmsnorm

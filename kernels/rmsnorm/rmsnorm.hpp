@@ -3,14 +3,23 @@
 // x fp32, bf16 or fp16; w fp32. The forward keeps only inv_rms (4 B per row) for
 // the backward, where the tensor-op version keeps an fp32 copy of x and more.
 //
-// Bytes per element (rows x dim, element size s): forward reads x (twice, the
-// second from L1/L2) and writes y: ~2s; backward reads dy, x and writes dx: 3s,
-// plus [blocks, dim] fp32 partial dw. FLOP: ~4 per element forward, ~9 backward.
+// Layout of the kernels (rmsnorm_rows.cuh): a block works on 4 rows at once, its threads
+// each owning a few 4-element vectors of the row (16-byte fp32 / 8-byte bf16 accesses), so
+// one block reduction serves 4 rows and each thread keeps 4 rows of loads in flight. The
+// backward walks tiles of 4 rows grid-stride with as many blocks as fit on the GPU at once,
+// each summing its share of dw in shared memory (no atomics, the same bits every run), and
+// a second small kernel adds the blocks' fp32 rows of dw ([blocks, dim], at most a few
+// hundred rows) into dw.
+//
+// Bytes per element (rows x dim, element size s): forward reads x and writes y: 2s (x read
+// again from L1); backward reads dy, x and writes dx: 3s (dy, x again from L1), plus the
+// [blocks, dim] fp32 partial rows of dw written once and read once. FLOP: ~4 per element
+// forward, ~10 backward (the row dot, dx, and dw's product and sum).
 // Roofline on the H100 (~3.0 TB/s): small (B 4, T 256, d 768, fp32): forward
 // 6.3 MB -> 2.1 us, backward 9.4 MB -> 3.1 us per call; these sizes are launch-
 // and latency-bound (a few us per call), which is why the step uses a CUDA graph.
-// Measured: not timed alone yet (the two H100 calls of issue 12 ran the kernel tests and
-// the AdamW benchmark); torch_compile_model's "C++ fused + graph" column shows the effect.
+// Measured: not timed alone; experiments/step_kernel_diff.yaml shows the step's norm class
+// (kernel time and count per step) beside the compiled PyTorch step's.
 #pragma once
 #include <tuple>
 
@@ -39,8 +48,9 @@ std::tuple<at::Tensor, at::Tensor> backward_kernel(const at::Tensor& dy, const a
 // undefined) and writes dh = dh_out + the norm's input gradient once in fp32 (x's
 // gradient) and once in a's dtype (a's gradient), so no gradient-accumulation add and
 // no cast remain. Bytes per element, a and y bf16: forward 4 + 2 read, 4 + 2 written
-// (+ h re-read from L1/L2) = 12; backward dy 2, dh_out 4, h 4 read, dh 4, da 2 written
-// = 16; the unfused ops (add, norm, cast) move 30 and 34. FLOP ~5 / ~11 per element.
+// (+ x and a re-read from L1) = 12; backward dy 2, dh_out 4, h 4 read, dh 4, da 2 written
+// = 16 (+ dw's partial rows, as above); the unfused ops (add, norm, cast) move 30 and 34.
+// FLOP ~5 / ~11 per element. Same layout as rms_norm's kernels (above).
 // Kernel when x is a CUDA fp32 tensor, a is in out_dtype (fp32, bf16 or fp16), weight
 // fp32 and dim <= kMaxDim; else add_rms_norm_reference.
 // Measured: not timed alone; experiments/step_kernel_diff.yaml shows the step's norm and

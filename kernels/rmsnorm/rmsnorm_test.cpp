@@ -57,8 +57,10 @@ TEST(RMSNormReference, CpuTensorsTakeTheReference) {
 TEST(RMSNormKernel, MatchesTheReferenceInFp32Bf16AndFp16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(1);
-  // 768: the small model; 2560: 2.7B; 33: not a multiple of a warp; 9000 rows > 2 x SMs.
-  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{4, 256, 768}, {2, 8, 2560}, {7, 33}, {9000, 64}}) {
+  // 768: the small model; 2560: 2.7B; 33: not a multiple of 4 (scalar kernels); 9000 rows:
+  // more 4-row tiles than blocks; 1600 x 7 rows: xl, a last tile of 3 rows.
+  for (const auto& shape :
+       std::vector<std::vector<std::int64_t>>{{4, 256, 768}, {2, 8, 2560}, {7, 33}, {9000, 64}, {7, 1600}}) {
     for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
       const auto opts = torch::TensorOptions().device(torch::kCUDA);
       const auto x = torch::randn(shape, opts).to(dtype), dy = torch::randn(shape, opts).to(dtype);
@@ -130,7 +132,8 @@ TEST(AddRMSNormKernel, MatchesTheSpecAndTheReferenceInFp32Bf16AndFp16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(3);
   const auto opts = torch::TensorOptions().device(torch::kCUDA);
-  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{4, 256, 768}, {2, 8, 2560}, {7, 33}, {9000, 64}}) {
+  for (const auto& shape :
+       std::vector<std::vector<std::int64_t>>{{4, 256, 768}, {2, 8, 2560}, {7, 33}, {9000, 64}, {7, 1600}}) {
     for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
       for (const bool with_gh : {true, false}) {
         SCOPED_TRACE(std::to_string(shape.back()) + " " + std::string(c10::toString(dtype)) +
