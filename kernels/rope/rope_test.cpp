@@ -83,4 +83,52 @@ TEST(RopeKernel, MatchesTheReferenceForwardAndBackward) {
   }
 }
 
+// The fused-QKV entry points against rope_reference: rope_qkv_ rotates q and k of a packed
+// [b, s, 3 h d] buffer in place and leaves v alone; rope_qkv_backward is the autograd
+// gradient of that map (rotate q, k; pass v) for gradients given as strided views.
+void check_qkv(torch::Device device, torch::ScalarType dtype, std::int64_t B, std::int64_t T, std::int64_t H,
+               std::int64_t D, double tol) {
+  auto [cos, sin] = tables(T + 3, D, device);
+  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
+  const auto qkv = torch::randn({B, T, 3 * H * D}, opts);
+  auto rotated = qkv.clone();
+  kernels::rope::rope_qkv_(rotated, H, cos, sin);
+  const auto split = qkv.view({B, T, 3, H, D}), out = rotated.view({B, T, 3, H, D});
+  EXPECT_LT(relative_error(out.select(2, 0), rope_reference(split.select(2, 0), cos, sin)), tol);
+  EXPECT_LT(relative_error(out.select(2, 1), rope_reference(split.select(2, 1), cos, sin)), tol);
+  EXPECT_TRUE(torch::equal(out.select(2, 2), split.select(2, 2)));
+  // Gradients as [b, h, s, d] tensors seen as [b, s, h, d] (what attention's backward returns).
+  auto grad = [&] { return torch::randn({B, H, T, D}, opts).transpose(1, 2); };
+  const auto gq = grad(), gk = grad(), gv = grad();
+  auto x = split.to(torch::kFloat).detach().requires_grad_(true);
+  const auto rq = rope_reference(x.select(2, 0), cos, sin), rk = rope_reference(x.select(2, 1), cos, sin);
+  torch::autograd::backward({rq, rk, x.select(2, 2)}, {gq.to(torch::kFloat), gk.to(torch::kFloat), gv.to(torch::kFloat)});
+  const auto dqkv = kernels::rope::rope_qkv_backward(gq, gk, gv, cos, sin);
+  EXPECT_EQ(dqkv.scalar_type(), dtype);
+  EXPECT_EQ(dqkv.sizes(), qkv.sizes());
+  EXPECT_LT(relative_error(dqkv, x.grad().flatten(2)), tol);
+  EXPECT_TRUE(torch::equal(dqkv.view({B, T, 3, H, D}).select(2, 2), gv));
+}
+
+TEST(RopeQkvReference, RotatesQAndKInPlaceAndItsBackwardIsTheGradient) {
+  torch::manual_seed(3);
+  check_qkv(torch::kCPU, torch::kFloat, 2, 5, 3, 8, 1e-6);
+  auto [cos, sin] = tables(4, 6, torch::kCPU);
+  auto odd_width = torch::randn({1, 4, 20});
+  EXPECT_THROW(kernels::rope::rope_qkv_(odd_width, 2, cos, sin), std::invalid_argument);
+}
+
+TEST(RopeQkvKernel, MatchesTheReferenceOnPackedAndStridedViews) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(4);
+  // 12 x 64: small; 20 x 128: 2.7B; 2 x 6: d_head not a multiple of the vector (pairs path).
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{4, 256, 12, 64}, {1, 9, 20, 128}, {2, 7, 2, 6}}) {
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+      SCOPED_TRACE(std::to_string(shape[2]) + " heads of " + std::to_string(shape[3]) + " " +
+                   std::string(c10::toString(dtype)));
+      check_qkv(torch::kCUDA, dtype, shape[0], shape[1], shape[2], shape[3], dtype == torch::kFloat ? 1e-6 : 1e-2);
+    }
+  }
+}
+
 }  // namespace

@@ -4,7 +4,8 @@
 // Saves a and b (which the matmuls before it produce anyway); the tensor-op version
 // also keeps silu(a) and allocates it and its gradient as separate tensors.
 //
-// Bytes per element (size s): forward 3s, backward 5s. Roofline on the H100
+// Each thread moves 16-byte packs (8 bf16 / 4 fp32 elements) where the element count and
+// the pointers allow, else single elements. Bytes per element (size s): forward 3s, backward 5s. Roofline on the H100
 // (~3.0 TB/s): small (4 x 256 x 3072, fp32): forward 37.7 MB -> 12.6 us, backward
 // 63 MB -> 21 us; 2.7B bf16 (4 x 256 x 10240): forward 63 MB -> 21 us, backward
 // 105 MB -> 35 us.
