@@ -1,17 +1,23 @@
 #include "modules.hpp"
 
+#include <array>
 #include <cmath>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/embedding.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/silu.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/stack.h>
 #include <c10/core/GradMode.h>
 #include <torch/autograd.h>
@@ -54,6 +60,76 @@ torch::Tensor low_precision_linear(const torch::Tensor& x, const torch::Tensor& 
   return LowPrecisionLinear::apply(x, weight, copy);
 }
 
+// A tensor sharing `view`'s memory, sizes and strides without being an autograd view of
+// its base: the fused QKV function's outputs alias its one qkv buffer, which autograd never sees.
+torch::Tensor alias_of(const torch::Tensor& view) {
+  return at::empty({0}, view.options()).set_(view.storage(), view.storage_offset(), view.sizes(), view.strides());
+}
+
+// q, k, v = split(rope_qk(x packed^T)): the three projections as one matmul into one
+// [B, T, 3 d] buffer, RoPE applied to its q and k parts in place, and q, k, v returned as
+// [B, T, H, d_head] strided views of it (attention reads them as they are). packed: the
+// [3 d, d] weight the matmul reads (wq | wk | wv: their working copies, or the weights
+// concatenated outside autograd); wq, wk, wv are inputs for their gradients. Backward: one kernel turns dq, dk, dv into dqkv (inverse
+// rotation, v passed through), then one matmul each for dx and for [dWq; dWk; dWv] (fp32),
+// so no gradient add and no layout copy remains.
+class QkvRope : public torch::autograd::Function<QkvRope> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                                const torch::Tensor& wq, const torch::Tensor& wk,
+                                                const torch::Tensor& wv, const torch::Tensor& packed,
+                                                const torch::Tensor& cos, const torch::Tensor& sin,
+                                                std::int64_t heads) {
+    (void)wk, (void)wv;
+    const torch::Tensor& w = packed;
+    const torch::Tensor xl = x.scalar_type() == w.scalar_type() ? x : x.to(w.scalar_type());
+    const torch::Tensor qkv = at::linear(xl, w).contiguous();
+    kernels::rope::rope_qkv_(qkv, heads, cos, sin);
+    ctx->save_for_backward({xl, w});
+    ctx->saved_data["cos"] = cos;
+    ctx->saved_data["sin"] = sin;
+    const torch::Tensor split = qkv.view({x.size(0), x.size(1), 3, heads, wq.size(0) / heads});
+    return {alias_of(split.select(2, 0)), alias_of(split.select(2, 1)), alias_of(split.select(2, 2))};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &xl = saved[0], &w = saved[1];
+    const torch::Tensor any = grads[0].defined() ? grads[0] : grads[1].defined() ? grads[1] : grads[2];
+    auto grad = [&](int i) { return grads[i].defined() ? grads[i] : at::zeros_like(any); };
+    const torch::Tensor dqkv = kernels::rope::rope_qkv_backward(grad(0), grad(1), grad(2),
+                                                                ctx->saved_data["cos"].toTensor(),
+                                                                ctx->saved_data["sin"].toTensor())
+                                   .to(w.scalar_type());
+    const torch::Tensor dx = at::matmul(dqkv, w);
+    const torch::Tensor d2 = dqkv.reshape({-1, dqkv.size(-1)}), x2 = xl.reshape({-1, xl.size(-1)});
+    const torch::Tensor dw = w.scalar_type() == at::kFloat ? at::mm(d2.t(), x2) : at::mm(d2.t(), x2, at::kFloat);
+    const std::int64_t d = dw.size(0) / 3;
+    return {dx,           dw.narrow(0, 0, d), dw.narrow(0, d, d), dw.narrow(0, 2 * d, d), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// The dtype of `weight`'s working copy under the current autocast (bf16 or fp16), or
+// Undefined when none applies (not a CUDA fp32 weight, or autocast off).
+at::ScalarType working_copy_dtype(const torch::Tensor& weight) {
+  if (!weight.is_cuda() || weight.scalar_type() != at::kFloat ||
+      !at::autocast::is_autocast_enabled(c10::DeviceType::CUDA))
+    return at::ScalarType::Undefined;
+  const at::ScalarType dtype = at::autocast::get_autocast_dtype(c10::DeviceType::CUDA);
+  return dtype == at::kBFloat16 || dtype == at::kHalf ? dtype : at::ScalarType::Undefined;
+}
+
+// Re-casts `copy` when `weight` changed through tensor ops (its version counter moved),
+// not through an optimizer that writes the copy in its own pass.
+void refresh_copy(const torch::Tensor& weight, torch::Tensor& copy, std::int64_t& version) {
+  const auto now = static_cast<std::int64_t>(weight._version());
+  if (now == version) return;
+  c10::NoGradGuard no_grad;
+  copy.copy_(weight.detach());
+  version = now;
+}
+
 }  // namespace
 
 void truncated_normal_(torch::Tensor& w, double std, at::Generator& gen) {
@@ -77,20 +153,14 @@ Linear::Linear(std::int64_t d_in, std::int64_t d_out, const c10::Device& device,
 }
 
 torch::Tensor Linear::current_copy() const {
-  if (!working_copy_ || !weight.is_cuda() || weight.scalar_type() != at::kFloat ||
-      !at::autocast::is_autocast_enabled(c10::DeviceType::CUDA))
-    return {};
-  const at::ScalarType dtype = at::autocast::get_autocast_dtype(c10::DeviceType::CUDA);
-  if (dtype != at::kBFloat16 && dtype != at::kHalf) return {};
-  c10::NoGradGuard no_grad;
+  const at::ScalarType dtype = working_copy_ ? working_copy_dtype(weight) : at::ScalarType::Undefined;
+  if (dtype == at::ScalarType::Undefined) return {};
   if (!copy_.defined() || copy_.scalar_type() != dtype) {
-    copy_ = weight.detach().to(dtype, /*non_blocking=*/false, /*copy=*/true);
+    copy_ = at::empty_like(weight, weight.options().dtype(dtype));
     runner::register_weight_copy(weight, copy_);
-    copy_version_ = static_cast<std::int64_t>(weight._version());
-  } else if (static_cast<std::int64_t>(weight._version()) != copy_version_) {
-    copy_.copy_(weight.detach());  // changed by tensor ops, not by an optimizer that writes the copy
-    copy_version_ = static_cast<std::int64_t>(weight._version());
+    copy_version_ = -1;
   }
+  refresh_copy(weight, copy_, copy_version_);
   return copy_;
 }
 
@@ -163,25 +233,48 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t d_model, std::int64_t num_
   output_proj_ = register_module("output_proj", std::make_shared<Linear>(d_model, d_model, device, gen, fused));
 }
 
+torch::Tensor CausalSelfAttention::packed_qkv_copy() const {
+  const std::array<const torch::Tensor*, 3> weights{&q_proj_->weight, &k_proj_->weight, &v_proj_->weight};
+  const at::ScalarType dtype = working_copy_dtype(*weights[0]);
+  if (dtype == at::ScalarType::Undefined) return {};
+  const std::int64_t rows = weights[0]->size(0);
+  if (!qkv_copy_.defined() || qkv_copy_.scalar_type() != dtype) {
+    qkv_copy_ = at::empty({3 * rows, weights[0]->size(1)}, weights[0]->options().dtype(dtype));
+    for (size_t i = 0; i < weights.size(); ++i) {
+      qkv_copy_parts_[i] = qkv_copy_.narrow(0, static_cast<std::int64_t>(i) * rows, rows);
+      runner::register_weight_copy(*weights[i], qkv_copy_parts_[i]);
+      qkv_copy_versions_[i] = -1;
+    }
+  }
+  for (size_t i = 0; i < weights.size(); ++i) refresh_copy(*weights[i], qkv_copy_parts_[i], qkv_copy_versions_[i]);
+  return qkv_copy_;
+}
+
 torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
   const std::int64_t batch = x.size(0), seq_len = x.size(1), d_model = x.size(2);
   const std::int64_t d_head = d_model / num_heads_;
-  auto split_heads = [&](const torch::Tensor& t) {  // [B, T, d] -> [B, H, T, d_head]
-    return t.view({batch, seq_len, num_heads_, d_head}).transpose(1, 2);
-  };
-  torch::Tensor q, k;
+  torch::Tensor q, k, v;
   if (fused_) {
-    // Rotate in the projections' [B, T, H, d_head] layout, then transpose.
-    auto [q_rot, k_rot] = kernels::rope::rope_qk(q_proj_->forward(x).view({batch, seq_len, num_heads_, d_head}),
-                                                 k_proj_->forward(x).view({batch, seq_len, num_heads_, d_head}),
-                                                 rope_->cos_table(), rope_->sin_table());
-    q = q_rot.transpose(1, 2);
-    k = k_rot.transpose(1, 2);
+    // One projection, RoPE in place, q/k/v as strided [B, T, H, d_head] views of its output;
+    // transposed to [B, H, T, d_head] views for the attention plugin (no copy either way).
+    torch::Tensor packed = packed_qkv_copy();
+    if (!packed.defined()) {  // fp32: one matmul still, over the weights concatenated
+      c10::NoGradGuard no_grad;
+      packed = at::cat({q_proj_->weight, k_proj_->weight, v_proj_->weight});
+    }
+    const auto parts = QkvRope::apply(x, q_proj_->weight, k_proj_->weight, v_proj_->weight, packed,
+                                      rope_->cos_table(), rope_->sin_table(), num_heads_);
+    q = parts[0].transpose(1, 2);
+    k = parts[1].transpose(1, 2);
+    v = parts[2].transpose(1, 2);
   } else {
+    auto split_heads = [&](const torch::Tensor& t) {  // [B, T, d] -> [B, H, T, d_head]
+      return t.view({batch, seq_len, num_heads_, d_head}).transpose(1, 2);
+    };
     q = rope_->apply(split_heads(q_proj_->forward(x)));
     k = rope_->apply(split_heads(k_proj_->forward(x)));
+    v = split_heads(v_proj_->forward(x));
   }
-  const torch::Tensor v = split_heads(v_proj_->forward(x));
   const torch::Tensor heads = attention_->forward(q, k, v, /*is_causal=*/true);
   return output_proj_->forward(heads.transpose(1, 2).reshape({batch, seq_len, d_model}));
 }

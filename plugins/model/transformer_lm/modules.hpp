@@ -2,6 +2,7 @@
 // names match the Python reference's state dict ("layers.0.attn.q_proj.weight").
 // Every tensor op is an ATen op, so autocast and autograd apply as in PyTorch.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <tuple>
@@ -76,7 +77,11 @@ class RotaryEmbedding {
   torch::Tensor cos_, sin_;  // [context_length, d_head / 2], fp32
 };
 
-// fused: RoPE on q and k in one kernel (kernels/rope), before the head transpose.
+// fused: q, k, v from one matmul into one [B, T, 3 d] buffer (under autocast, of the
+// packed working copy [3 d, d] whose three row blocks are wq's, wk's and wv's registered
+// copies), RoPE in place on its q and k parts (kernels/rope rope_qkv_), q, k, v handed to
+// attention as strided views; the backward's one kernel (rope_qkv_backward) writes dqkv,
+// then one matmul each gives dx and [dWq; dWk; dWv]. Parameters stay q_proj/k_proj/v_proj.
 class CausalSelfAttention : public torch::nn::Module {
  public:
   CausalSelfAttention(std::int64_t d_model, std::int64_t num_heads, const RotaryEmbedding* rope,
@@ -85,11 +90,16 @@ class CausalSelfAttention : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) const;  // [B, T, d_model]
 
  private:
+  // The packed [3 d, d] working copy, made or refreshed here; undefined when none applies.
+  torch::Tensor packed_qkv_copy() const;
   std::int64_t num_heads_;
   bool fused_;
   const RotaryEmbedding* rope_;
   runner::Attention* attention_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, output_proj_;
+  mutable torch::Tensor qkv_copy_;
+  mutable std::array<torch::Tensor, 3> qkv_copy_parts_;
+  mutable std::array<std::int64_t, 3> qkv_copy_versions_{-1, -1, -1};
 };
 
 // w2(silu(w1 x) * w3 x); fused: silu(.) * . in one kernel each way (kernels/swiglu).

@@ -10,6 +10,7 @@
 #include "registry.hpp"
 #include "runner/context.hpp"
 #include "runner/range.hpp"
+#include "runner/weight_copies.hpp"
 #include "test_support.hpp"
 #include "transformer_lm_dims.hpp"
 #include "validate.hpp"
@@ -258,6 +259,42 @@ TEST(TransformerLm, FusedKernelsOnCudaMatchTheTensorOpModel) {
     for (const auto& p : fused->module().named_parameters())
       EXPECT_LT(rel(p.value().grad(), naive_params[p.key()].grad()), tol) << p.key();
   }
+}
+
+// Under bf16 autocast the fused attention reads one packed [3 d, d] working copy: the
+// registered copies of q_proj, k_proj and v_proj are its consecutive row blocks, each equal
+// to its weight in bf16 bit for bit, re-cast after the weights change through tensor ops.
+TEST(TransformerLm, FusedAttentionReadsOnePackedWorkingCopyOfQkv) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  auto model = std::make_unique<TransformerLM>(tiny_dims(), std::make_unique<plugins::transformer_lm::testing::SdpaAttention>(),
+                                               c10::Device(c10::kCUDA), 41, /*fused_kernels=*/true);
+  torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(42);
+  const runner::Batch batch = model->random_batch(2, gen);
+  auto forward = [&] {
+    runner::AutocastScope autocast(c10::Device(c10::kCUDA), runner::Precision::parse("bf16"));
+    return model->forward(batch.inputs);
+  };
+  forward();
+  auto params = model->module().named_parameters();
+  auto check = [&] {
+    std::vector<torch::Tensor> copies;
+    for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
+      const torch::Tensor w = params[std::string("layers.0.attn.") + name + ".weight"];
+      copies.push_back(runner::weight_copy(w));
+      ASSERT_TRUE(copies.back().defined()) << name;
+      EXPECT_TRUE(torch::equal(copies.back(), w.to(torch::kBFloat16))) << name;
+    }
+    const auto block = copies[0].numel() * static_cast<std::int64_t>(copies[0].element_size());
+    EXPECT_EQ(static_cast<char*>(copies[1].data_ptr()) - static_cast<char*>(copies[0].data_ptr()), block);
+    EXPECT_EQ(static_cast<char*>(copies[2].data_ptr()) - static_cast<char*>(copies[1].data_ptr()), block);
+  };
+  check();
+  {
+    torch::NoGradGuard no_grad;
+    params["layers.0.attn.k_proj.weight"].mul_(0.5);
+  }
+  forward();
+  check();
 }
 
 // Ten bf16 train steps (AdamW, one batch) of the fused-kernel model track the tensor-op
