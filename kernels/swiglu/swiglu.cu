@@ -10,11 +10,7 @@
 namespace kernels::swiglu {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid_for(long long n) {
-  return static_cast<unsigned>(std::min<long long>((n + kThreads - 1) / kThreads, 132LL * 32));
-}
+constexpr int kThreads = 128;
 
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -23,20 +19,33 @@ struct alignas(sizeof(T) * E) Pack {
   T v[E];
 };
 
-// Grid-stride over packs of E elements (16 bytes when E = 16 / sizeof(T), else 1).
+template <int E, typename T>
+__device__ __forceinline__ Pack<T, E> load(const T* p) {
+  return *reinterpret_cast<const Pack<T, E>*>(p);
+}
+
+template <int E, typename T>
+__device__ __forceinline__ void store(T* p, const Pack<T, E>& v) {
+  *reinterpret_cast<Pack<T, E>*>(p) = v;
+}
+
+// [rows, cols] with row strides (elements): blockIdx.x and the threads cover a row's packs
+// of E elements (16 bytes when E = 16 / sizeof(T)), blockIdx.y walks the rows.
 template <typename T, int E>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, long long packs) {
-  for (long long i = blockIdx.x * static_cast<long long>(kThreads) + threadIdx.x; i < packs;
-       i += static_cast<long long>(gridDim.x) * kThreads) {
-    const Pack<T, E> x = reinterpret_cast<const Pack<T, E>*>(a)[i], y = reinterpret_cast<const Pack<T, E>*>(b)[i];
+    forward_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out, int rows, int cols,
+                   long long in_stride, long long out_stride) {
+  const int c = (blockIdx.x * kThreads + threadIdx.x) * E;
+  if (c >= cols) return;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+    const Pack<T, E> x = load<E>(a + r * in_stride + c), y = load<E>(b + r * in_stride + c);
     Pack<T, E> o;
 #pragma unroll
     for (int k = 0; k < E; ++k) {
       const float xf = to_float(x.v[k]);
       o.v[k] = from_float<T>(xf * sigmoid(xf) * to_float(y.v[k]));
     }
-    reinterpret_cast<Pack<T, E>*>(out)[i] = o;
+    store<E>(out + r * out_stride + c, o);
   }
 }
 
@@ -44,11 +53,13 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int E>
 __global__ void __launch_bounds__(kThreads)
     backward_kernel(const T* __restrict__ grad, const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ da,
-                    T* __restrict__ db, long long packs) {
-  for (long long i = blockIdx.x * static_cast<long long>(kThreads) + threadIdx.x; i < packs;
-       i += static_cast<long long>(gridDim.x) * kThreads) {
-    const Pack<T, E> g = reinterpret_cast<const Pack<T, E>*>(grad)[i], x = reinterpret_cast<const Pack<T, E>*>(a)[i],
-                     y = reinterpret_cast<const Pack<T, E>*>(b)[i];
+                    T* __restrict__ db, int rows, int cols, long long grad_stride, long long in_stride,
+                    long long out_stride) {
+  const int c = (blockIdx.x * kThreads + threadIdx.x) * E;
+  if (c >= cols) return;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) {
+    const Pack<T, E> g = load<E>(grad + r * grad_stride + c), x = load<E>(a + r * in_stride + c),
+                     y = load<E>(b + r * in_stride + c);
     Pack<T, E> dx, dy;
 #pragma unroll
     for (int k = 0; k < E; ++k) {
@@ -57,51 +68,69 @@ __global__ void __launch_bounds__(kThreads)
       dx.v[k] = from_float<T>(gf * yf * s * (1.0f + xf * (1.0f - s)));
       dy.v[k] = from_float<T>(gf * xf * s);
     }
-    reinterpret_cast<Pack<T, E>*>(da)[i] = dx;
-    reinterpret_cast<Pack<T, E>*>(db)[i] = dy;
+    store<E>(da + r * out_stride + c, dx);
+    store<E>(db + r * out_stride + c, dy);
   }
 }
 
-// 16-byte packs when n and every pointer allow them.
+// 16-byte packs when the row length, the strides and every pointer allow them.
 template <typename T>
-bool packs_fit(std::int64_t n, std::initializer_list<const void*> pointers) {
-  if (n % (16 / sizeof(T)) != 0) return false;
+bool packs_fit(std::int64_t cols, std::initializer_list<std::int64_t> strides,
+               std::initializer_list<const void*> pointers) {
+  constexpr std::int64_t kPack = 16 / sizeof(T);
+  if (cols % kPack != 0) return false;
+  for (std::int64_t s : strides)
+    if (s % kPack != 0) return false;
   for (const void* p : pointers)
     if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
   return true;
 }
 
+dim3 grid_for(std::int64_t rows, std::int64_t cols, int e) {
+  const std::int64_t packs = (cols + e - 1) / e;
+  return dim3(static_cast<unsigned>((packs + kThreads - 1) / kThreads),
+              static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
+}
+
 }  // namespace
 
-void launch_forward(const void* a, const void* b, void* out, std::int64_t n, DType dtype, cudaStream_t stream) {
-  if (n == 0) return;
-#define LAUNCH(T)                                                                                     \
-  do {                                                                                                \
-    constexpr int kPack = 16 / sizeof(T);                                                             \
-    const auto *pa = static_cast<const T*>(a), *pb = static_cast<const T*>(b);                        \
-    auto* po = static_cast<T*>(out);                                                                  \
-    if (packs_fit<T>(n, {a, b, out}))                                                                 \
-      forward_kernel<T, kPack><<<grid_for(n / kPack), kThreads, 0, stream>>>(pa, pb, po, n / kPack); \
-    else                                                                                              \
-      forward_kernel<T, 1><<<grid_for(n), kThreads, 0, stream>>>(pa, pb, po, n);                     \
+void launch_forward(const void* a, const void* b, void* out, std::int64_t rows, std::int64_t cols,
+                    std::int64_t in_stride, std::int64_t out_stride, DType dtype, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+#define LAUNCH(T)                                                                                            \
+  do {                                                                                                       \
+    constexpr int kPack = 16 / sizeof(T);                                                                    \
+    const auto *pa = static_cast<const T*>(a), *pb = static_cast<const T*>(b);                               \
+    auto* po = static_cast<T*>(out);                                                                         \
+    const int r = static_cast<int>(rows), c = static_cast<int>(cols);                                        \
+    if (packs_fit<T>(cols, {in_stride, out_stride}, {a, b, out}))                                            \
+      forward_kernel<T, kPack><<<grid_for(rows, cols, kPack), kThreads, 0, stream>>>(pa, pb, po, r, c, in_stride, \
+                                                                                     out_stride);            \
+    else                                                                                                     \
+      forward_kernel<T, 1><<<grid_for(rows, cols, 1), kThreads, 0, stream>>>(pa, pb, po, r, c, in_stride,    \
+                                                                             out_stride);                    \
   } while (0)
   KERNELS_DISPATCH_DTYPE(dtype, LAUNCH)
 #undef LAUNCH
   check_launch("swiglu forward kernel");
 }
 
-void launch_backward(const void* grad, const void* a, const void* b, void* da, void* db, std::int64_t n, DType dtype,
-                     cudaStream_t stream) {
-  if (n == 0) return;
-#define LAUNCH(T)                                                                                              \
-  do {                                                                                                         \
-    constexpr int kPack = 16 / sizeof(T);                                                                      \
+void launch_backward(const void* grad, const void* a, const void* b, void* da, void* db, std::int64_t rows,
+                     std::int64_t cols, std::int64_t grad_stride, std::int64_t in_stride, std::int64_t out_stride,
+                     DType dtype, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+#define LAUNCH(T)                                                                                                \
+  do {                                                                                                           \
+    constexpr int kPack = 16 / sizeof(T);                                                                        \
     const auto *pg = static_cast<const T*>(grad), *pa = static_cast<const T*>(a), *pb = static_cast<const T*>(b); \
-    auto *pda = static_cast<T*>(da), *pdb = static_cast<T*>(db);                                               \
-    if (packs_fit<T>(n, {grad, a, b, da, db}))                                                                 \
-      backward_kernel<T, kPack><<<grid_for(n / kPack), kThreads, 0, stream>>>(pg, pa, pb, pda, pdb, n / kPack); \
-    else                                                                                                       \
-      backward_kernel<T, 1><<<grid_for(n), kThreads, 0, stream>>>(pg, pa, pb, pda, pdb, n);                   \
+    auto *pda = static_cast<T*>(da), *pdb = static_cast<T*>(db);                                                 \
+    const int r = static_cast<int>(rows), c = static_cast<int>(cols);                                            \
+    if (packs_fit<T>(cols, {grad_stride, in_stride, out_stride}, {grad, a, b, da, db}))                          \
+      backward_kernel<T, kPack><<<grid_for(rows, cols, kPack), kThreads, 0, stream>>>(                           \
+          pg, pa, pb, pda, pdb, r, c, grad_stride, in_stride, out_stride);                                       \
+    else                                                                                                         \
+      backward_kernel<T, 1><<<grid_for(rows, cols, 1), kThreads, 0, stream>>>(pg, pa, pb, pda, pdb, r, c,        \
+                                                                              grad_stride, in_stride, out_stride); \
   } while (0)
   KERNELS_DISPATCH_DTYPE(dtype, LAUNCH)
 #undef LAUNCH

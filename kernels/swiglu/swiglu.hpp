@@ -19,6 +19,13 @@ namespace kernels::swiglu {
 // Autograd-capable: a and b of one shape and dtype; CUDA runs the kernels, else the reference.
 at::Tensor silu_mul(const at::Tensor& a, const at::Tensor& b);
 
+// The fused w1 | w3 projection's form, not autograd-aware (the caller's autograd function
+// owns it; see plugins/model/transformer_lm): ab [..., 2 cols] contiguous holds a | b per
+// row; silu_mul_packed returns silu(a) * b [..., cols], silu_mul_packed_backward the
+// gradient [..., 2 cols] (da | db per row) for the output's gradient, written by one kernel.
+at::Tensor silu_mul_packed(const at::Tensor& ab);
+at::Tensor silu_mul_packed_backward(const at::Tensor& grad, const at::Tensor& ab);
+
 // at::silu(a) * b in tensor ops: the reference and the CPU path.
 at::Tensor silu_mul_reference(const at::Tensor& a, const at::Tensor& b);
 

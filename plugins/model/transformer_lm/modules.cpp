@@ -1,7 +1,7 @@
 #include "modules.hpp"
 
-#include <array>
 #include <cmath>
+#include <vector>
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/arange.h>
@@ -60,6 +60,20 @@ torch::Tensor low_precision_linear(const torch::Tensor& x, const torch::Tensor& 
   return LowPrecisionLinear::apply(x, weight, copy);
 }
 
+// The backward of out = xl w^T for a packed w = [W_0; ...; W_{n-1}] (n row blocks of equal
+// height): {dx, dW_0, ..., dW_{n-1}} from d(out), one matmul for dx and one for dW (in fp32,
+// from bf16/fp16 operands without a cast kernel), whose row blocks are the weights' gradients.
+torch::autograd::variable_list packed_linear_backward(const torch::Tensor& dout, const torch::Tensor& xl,
+                                                      const torch::Tensor& w, std::int64_t blocks) {
+  const torch::Tensor d = dout.to(w.scalar_type());
+  const torch::Tensor d2 = d.reshape({-1, d.size(-1)}), x2 = xl.reshape({-1, xl.size(-1)});
+  const torch::Tensor dw = w.scalar_type() == at::kFloat ? at::mm(d2.t(), x2) : at::mm(d2.t(), x2, at::kFloat);
+  torch::autograd::variable_list out{at::matmul(d, w)};
+  const std::int64_t rows = dw.size(0) / blocks;
+  for (std::int64_t i = 0; i < blocks; ++i) out.push_back(dw.narrow(0, i * rows, rows));
+  return out;
+}
+
 // A tensor sharing `view`'s memory, sizes and strides without being an autograd view of
 // its base: the fused QKV function's outputs alias its one qkv buffer, which autograd never sees.
 torch::Tensor alias_of(const torch::Tensor& view) {
@@ -69,10 +83,10 @@ torch::Tensor alias_of(const torch::Tensor& view) {
 // q, k, v = split(rope_qk(x packed^T)): the three projections as one matmul into one
 // [B, T, 3 d] buffer, RoPE applied to its q and k parts in place, and q, k, v returned as
 // [B, T, H, d_head] strided views of it (attention reads them as they are). packed: the
-// [3 d, d] weight the matmul reads (wq | wk | wv: their working copies, or the weights
-// concatenated outside autograd); wq, wk, wv are inputs for their gradients. Backward: one kernel turns dq, dk, dv into dqkv (inverse
-// rotation, v passed through), then one matmul each for dx and for [dWq; dWk; dWv] (fp32),
-// so no gradient add and no layout copy remains.
+// [3 d, d] weight the matmul reads (PackedWeights); wq, wk, wv are inputs only so that
+// autograd routes their gradients. Backward: one kernel turns dq, dk, dv into dqkv (inverse
+// rotation, v passed through), then packed_linear_backward, so no gradient add and no
+// layout copy remains.
 class QkvRope : public torch::autograd::Function<QkvRope> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
@@ -99,14 +113,33 @@ class QkvRope : public torch::autograd::Function<QkvRope> {
     auto grad = [&](int i) { return grads[i].defined() ? grads[i] : at::zeros_like(any); };
     const torch::Tensor dqkv = kernels::rope::rope_qkv_backward(grad(0), grad(1), grad(2),
                                                                 ctx->saved_data["cos"].toTensor(),
-                                                                ctx->saved_data["sin"].toTensor())
-                                   .to(w.scalar_type());
-    const torch::Tensor dx = at::matmul(dqkv, w);
-    const torch::Tensor d2 = dqkv.reshape({-1, dqkv.size(-1)}), x2 = xl.reshape({-1, xl.size(-1)});
-    const torch::Tensor dw = w.scalar_type() == at::kFloat ? at::mm(d2.t(), x2) : at::mm(d2.t(), x2, at::kFloat);
-    const std::int64_t d = dw.size(0) / 3;
-    return {dx,           dw.narrow(0, 0, d), dw.narrow(0, d, d), dw.narrow(0, 2 * d, d), torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+                                                                ctx->saved_data["sin"].toTensor());
+    torch::autograd::variable_list out = packed_linear_backward(dqkv, xl, w, 3);
+    out.resize(8);  // no gradients for packed, cos, sin, heads
+    return out;
+  }
+};
+
+// silu(a) * b for [a | b] = x packed^T: w1 x and w3 x from one matmul into one [B, T, 2 d_ff]
+// buffer, the activation over its two halves in one kernel; backward: one kernel writes
+// [da | db], then packed_linear_backward (dx with no gradient add, [dW1; dW3]).
+class PackedSwiGLU : public torch::autograd::Function<PackedSwiGLU> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w1,
+                               const torch::Tensor& w3, const torch::Tensor& packed) {
+    (void)w1, (void)w3;  // inputs only so that autograd routes their gradients
+    const torch::Tensor xl = x.scalar_type() == packed.scalar_type() ? x : x.to(packed.scalar_type());
+    const torch::Tensor ab = at::linear(xl, packed).contiguous();
+    ctx->save_for_backward({xl, packed, ab});
+    return kernels::swiglu::silu_mul_packed(ab);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor dab = kernels::swiglu::silu_mul_packed_backward(grads[0], saved[2]);
+    torch::autograd::variable_list out = packed_linear_backward(dab, saved[0], saved[1], 2);
+    out.push_back(torch::Tensor());  // packed
+    return out;
   }
 };
 
@@ -233,21 +266,25 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t d_model, std::int64_t num_
   output_proj_ = register_module("output_proj", std::make_shared<Linear>(d_model, d_model, device, gen, fused));
 }
 
-torch::Tensor CausalSelfAttention::packed_qkv_copy() const {
-  const std::array<const torch::Tensor*, 3> weights{&q_proj_->weight, &k_proj_->weight, &v_proj_->weight};
-  const at::ScalarType dtype = working_copy_dtype(*weights[0]);
-  if (dtype == at::ScalarType::Undefined) return {};
-  const std::int64_t rows = weights[0]->size(0);
-  if (!qkv_copy_.defined() || qkv_copy_.scalar_type() != dtype) {
-    qkv_copy_ = at::empty({3 * rows, weights[0]->size(1)}, weights[0]->options().dtype(dtype));
+torch::Tensor PackedWeights::read(const std::vector<torch::Tensor>& weights) {
+  const at::ScalarType dtype = working_copy_dtype(weights.front());
+  if (dtype == at::ScalarType::Undefined) {
+    c10::NoGradGuard no_grad;
+    return at::cat(weights);
+  }
+  const std::int64_t rows = weights.front().size(0);
+  if (!copy_.defined() || copy_.scalar_type() != dtype) {
+    copy_ = at::empty({rows * static_cast<std::int64_t>(weights.size()), weights.front().size(1)},
+                      weights.front().options().dtype(dtype));
+    blocks_.clear();
+    versions_.assign(weights.size(), -1);
     for (size_t i = 0; i < weights.size(); ++i) {
-      qkv_copy_parts_[i] = qkv_copy_.narrow(0, static_cast<std::int64_t>(i) * rows, rows);
-      runner::register_weight_copy(*weights[i], qkv_copy_parts_[i]);
-      qkv_copy_versions_[i] = -1;
+      blocks_.push_back(copy_.narrow(0, static_cast<std::int64_t>(i) * rows, rows));
+      runner::register_weight_copy(weights[i], blocks_.back());
     }
   }
-  for (size_t i = 0; i < weights.size(); ++i) refresh_copy(*weights[i], qkv_copy_parts_[i], qkv_copy_versions_[i]);
-  return qkv_copy_;
+  for (size_t i = 0; i < weights.size(); ++i) refresh_copy(weights[i], blocks_[i], versions_[i]);
+  return copy_;
 }
 
 torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
@@ -257,11 +294,7 @@ torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
   if (fused_) {
     // One projection, RoPE in place, q/k/v as strided [B, T, H, d_head] views of its output;
     // transposed to [B, H, T, d_head] views for the attention plugin (no copy either way).
-    torch::Tensor packed = packed_qkv_copy();
-    if (!packed.defined()) {  // fp32: one matmul still, over the weights concatenated
-      c10::NoGradGuard no_grad;
-      packed = at::cat({q_proj_->weight, k_proj_->weight, v_proj_->weight});
-    }
+    const torch::Tensor packed = qkv_.read({q_proj_->weight, k_proj_->weight, v_proj_->weight});
     const auto parts = QkvRope::apply(x, q_proj_->weight, k_proj_->weight, v_proj_->weight, packed,
                                       rope_->cos_table(), rope_->sin_table(), num_heads_);
     q = parts[0].transpose(1, 2);
@@ -287,7 +320,7 @@ SwiGLU::SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& devic
 }
 
 torch::Tensor SwiGLU::forward(const torch::Tensor& x) const {
-  if (fused_) return w2_->forward(kernels::swiglu::silu_mul(w1_->forward(x), w3_->forward(x)));
+  if (fused_) return w2_->forward(PackedSwiGLU::apply(x, w1_->weight, w3_->weight, w13_.read({w1_->weight, w3_->weight})));
   return w2_->forward(at::silu(w1_->forward(x)) * w3_->forward(x));
 }
 

@@ -2,10 +2,10 @@
 // names match the Python reference's state dict ("layers.0.attn.q_proj.weight").
 // Every tensor op is an ATen op, so autocast and autograd apply as in PyTorch.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include <ATen/core/Generator.h>
 #include <torch/nn/module.h>
@@ -77,6 +77,21 @@ class RotaryEmbedding {
   torch::Tensor cos_, sin_;  // [context_length, d_head / 2], fp32
 };
 
+// The weights one fused matmul reads as consecutive row blocks of one [sum of rows, d_in]
+// tensor: under bf16/fp16 autocast on CUDA a packed working copy whose blocks are the
+// weights' registered copies (runner/weight_copies.hpp: AdamW impl fused rewrites them in
+// its pass), re-cast block by block when a weight changed through tensor ops; otherwise
+// the weights concatenated outside autograd (their gradients come back as blocks).
+class PackedWeights {
+ public:
+  torch::Tensor read(const std::vector<torch::Tensor>& weights);
+
+ private:
+  torch::Tensor copy_;
+  std::vector<torch::Tensor> blocks_;
+  std::vector<std::int64_t> versions_;
+};
+
 // fused: q, k, v from one matmul into one [B, T, 3 d] buffer (under autocast, of the
 // packed working copy [3 d, d] whose three row blocks are wq's, wk's and wv's registered
 // copies), RoPE in place on its q and k parts (kernels/rope rope_qkv_), q, k, v handed to
@@ -90,19 +105,18 @@ class CausalSelfAttention : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) const;  // [B, T, d_model]
 
  private:
-  // The packed [3 d, d] working copy, made or refreshed here; undefined when none applies.
-  torch::Tensor packed_qkv_copy() const;
   std::int64_t num_heads_;
   bool fused_;
   const RotaryEmbedding* rope_;
   runner::Attention* attention_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, output_proj_;
-  mutable torch::Tensor qkv_copy_;
-  mutable std::array<torch::Tensor, 3> qkv_copy_parts_;
-  mutable std::array<std::int64_t, 3> qkv_copy_versions_{-1, -1, -1};
+  mutable PackedWeights qkv_;
 };
 
-// w2(silu(w1 x) * w3 x); fused: silu(.) * . in one kernel each way (kernels/swiglu).
+// w2(silu(w1 x) * w3 x); fused: w1 x and w3 x from one matmul into one [B, T, 2 d_ff]
+// buffer (PackedWeights), silu(.) * . over its two halves in one kernel (kernels/swiglu
+// silu_mul_packed) whose backward writes both halves' gradients into one buffer, so one
+// matmul each gives dx (no gradient add) and [dW1; dW3].
 class SwiGLU : public torch::nn::Module {
  public:
   SwiGLU(std::int64_t d_model, std::int64_t d_ff, const c10::Device& device, at::Generator& gen, bool fused = false);
@@ -111,6 +125,7 @@ class SwiGLU : public torch::nn::Module {
  private:
   bool fused_;
   std::shared_ptr<Linear> w1_, w2_, w3_;
+  mutable PackedWeights w13_;
 };
 
 // Pre-norm block: x + attn(ln1(x)), then x + ffn(ln2(x)).
