@@ -66,7 +66,8 @@ void launch_typed(const Parts& parts, int count, int rotated, const float* cos, 
   constexpr int kVector = 16 / sizeof(T);
   const bool vector = vectors_fit(parts, count, d_head, kVector, sizeof(T));
   const std::int64_t per_row = heads * d_head / (vector ? kVector : 2);
-  const int threads = static_cast<int>(std::clamp<std::int64_t>((per_row + 31) / 32 * 32, 32, 256));
+  const std::int64_t steps = std::max<std::int64_t>(1, (per_row + 255) / 256);  // per thread, balanced
+  const int threads = static_cast<int>(std::clamp<std::int64_t>(((per_row + steps - 1) / steps + 31) / 32 * 32, 32, 256));
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>(count));
   if (vector)
     rope_kernel<T, kVector><<<grid, threads, 0, stream>>>(parts, rotated, cos, sin, static_cast<int>(seq),
