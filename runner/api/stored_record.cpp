@@ -147,6 +147,16 @@ std::string StoredRecord::status_text() const {
   return status == RecordStatus::other ? unknown_status : status_name(status);
 }
 
+double stat_named(const Stats& s, std::string_view name) {
+  if (name == "n") return static_cast<double>(s.n);
+  if (name == "mean") return s.mean;
+  if (name == "std") return s.std;
+  if (name == "median") return s.median;
+  if (name == "min") return s.min;
+  if (name == "max") return s.max;
+  return kNaN;
+}
+
 const Metric* StoredRecord::metric(const std::string& name) const {
   for (const auto& [n, m] : metrics)
     if (n == name) return &m;

@@ -62,6 +62,10 @@ struct StoredRecord {
   const nlohmann::json* label_or_param(const std::string& key) const;
 };
 
+// One field of stats by name (n, mean, std, median, min, max); NaN for another name
+// and for a field the record holds as null.
+double stat_named(const Stats& stats, std::string_view name);
+
 // The record a task emitted for one point, as the host stores it (time and
 // environment filled in by the caller). Stats of n >= 2 store their rel_stderr.
 // Throws std::invalid_argument when two metrics share a name.
