@@ -6,6 +6,14 @@
 # executable registered with ctest; TEST_FIXTURE names a ctest fixture its tests require
 # (e.g. a test that writes the files they read).
 include(GoogleTest)
+
+# tests/support/gloo_ranks.hpp: ranks as threads with their own Gloo process group,
+# for the tests of DDP strategies, sharded optimizers and collective benchmarks.
+add_library(runner_test_gloo STATIC ${CMAKE_SOURCE_DIR}/tests/support/gloo_ranks.cpp)
+target_link_libraries(runner_test_gloo PUBLIC runner_api)
+target_include_directories(runner_test_gloo PRIVATE ${RUNNER_GLOO_INCLUDE})
+target_compile_definitions(runner_test_gloo PRIVATE USE_C10D_GLOO=1)
+
 function(runner_add_plugin kind name)
   cmake_parse_arguments(P "" "TEST_FIXTURE" "SOURCES;LIBS;TESTS" ${ARGN})
   set(target ${kind}_${name})
@@ -22,7 +30,7 @@ function(runner_add_plugin kind name)
     # Tests may use host internals (registry, option resolution: runner_core's headers)
     # and tests/support.
     target_include_directories(${target}_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests/support)
-    target_link_libraries(${target}_tests PRIVATE ${target}_obj runner_core yaml-cpp GTest::gtest_main)
+    target_link_libraries(${target}_tests PRIVATE ${target}_obj runner_core runner_test_gloo yaml-cpp GTest::gtest_main)
     add_dependencies(${target}_tests runner_plugins)
     target_compile_definitions(${target}_tests PRIVATE
       RUNNER_TEST_PLUGIN_DIR="${RUNNER_PLUGIN_DIR}"

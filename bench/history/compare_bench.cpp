@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
         char started[32];
         std::snprintf(started, sizeof started, "2026-%02ld-%02ldT02:00:00Z", 1 + r / 28 % 12, 1 + r % 28);
         const auto id = store.begin_run("bench_sweep", {}, env, false, started);
-        std::vector<nlohmann::json> batch;
+        std::vector<runner::StoredRecord> batch;
         batch.reserve(static_cast<size_t>(points));
         for (long p = 0; p < points; ++p) {
           // The last run is 20% slower on every tenth point.
@@ -82,14 +82,14 @@ int main(int argc, char** argv) {
           for (int s = 0; s < 10; ++s) samples.push_back(center * (1 + noise(rng)));
           std::vector<double> sorted = samples;
           std::sort(sorted.begin(), sorted.end());
-          batch.push_back({{"experiment", "bench_sweep"}, {"part", "main"}, {"point", p}, {"status", "ok"},
+          batch.push_back(runner::decode_record({{"experiment", "bench_sweep"}, {"part", "main"}, {"point", p}, {"status", "ok"},
                            {"params", {{"size", 64 * (1 + p % 100)}, {"batch", p / 100}, {"dtype", "bf16"}}},
                            {"labels", nlohmann::json::object()}, {"time", started},
                            {"metrics",
                             {{"step_ms", {{"unit", "ms"}, {"n", 10}, {"mean", center}, {"std", 0.02 * center},
                                           {"median", (sorted[4] + sorted[5]) / 2}, {"min", sorted.front()},
                                           {"max", sorted.back()}, {"samples", samples}}},
-                             {"peak_bytes", {{"unit", "bytes"}, {"value", 1e6 * static_cast<double>(1 + p % 100)}}}}}});
+                             {"peak_bytes", {{"unit", "bytes"}, {"value", 1e6 * static_cast<double>(1 + p % 100)}}}}}}));
         }
         store.add_point(id, batch);  // one transaction per run keeps building fast
         store.finish_run(id);

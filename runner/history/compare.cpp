@@ -24,12 +24,12 @@ std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<s
 // of that part (across both sides), and the labels. `ids[i]` identifies all[i]
 // (experiment and point key); both sides mostly share their points, so each
 // distinct point is looked at once.
-std::unordered_map<std::string_view, std::string> point_labels(const std::vector<const StoredRecord*>& all,
+std::unordered_map<std::string_view, std::string> point_labels(const std::vector<const HistoryRecord*>& all,
                                                                const std::vector<std::string>& ids,
                                                                bool with_experiment) {
   std::unordered_map<std::string_view, std::string> out;
   out.reserve(all.size());
-  std::vector<const StoredRecord*> distinct;
+  std::vector<const HistoryRecord*> distinct;
   for (size_t i = 0; i < all.size(); ++i)
     if (out.emplace(ids[i], std::string()).second) distinct.push_back(all[i]);
   std::map<std::string, std::map<std::string, std::set<std::string>>> values;  // part -> key -> values
@@ -39,7 +39,7 @@ std::unordered_map<std::string_view, std::string> point_labels(const std::vector
   for (size_t i = 0; i < all.size(); ++i) {
     std::string& label = out[ids[i]];
     if (!label.empty()) continue;
-    const StoredRecord* r = all[i];
+    const HistoryRecord* r = all[i];
     label = with_experiment ? r->experiment + "/" + r->part : r->part;
     const auto& varying = values[r->experiment + "/" + r->part];
     for (const auto& [k, v] : r->params.items())
@@ -49,7 +49,10 @@ std::unordered_map<std::string_view, std::string> point_labels(const std::vector
   return out;
 }
 
-bool failed(const StoredRecord& r) { return r.status == "error" || r.status == "oom"; }
+bool failed(const HistoryRecord& r) {
+  const RecordStatus status = status_named(r.status);
+  return status == RecordStatus::error || status == RecordStatus::oom;
+}
 
 std::string direction_word(int better, double ratio, const std::string& unit) {
   const bool up = ratio > 1;
@@ -111,9 +114,9 @@ Side side_from_run_dir(const fs::path& dir, HistoryStore* store) {
   Side side;
   nlohmann::json env;
   std::string experiment, started;
-  for (const nlohmann::json& j : read_results_file(dir / "results.jsonl")) {
-    if (env.is_null() && j.contains("env") && j["env"].is_object()) env = j["env"];
-    StoredRecord r = parse_record(j);
+  for (const StoredRecord& stored : read_results_file(dir / "results.jsonl")) {
+    if (env.is_null() && !stored.env.empty()) env = stored.env;
+    HistoryRecord r = history_record(stored);
     if (started.empty()) started = r.time;
     if (!r.experiment.empty()) experiment = r.experiment;
     side.records.push_back(std::move(r));
@@ -257,7 +260,7 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
         for (const auto& k : o.ignore_params) r.params.erase(k);
         r.key = point_key(r.part, r.params, r.labels);
       }
-  std::vector<const StoredRecord*> all;
+  std::vector<const HistoryRecord*> all;
   std::vector<std::string> ids;  // experiment and point key of all[i]
   all.reserve(a.records.size() + b.records.size());
   ids.reserve(all.capacity());
@@ -277,7 +280,7 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
   const std::set<std::string> wanted(o.metrics.begin(), o.metrics.end());
   c.rows.reserve(b.records.size() * (wanted.empty() ? 2 : wanted.size()));
   for (size_t j = 0; j < b.records.size(); ++j) {
-    const StoredRecord& rb = b.records[j];
+    const HistoryRecord& rb = b.records[j];
     const std::string_view id = ids[n_a + j];
     const auto it = in_a.find(id);
     if (it == in_a.end()) {
@@ -285,7 +288,7 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
       continue;
     }
     seen[it->second] = true;
-    const StoredRecord& ra = a.records[it->second];
+    const HistoryRecord& ra = a.records[it->second];
     const std::string& label = labels.at(id);
     if (failed(ra) || failed(rb)) {
       CompareRow row;

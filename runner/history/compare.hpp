@@ -30,7 +30,7 @@ struct Side {
   std::string spec;         // what the user wrote
   std::string description;  // e.g. "run 42 (exp, commit abc123, NVIDIA H100, 2026-11-23T02:00:00Z)"
   std::vector<RunInfo> runs;
-  std::vector<StoredRecord> records;
+  std::vector<HistoryRecord> records;
 };
 
 struct CompareRow {

@@ -17,7 +17,7 @@ RunRecorder::RunRecorder(const std::string& flag, const std::string& config_valu
     const auto results = run_dir / "results.jsonl";
     std::error_code ec;
     const auto recorded = std::filesystem::file_size(results, ec) > 0 && !ec ? read_results_file(results)
-                                                                            : std::vector<nlohmann::json>{};
+                                                                            : std::vector<StoredRecord>{};
     run_id_ = recorded.empty() ? store_->begin_run(experiment, run_dir, env, smoke)
                                : store_->resume_run(experiment, run_dir, env, smoke, recorded);
     std::cerr << "history: run " << run_id_ << " in " << file.string() << "\n";
@@ -33,7 +33,7 @@ void RunRecorder::disable(const std::string& why) {
   store_.reset();
 }
 
-void RunRecorder::add_point(const std::vector<nlohmann::json>& records) {
+void RunRecorder::add_point(const std::vector<StoredRecord>& records) {
   if (!store_) return;
   try {
     store_->add_point(run_id_, records);

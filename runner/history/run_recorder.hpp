@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/stored_record.hpp"
+
 namespace runner::history {
 
 class HistoryStore;
@@ -20,7 +22,7 @@ class RunRecorder {
   RunRecorder(const std::string& flag, const std::string& config_value, const std::string& experiment,
               const std::filesystem::path& run_dir, const nlohmann::json& env, bool smoke);
   ~RunRecorder();
-  void add_point(const std::vector<nlohmann::json>& records);
+  void add_point(const std::vector<StoredRecord>& records);
   void finish();
 
  private:

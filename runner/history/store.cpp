@@ -9,7 +9,9 @@
 #include <ctime>
 #include <fstream>
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "history/sqlite.hpp"
@@ -134,116 +136,85 @@ std::string point_key(const std::string& part, const nlohmann::json& params, con
   return safe_dump(key);  // nlohmann objects are sorted by key: the dump is canonical
 }
 
-nlohmann::json parse_results_line(const std::string& line) {
-  // nlohmann parses iteratively, but copies, compares and dumps recurse: a
-  // 100,000-deep array would overflow the stack later. No record nests deeper
-  // than a few levels.
-  return nlohmann::json::parse(line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxRecordDepth)
-      throw std::runtime_error("nested more than " + std::to_string(kMaxRecordDepth) +
-                               " levels deep (not a record the runner writes)");
-    return true;
-  });
-}
-
 namespace {
 
-// A field of a record line that should be text: a string as is, anything else
-// (a hand-edited or foreign file) as its JSON, never a type error.
-std::string text_field(const nlohmann::json& j, const char* key, const std::string& fallback = "") {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->is_string() ? it->get<std::string>() : safe_dump(*it);
-}
-
-double number_field(const nlohmann::json& j, const char* key, double fallback) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+// The numbers the history keeps of one metric; nullopt for text and for
+// numbers the record does not hold (null).
+std::optional<MetricValue> metric_value(const Metric& metric, const nlohmann::json* extra) {
+  MetricValue v;
+  v.unit = metric.unit;
+  if (const auto* value = std::get_if<double>(&metric.value)) {
+    if (std::isnan(*value)) return std::nullopt;
+    v.center = v.mean = v.min = v.max = *value;
+    return v;
+  }
+  const auto* s = std::get_if<Stats>(&metric.value);
+  if (!s || std::isnan(s->median)) return std::nullopt;  // text metrics are not compared
+  const auto or_center = [&](double x) { return std::isnan(x) ? s->median : x; };
+  v.center = s->median;
+  v.mean = or_center(s->mean);
+  v.std = std::isnan(s->std) ? 0.0 : s->std;
+  v.min = or_center(s->min);
+  v.max = or_center(s->max);
+  v.n = s->n > 0 ? s->n : 1;
+  // The U test runs over the repetitions: one mean per repetition when the
+  // point was measured with measure.repetitions > 1, else per-step samples.
+  std::vector<double> samples = s->repetition_means;
+  if (samples.size() < 2) {
+    samples.clear();
+    if (extra && extra->contains("samples") && (*extra)["samples"].is_array() && (*extra)["samples"].size() >= 2)
+      for (const auto& x : (*extra)["samples"])
+        if (x.is_number()) samples.push_back(x.get<double>());
+  }
+  for (double x : samples)
+    if (!std::isnan(x)) v.samples.push_back(x);
+  return v;
 }
 
 }  // namespace
 
-StoredRecord parse_record(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::runtime_error("expected one JSON object per line");
-  StoredRecord r;
-  r.experiment = text_field(j, "experiment");
-  r.part = text_field(j, "part");
-  r.point = j.contains("point") && j["point"].is_number_integer() ? j["point"].get<int>() : 0;
-  r.params = j.contains("params") && j["params"].is_object() ? j["params"] : nlohmann::json::object();
-  r.labels = j.contains("labels") && j["labels"].is_object() ? j["labels"] : nlohmann::json::object();
-  r.status = text_field(j, "status", "ok");
-  r.message = j.contains("error") ? text_field(j, "error") : text_field(j, "reason");
-  r.time = text_field(j, "time");
+HistoryRecord history_record(const StoredRecord& stored) {
+  HistoryRecord r;
+  r.experiment = stored.experiment;
+  r.part = stored.part;
+  r.point = static_cast<int>(stored.point.value_or(0));
+  r.params = stored.params;
+  r.labels = stored.labels;
+  r.status = stored.status_text();
+  r.message = stored.message;
+  r.time = stored.time;
   r.key = point_key(r.part, r.params, r.labels);
-  if (!j.contains("metrics") || !j["metrics"].is_object()) return r;
-  for (const auto& [name, m] : j["metrics"].items()) {
-    if (!m.is_object()) continue;
-    MetricValue v;
-    v.unit = text_field(m, "unit");
-    if (m.contains("value") && m["value"].is_number()) {
-      v.center = v.mean = v.min = v.max = m["value"].get<double>();
-    } else if (m.contains("median") && m["median"].is_number()) {
-      v.center = m["median"].get<double>();
-      v.mean = number_field(m, "mean", v.center);
-      v.std = number_field(m, "std", 0.0);
-      v.min = number_field(m, "min", v.center);
-      v.max = number_field(m, "max", v.center);
-      v.n = m.contains("n") && m["n"].is_number_integer() ? m["n"].get<std::int64_t>() : 1;
-      // The U test runs over the repetitions: one mean per repetition when the
-      // point was measured with measure.repetitions > 1, else per-step samples.
-      for (const char* field : {"repetition_means", "samples"}) {
-        if (!m.contains(field) || !m[field].is_array() || m[field].size() < 2) continue;
-        for (const auto& s : m[field])
-          if (s.is_number()) v.samples.push_back(s.get<double>());
-        break;
-      }
-    } else {
-      continue;  // text metrics are not compared
-    }
-    r.metrics.emplace(name, std::move(v));
+  for (const auto& [name, metric] : stored.metrics) {
+    const auto extra = stored.metric_extra.find(name);
+    if (auto v = metric_value(metric, extra == stored.metric_extra.end() ? nullptr : &extra->second))
+      r.metrics.emplace(name, std::move(*v));
   }
   return r;
 }
 
-std::vector<nlohmann::json> read_results_file(const fs::path& results) {
-  std::ifstream in(results, std::ios::binary);
-  if (!in) throw std::runtime_error(results.string() + ": cannot read");
-  std::vector<nlohmann::json> lines;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    const std::string where = results.string() + ":" + std::to_string(line_no) + ": ";
-    try {
-      nlohmann::json j = parse_results_line(line);
-      if (!j.is_object()) throw std::runtime_error("expected one JSON object per line");
-      lines.push_back(std::move(j));
-    } catch (const nlohmann::json::parse_error&) {
-      // A run killed mid-write leaves a torn last line: keep the whole ones.
-      if (in.peek() != EOF) throw std::runtime_error(where + "not JSON");
-    } catch (const std::exception& e) {
-      throw std::runtime_error(where + e.what());
-    }
-  }
-  return lines;
+HistoryRecord parse_record(const nlohmann::json& j) { return history_record(decode_record(j)); }
+
+std::vector<StoredRecord> read_results_file(const fs::path& results) {
+  // A run killed mid-write leaves a torn last line: the whole ones are the run.
+  std::vector<std::string> torn_last_line;
+  return read_records(results, RecordTypes::lenient, &torn_last_line);
 }
 
-std::vector<std::vector<nlohmann::json>> whole_points(const std::vector<nlohmann::json>& lines) {
+std::vector<std::vector<StoredRecord>> whole_points(const std::vector<StoredRecord>& lines) {
   // A point interrupted and run again on --resume has an `interrupted` record
   // and a later one: the later one is the point.
-  auto id = [](const nlohmann::json& j) { return text_field(j, "part") + "\n" + text_field(j, "point"); };
+  auto id = [](const StoredRecord& r) { return r.part + "\n" + (r.point ? std::to_string(*r.point) : std::string()); };
   std::set<std::string> rerun;
-  for (const auto& j : lines)
-    if (text_field(j, "status") != "interrupted") rerun.insert(id(j));
-  std::vector<std::vector<nlohmann::json>> points;
+  for (const auto& r : lines)
+    if (r.status != RecordStatus::interrupted) rerun.insert(id(r));
+  std::vector<std::vector<StoredRecord>> points;
   std::map<std::string, size_t> at;
-  for (const auto& j : lines) {
-    const std::string key = id(j);
-    if (text_field(j, "status") == "interrupted" && rerun.count(key)) continue;
+  for (const auto& r : lines) {
+    const std::string key = id(r);
+    if (r.status == RecordStatus::interrupted && rerun.count(key)) continue;
     const auto [it, fresh] = at.emplace(key, points.size());
     if (fresh) points.emplace_back();
-    points[it->second].push_back(j);
+    points[it->second].push_back(r);
   }
   return points;
 }
@@ -314,7 +285,7 @@ std::int64_t HistoryStore::begin_run(const std::string& experiment, const fs::pa
 
 std::int64_t HistoryStore::resume_run(const std::string& experiment, const fs::path& run_dir,
                                       const nlohmann::json& env, bool smoke,
-                                      const std::vector<nlohmann::json>& recorded) {
+                                      const std::vector<StoredRecord>& recorded) {
   Transaction tx(db_);
   std::int64_t id = 0;
   if (const auto known = run_by_dir(run_dir)) {
@@ -324,9 +295,8 @@ std::int64_t HistoryStore::resume_run(const std::string& experiment, const fs::p
     s.bind(1, env_text(env, "host")).bind(2, static_cast<std::int64_t>(getpid())).bind(3, id);
     s.step();
   } else {
-    const nlohmann::json first_env = !recorded.empty() && recorded.front().contains("env") ? recorded.front()["env"] : env;
-    id = begin_run(experiment, run_dir, first_env, smoke,
-                   recorded.empty() ? std::string() : text_field(recorded.front(), "time"));
+    const nlohmann::json& first_env = !recorded.empty() && !recorded.front().env.empty() ? recorded.front().env : env;
+    id = begin_run(experiment, run_dir, first_env, smoke, recorded.empty() ? std::string() : recorded.front().time);
     Statement s(db_, "UPDATE runs SET host = ?, pid = ? WHERE id = ?");
     s.bind(1, env_text(env, "host")).bind(2, static_cast<std::int64_t>(getpid())).bind(3, id);
     s.step();
@@ -340,15 +310,15 @@ std::int64_t HistoryStore::resume_run(const std::string& experiment, const fs::p
     while (s.step()) stored.emplace(s.text(0), s.int64(1));
   }
   for (const auto& point : whole_points(recorded)) {
-    const StoredRecord first = parse_record(point.front());
-    if (text_field(point.front(), "status") == "interrupted") continue;  // runs again now
-    if (!stored.count({first.part, first.point})) add_point(id, point);
+    const StoredRecord& first = point.front();
+    if (first.status == RecordStatus::interrupted) continue;  // runs again now
+    if (!stored.count({first.part, first.point.value_or(0)})) add_point(id, point);
   }
   tx.commit();
   return id;
 }
 
-void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::json>& records) {
+void HistoryStore::add_point(std::int64_t run_id, const std::vector<StoredRecord>& records) {
   Transaction tx(db_);
   Statement rec(db_,
                 "INSERT INTO records (run_id, part, point, point_key, params, labels, status, message, time, "
@@ -356,12 +326,12 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::js
   Statement met(db_,
                 "INSERT INTO metrics (record_id, name, unit, value, mean, std, min, max, n, samples, text) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  for (const nlohmann::json& j : records) {
-    const StoredRecord r = parse_record(j);
+  for (const StoredRecord& stored : records) {
+    const HistoryRecord r = history_record(stored);
     rec.reset();
     rec.bind(1, run_id).bind(2, r.part).bind(3, static_cast<std::int64_t>(r.point)).bind(4, r.key)
         .bind(5, safe_dump(r.params)).bind(6, safe_dump(r.labels)).bind(7, r.status).bind(8, r.message).bind(9, r.time)
-        .bind(10, j.contains("artifacts") ? safe_dump(j["artifacts"]) : std::string("[]"));
+        .bind(10, safe_dump(stored.artifacts));
     rec.step();
     const std::int64_t record_id = sqlite3_last_insert_rowid(db_);
     for (const auto& [name, v] : r.metrics) {
@@ -370,13 +340,12 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<nlohmann::js
           .bind(7, v.min).bind(8, v.max).bind(9, v.n).bind_blob(10, v.samples).bind_null(11);
       met.step();
     }
-    if (j.contains("metrics") && j["metrics"].is_object())
-      for (const auto& [name, m] : j["metrics"].items())
-        if (m.is_object() && m.contains("text")) {
-          met.reset();
-          met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, safe_dump(m["text"]));
-          met.step();
-        }
+    for (const auto& [name, m] : stored.metrics)
+      if (const auto* text = std::get_if<std::string>(&m.value)) {
+        met.reset();
+        met.bind(1, record_id).bind(2, name).bind(3, std::string()).bind(11, safe_dump(*text));
+        met.step();
+      }
   }
   tx.commit();
 }
@@ -442,8 +411,8 @@ std::optional<RunInfo> HistoryStore::run_by_dir(const fs::path& run_dir) const {
   return read_run(s);
 }
 
-std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
-  std::vector<StoredRecord> out;
+std::vector<HistoryRecord> HistoryStore::records(std::int64_t run_id) const {
+  std::vector<HistoryRecord> out;
   std::string experiment;
   {
     Statement e(db_, "SELECT experiment FROM runs WHERE id = ?");
@@ -457,7 +426,7 @@ std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
   s.bind(1, run_id);
   std::vector<std::pair<std::int64_t, size_t>> ids;  // record id, position in out
   while (s.step()) {
-    StoredRecord r;
+    HistoryRecord r;
     r.run_id = run_id;
     r.experiment = experiment;
     r.part = s.text(1);
@@ -475,7 +444,7 @@ std::vector<StoredRecord> HistoryStore::records(std::int64_t run_id) const {
   if (out.empty()) return out;
   std::sort(ids.begin(), ids.end());
   {
-    std::vector<StoredRecord> sorted;
+    std::vector<HistoryRecord> sorted;
     sorted.reserve(out.size());
     for (auto& [id, pos] : ids) {
       sorted.push_back(std::move(out[pos]));
@@ -514,7 +483,7 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
   if (!fs::exists(results))
     throw std::runtime_error(run_dir.string() + ": not a run directory (no results.jsonl)");
   if (run_by_dir(run_dir)) return 0;
-  const std::vector<nlohmann::json> lines = read_results_file(results);
+  const std::vector<StoredRecord> lines = read_results_file(results);
   if (lines.empty()) throw std::runtime_error(results.string() + ": no records to import");
   bool smoke = false;
   {
@@ -523,18 +492,17 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
     std::getline(config, first);
     smoke = first.find("with --smoke") != std::string::npos;
   }
-  const nlohmann::json& first = lines.front();
-  const std::string started = text_field(first, "time", utc_now());
+  const StoredRecord& first = lines.front();
+  const std::string started = first.time.empty() ? utc_now() : first.time;
   // One transaction, the check inside it: parallel imports of one directory add
   // it once, and a killed import adds nothing.
   Transaction tx(db_);
   if (run_by_dir(run_dir)) return 0;
   const std::int64_t id =
-      begin_run(text_field(first, "experiment", run_dir.filename().string()), run_dir,
-                first.contains("env") && first["env"].is_object() ? first["env"] : nlohmann::json::object(), smoke,
+      begin_run(first.experiment.empty() ? run_dir.filename().string() : first.experiment, run_dir, first.env, smoke,
                 started);
   for (const auto& point : whole_points(lines)) add_point(id, point);
-  finish_run(id, text_field(lines.back(), "time", started));
+  finish_run(id, lines.back().time.empty() ? started : lines.back().time);
   tx.commit();
   return id;
 }

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/stored_record.hpp"
+
 struct sqlite3;
 
 namespace runner::history {
@@ -37,7 +39,7 @@ struct MetricValue {
   std::vector<double> samples;  // per-step or per-repetition values when the record has them
 };
 
-struct StoredRecord {
+struct HistoryRecord {
   std::int64_t run_id = 0;
   std::string experiment, part, key;  // key: canonical JSON of part, params and labels (see point_key)
   int point = 0;
@@ -78,7 +80,7 @@ class HistoryStore {
   std::int64_t begin_run(const std::string& experiment, const std::filesystem::path& run_dir,
                          const nlohmann::json& env, bool smoke, const std::string& started = "");
   // All records of one point (results.jsonl lines) in one transaction.
-  void add_point(std::int64_t run_id, const std::vector<nlohmann::json>& records);
+  void add_point(std::int64_t run_id, const std::vector<StoredRecord>& records);
   void finish_run(std::int64_t run_id, const std::string& finished = "");
   void set_verdict(std::int64_t run_id, const std::string& verdict);
 
@@ -86,13 +88,13 @@ class HistoryStore {
   std::vector<std::string> experiments() const;
   std::optional<RunInfo> run(std::int64_t id) const;
   std::optional<RunInfo> run_by_dir(const std::filesystem::path& run_dir) const;
-  std::vector<StoredRecord> records(std::int64_t run_id) const;
+  std::vector<HistoryRecord> records(std::int64_t run_id) const;
 
   // A resumed run (--resume): the run of that directory again (a new one when the
   // store lacks it), unfinished, owned by this process, with every point of
   // `recorded` (the directory's results.jsonl lines so far) that it lacks.
   std::int64_t resume_run(const std::string& experiment, const std::filesystem::path& run_dir,
-                          const nlohmann::json& env, bool smoke, const std::vector<nlohmann::json>& recorded);
+                          const nlohmann::json& env, bool smoke, const std::vector<StoredRecord>& recorded);
 
   // Imports a finished run directory (config.yaml + results.jsonl); returns the
   // run id, or 0 when that directory is already in the store.
@@ -104,23 +106,18 @@ class HistoryStore {
   std::filesystem::path file_;
 };
 
-// A results.jsonl line as a StoredRecord (shared by the store and compare of run
-// dirs); fields of the wrong JSON type read as text or defaults, never a type error.
-StoredRecord parse_record(const nlohmann::json& j);
+// A record as the history keeps it (numeric metrics only; shared by the store and
+// compare of run dirs); parse_record reads one results.jsonl line leniently (fields
+// of the wrong JSON type read as text or defaults, never a type error).
+HistoryRecord history_record(const StoredRecord& record);
+HistoryRecord parse_record(const nlohmann::json& line);
 
-// Records nest a few levels; deeper input is refused (copies of it would
-// overflow the stack).
-constexpr int kMaxRecordDepth = 64;
-// One results.jsonl line; throws nlohmann's parse_error, or runtime_error when
-// it nests deeper than kMaxRecordDepth.
-nlohmann::json parse_results_line(const std::string& line);
-
-// Every whole record of a results.jsonl (a torn last line is dropped); errors
-// name the file and line.
-std::vector<nlohmann::json> read_results_file(const std::filesystem::path& results);
+// Every whole record of a results.jsonl, read leniently (a torn last line is
+// dropped); errors name the file and line.
+std::vector<StoredRecord> read_results_file(const std::filesystem::path& results);
 
 // Records grouped by point (part, index) in first-seen order; an `interrupted`
 // record of a point that has another record is left out.
-std::vector<std::vector<nlohmann::json>> whole_points(const std::vector<nlohmann::json>& lines);
+std::vector<std::vector<StoredRecord>> whole_points(const std::vector<StoredRecord>& lines);
 
 }  // namespace runner::history

@@ -153,7 +153,7 @@ void write_plot(std::ostream& out, const std::string& title, const std::string& 
   out << "</svg><figcaption>" << html_escape(title) << "</figcaption></figure>\n";
 }
 
-void write_run_json(const HistoryStore& store, const RunInfo& run, const std::vector<StoredRecord>& records,
+void write_run_json(const HistoryStore& store, const RunInfo& run, const std::vector<HistoryRecord>& records,
                     const fs::path& file) {
   nlohmann::json j = {{"id", run.id},           {"experiment", run.experiment}, {"run_dir", run.run_dir},
                       {"started", run.started}, {"finished", run.finished},     {"status", run.status},
@@ -208,7 +208,7 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
     // series[part][point key][metric] -> samples in run order
     std::map<std::string, std::map<std::string, std::map<std::string, std::vector<Sample>>>> series;
     std::map<std::string, std::string> point_titles;
-    std::vector<std::vector<StoredRecord>> records(runs.size());
+    std::vector<std::vector<HistoryRecord>> records(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {
       records[i] = store.records(runs[i].id);
       write_run_json(store, runs[i], records[i], dir / "runs" / (std::to_string(runs[i].id) + ".json"));

@@ -301,20 +301,21 @@ nlohmann::json placement_of(const LaunchEnv& env) {
 }
 
 namespace {
-std::vector<nlohmann::json> placed(std::vector<nlohmann::json> records, const LaunchEnv& env) {
-  for (nlohmann::json& r : records) r["placement"] = placement_of(env);
+std::vector<StoredRecord> placed(std::vector<StoredRecord> records, const LaunchEnv& env) {
+  for (StoredRecord& r : records) r.observed["placement"] = placement_of(env);
   return records;
 }
 }  // namespace
 
-void DistributedSession::send_records(int index, const std::vector<nlohmann::json>& records) {
+void DistributedSession::send_records(int index, const std::vector<StoredRecord>& records) {
+  nlohmann::json lines = nlohmann::json::array();
+  for (const StoredRecord& r : placed(records, env_)) lines.push_back(encode_record(r));
   store_->set("runner/records/" + std::to_string(index) + "/" + std::to_string(env_.rank),
-              bytes_of(nlohmann::json(placed(records, env_)).dump()));
+              bytes_of(lines.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
-std::vector<std::vector<nlohmann::json>> DistributedSession::gather_records(int index,
-                                                                          std::vector<nlohmann::json> own) {
-  std::vector<std::vector<nlohmann::json>> all;
+std::vector<std::vector<StoredRecord>> DistributedSession::gather_records(int index, std::vector<StoredRecord> own) {
+  std::vector<std::vector<StoredRecord>> all;
   all.push_back(placed(std::move(own), env_));
   for (int r = 1; r < env_.world_size; ++r) {
     const std::string key = "runner/records/" + std::to_string(index) + "/" + std::to_string(r);
@@ -325,7 +326,9 @@ std::vector<std::vector<nlohmann::json>> DistributedSession::gather_records(int 
                                std::to_string(index) + " within " +
                                std::to_string(collective_timeout().count() / 1000) + " s (did it die?)");
     }
-    all.push_back(nlohmann::json::parse(string_of(store_->get(key))).get<std::vector<nlohmann::json>>());
+    std::vector<StoredRecord> sent;
+    for (const nlohmann::json& line : nlohmann::json::parse(string_of(store_->get(key)))) sent.push_back(decode_record(line));
+    all.push_back(std::move(sent));
     store_->deleteKey(key);
   }
   return all;
@@ -339,42 +342,54 @@ void DistributedSession::abort() {
   }
 }
 
-std::vector<nlohmann::json> merge_rank_records(const std::vector<std::vector<nlohmann::json>>& per_rank) {
-  std::vector<nlohmann::json> out;
+namespace {
+
+// The slowest rank's value of one field: the max of times and memory, the min of rates.
+void keep_slowest(double& kept, double other, bool take_max) { kept = take_max ? std::max(kept, other) : std::min(kept, other); }
+
+void merge_slowest(Metric& kept, const Metric& other) {
+  const bool take_max = is_time_unit(kept.unit) || is_memory_unit(kept.unit);
+  if (!take_max && !is_rate_unit(kept.unit)) return;
+  if (auto* value = std::get_if<double>(&kept.value)) {
+    if (const auto* theirs = std::get_if<double>(&other.value)) keep_slowest(*value, *theirs, take_max);
+  } else if (auto* stats = std::get_if<Stats>(&kept.value)) {
+    if (const auto* theirs = std::get_if<Stats>(&other.value)) {
+      keep_slowest(stats->mean, theirs->mean, take_max);
+      keep_slowest(stats->median, theirs->median, take_max);
+      keep_slowest(stats->min, theirs->min, take_max);
+      keep_slowest(stats->max, theirs->max, take_max);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<StoredRecord> merge_rank_records(const std::vector<std::vector<StoredRecord>>& per_rank) {
+  std::vector<StoredRecord> out;
   size_t common = std::numeric_limits<size_t>::max();
   for (size_t r = 0; r < per_rank.size(); ++r) {
     common = std::min(common, per_rank[r].size());
-    for (nlohmann::json j : per_rank[r]) {
-      j["labels"]["rank"] = std::to_string(r);
-      out.push_back(std::move(j));
+    for (StoredRecord record : per_rank[r]) {
+      record.labels["rank"] = std::to_string(r);
+      out.push_back(std::move(record));
     }
   }
   for (size_t i = 0; i < common; ++i) {
-    nlohmann::json agg = per_rank[0][i];
+    StoredRecord agg = per_rank[0][i];
     for (size_t r = 0; r < per_rank.size(); ++r) {
-      const nlohmann::json& j = per_rank[r][i];
-      if (j.value("status", "ok") != "ok" && agg.value("status", "ok") == "ok") {
-        agg["status"] = j["status"];
-        agg["error"] = "rank " + std::to_string(r) + ": " + j.value("error", "");
+      const StoredRecord& theirs = per_rank[r][i];
+      if (theirs.failed() && !agg.failed()) {
+        agg.status = theirs.status;
+        agg.unknown_status = theirs.unknown_status;
+        agg.message = "rank " + std::to_string(r) + ": " + theirs.message;
       }
-      if (r == 0 || !j.contains("metrics")) continue;
-      for (auto& [name, m] : agg["metrics"].items()) {
-        if (!j["metrics"].contains(name) || !m.contains("unit")) continue;
-        const std::string unit = m["unit"];
-        const nlohmann::json& other = j["metrics"][name];
-        const bool take_max = is_time_unit(unit) || is_memory_unit(unit);
-        const bool take_min = is_rate_unit(unit);
-        if (!take_max && !take_min) continue;
-        for (const char* field : {"value", "mean", "median", "min", "max"}) {
-          if (!m.contains(field) || !other.contains(field)) continue;
-          const double a = m[field], b = other[field];
-          m[field] = take_max ? std::max(a, b) : std::min(a, b);
-        }
-      }
+      if (r == 0) continue;
+      for (auto& [name, metric] : agg.metrics)
+        if (const Metric* other = theirs.metric(name)) merge_slowest(metric, *other);
     }
-    agg["labels"].erase("rank");
-    agg.erase("placement");
-    agg["ranks"] = per_rank.size();
+    agg.labels.erase("rank");
+    agg.observed.erase("placement");
+    agg.observed["ranks"] = per_rank.size();
     out.push_back(std::move(agg));
   }
   return out;

@@ -19,6 +19,8 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
+#include "runner/stored_record.hpp"
+
 #include "runner/context.hpp"
 
 namespace c10d { class Store; }
@@ -77,8 +79,8 @@ class DistributedSession {
   // Rank != 0 hands its records of point `index` to rank 0; rank 0 collects all
   // ranks' (its own first). Waits at most the collective timeout. Each rank's
   // records carry its `placement` (placement_of).
-  void send_records(int index, const std::vector<nlohmann::json>& records);
-  std::vector<std::vector<nlohmann::json>> gather_records(int index, std::vector<nlohmann::json> own);
+  void send_records(int index, const std::vector<StoredRecord>& records);
+  std::vector<std::vector<StoredRecord>> gather_records(int index, std::vector<StoredRecord> own);
   // Tears down communicators so this rank leaves no peer half-way in a collective.
   void abort();
 
@@ -96,7 +98,7 @@ nlohmann::json placement_of(const LaunchEnv& env);
 // one aggregate per record position with no rank label (last, so tables that do
 // not ask for a rank show it): times (ms, s) max over ranks, rates (x/s) min,
 // memory (bytes, GiB) max, anything else rank 0's; status = the first failed rank's.
-std::vector<nlohmann::json> merge_rank_records(const std::vector<std::vector<nlohmann::json>>& per_rank);
+std::vector<StoredRecord> merge_rank_records(const std::vector<std::vector<StoredRecord>>& per_rank);
 
 // Writes `message` where the launcher looks for a rank's last words
 // ($RUNNER_LAUNCH_ERROR_DIR/rank<r>.txt); no-op outside runner launch.

@@ -146,7 +146,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     interrupt.on_interrupt([&, i](const char* signal_name) {
       const std::string note = std::string("interrupted by ") + signal_name + " during point " +
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
-      if (run.results) run.results->append(record_json(exp.name, point, "interrupted", note, Record{},
+      if (run.results) run.results->append(point_record(exp.name, point, RecordStatus::interrupted, note, Record{},
                                      point_params_json(point, plan.device), run.env));
       run.log.warn(note + "; " + run.resume_hint);
       if (render_reports) render_reports();
@@ -164,9 +164,10 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     interrupt.on_interrupt([&](const char*) {
       if (render_reports) render_reports();
     });
-    if (outcome.status == "error") ++sweep.failures;
-    if (outcome.status == "skipped") run.log.info(label + ": skipped: " + outcome.message);
-    else if (outcome.status != "ok") run.log.warn(label + ": " + outcome.status + ": " + outcome.message);
+    if (outcome.status == RecordStatus::error) ++sweep.failures;
+    if (outcome.status == RecordStatus::skipped) run.log.info(label + ": skipped: " + outcome.message);
+    else if (outcome.status != RecordStatus::ok)
+      run.log.warn(label + ": " + status_name(outcome.status) + ": " + outcome.message);
     for (const std::string& w : outcome.observed.warnings) run.log.warn(label + ": " + w);
     if (run.rank == 0) progress.end_point(outcome.status, outcome.records, outcome.message);
     if (outcome.device_fault) {

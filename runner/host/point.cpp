@@ -59,23 +59,23 @@ PointOutcome run_task(const Point& point, Context& ctx, std::vector<ActiveProfil
     }
     outcome.records = std::move(recorder.records);
   } catch (const SkipPoint& e) {
-    outcome.status = "skipped";
+    outcome.status = RecordStatus::skipped;
     outcome.message = e.what();
   } catch (const DeviceFault& e) {
-    outcome.status = "error";
+    outcome.status = RecordStatus::error;
     outcome.message = e.what();
     outcome.device_fault = true;
   } catch (const c10::OutOfMemoryError& e) {
-    outcome.status = "oom";
+    outcome.status = RecordStatus::oom;
     outcome.message = e.what_without_backtrace();
   } catch (const c10::Error& e) {
-    outcome.status = "error";
+    outcome.status = RecordStatus::error;
     outcome.message = e.what_without_backtrace();
   } catch (const std::exception& e) {
-    outcome.status = "error";
+    outcome.status = RecordStatus::error;
     outcome.message = e.what();
   } catch (...) {
-    outcome.status = "error";
+    outcome.status = RecordStatus::error;
     outcome.message = "threw something that is not a std::exception (an int, a plugin's own type); the plugin "
                       "should throw std::runtime_error with a message";
   }
@@ -101,7 +101,7 @@ Record end_profilers(Context& ctx, std::vector<ActiveProfiler>& profilers) {
 // The profilers' own records (after the task's, labelled profiler=<name>), and
 // which profilers ran with their hook time, in every record of the point.
 void add_profiler_records(Context& ctx, std::vector<ActiveProfiler>& profilers, PointOutcome& outcome) {
-  if (outcome.status == "ok") {
+  if (outcome.status == RecordStatus::ok) {
     const std::vector<Record> task_records = outcome.records;
     for (auto& p : profilers) {
       RecordList own;
@@ -130,7 +130,7 @@ void merge_summary(PointOutcome& outcome, const Record& summary) {
       r.artifacts.insert(r.artifacts.end(), summary.artifacts.begin(), summary.artifacts.end());
     }
   } catch (const std::invalid_argument& e) {  // a profiler metric named like a task metric
-    outcome.status = "error";
+    outcome.status = RecordStatus::error;
     outcome.message = e.what();
     outcome.records.clear();
   }
@@ -144,13 +144,13 @@ PointOutcome run_point(const Point& point, Context& ctx) {
   PointOutcome outcome = run_task(point, ctx, profilers);
   if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, ctx.measure, before, sample_gpu(ctx.device));
   const Record summary = end_profilers(ctx, profilers);
-  if (outcome.status == "error" && !outcome.device_fault) {
+  if (outcome.status == RecordStatus::error && !outcome.device_fault) {
     if (const auto fault = device_fault(ctx.device)) {
       outcome.device_fault = true;
       outcome.message += " (" + *fault + ")";
     }
   }
-  if (outcome.status != "ok") {
+  if (outcome.status != RecordStatus::ok) {
     outcome.records.clear();
     if (!outcome.device_fault) {
       try {

@@ -9,12 +9,13 @@
 #include "observation.hpp"
 #include "runner/context.hpp"
 #include "runner/record.hpp"
+#include "runner/stored_record.hpp"
 #include "sweep.hpp"
 
 namespace runner {
 
 struct PointOutcome {
-  std::string status = "ok";  // ok | oom | error | skipped
+  RecordStatus status = RecordStatus::ok;  // ok | oom | error | skipped
   std::string message;        // the error, or why the point was skipped
   bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;

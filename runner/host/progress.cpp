@@ -149,7 +149,7 @@ void Progress::begin_point(int index, const std::string& label) {
   status_line(0);
 }
 
-void Progress::end_point(const std::string& status, const std::vector<Record>& records, const std::string& message) {
+void Progress::end_point(RecordStatus status, const std::vector<Record>& records, const std::string& message) {
   if (total_ == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   in_point_ = false;
@@ -157,9 +157,9 @@ void Progress::end_point(const std::string& status, const std::vector<Record>& r
   const double took = seconds_since(point_start_);
   if (tty_) std::fprintf(status_, "\r\033[K");
   std::fflush(status_);
-  Row row{label_, status, {}};
-  std::string line = "[" + std::to_string(index_ + 1) + "/" + std::to_string(total_) + "] " + label_ + "  " + status;
-  if (status == "ok" && !records.empty()) {
+  Row row{label_, status_name(status), {}};
+  std::string line = "[" + std::to_string(index_ + 1) + "/" + std::to_string(total_) + "] " + label_ + "  " + row.status;
+  if (status == RecordStatus::ok && !records.empty()) {
     for (const std::string& name : headline_metrics(records.front())) {
       const std::string text = metric_text(*records.front().find(name));
       row.cells.emplace_back(name, text);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runner/record.hpp"
+#include "runner/stored_record.hpp"
 
 namespace runner {
 
@@ -34,7 +35,7 @@ class Progress {
 
   void begin_point(int index, const std::string& label);
   // `message`: the error, or why the point was skipped.
-  void end_point(const std::string& status, const std::vector<Record>& records = {},
+  void end_point(RecordStatus status, const std::vector<Record>& records = {},
                  const std::string& message = "");
   void finish();
 

@@ -152,56 +152,34 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
   return out;
 }
 
-nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
-                           const std::string& message, const Record& record, const nlohmann::json& params,
-                           const nlohmann::json& env, const nlohmann::json& observed) {
-  nlohmann::json j;
-  j["experiment"] = experiment;
-  j["part"] = point.part;
-  j["point"] = point.index;
-  j["task"] = point.task;
-  j["status"] = status;
-  if (!message.empty()) j[status == "skipped" ? "reason" : "error"] = message;
-  j["params"] = params;
-  j["labels"] = nlohmann::json::object();
-  for (const auto& [k, v] : record.labels) j["labels"][k] = v;
-  j["metrics"] = nlohmann::json::object();
-  for (const auto& [name, m] : record.metrics) {
-    nlohmann::json mj;
-    if (const auto* d = std::get_if<double>(&m.value)) {
-      mj["unit"] = m.unit;
-      mj["value"] = *d;
-    } else if (const auto* s = std::get_if<Stats>(&m.value)) {
-      mj = {{"unit", m.unit}, {"n", s->n},     {"mean", s->mean}, {"std", s->std},
-            {"median", s->median}, {"min", s->min}, {"max", s->max}};
-      if (s->n >= 2) mj["rel_stderr"] = s->rel_stderr();  // one sample says nothing about noise
-      if (!s->repetition_means.empty()) mj["repetition_means"] = s->repetition_means;
-    } else {
-      mj["text"] = std::get<std::string>(m.value);
-    }
-    // Records built without Record::add (metrics pushed directly) still must not
-    // collide: the JSON object would keep only the last value.
-    if (j["metrics"].contains(name))
-      throw std::invalid_argument("metric '" + name + "' appears twice in one record of " + point.part + "[" +
-                                  std::to_string(point.index) + "]");
-    j["metrics"][name] = mj;
+StoredRecord point_record(const std::string& experiment, const Point& point, RecordStatus status,
+                          const std::string& message, const Record& record, const nlohmann::json& params,
+                          const nlohmann::json& env, const nlohmann::json& observed) {
+  StoredRecord r;
+  try {
+    r = stored_record(record);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(e.what() + std::string(" of ") + point.part + "[" + std::to_string(point.index) + "]");
   }
-  j["artifacts"] = record.artifacts;
-  if (observed.is_object())
-    for (const auto& [key, value] : observed.items()) j[key] = value;
-  j["env"] = env;
-  j["time"] = utc_timestamp(false);
-  return j;
+  r.experiment = experiment;
+  r.part = point.part;
+  r.point = point.index;
+  r.task = point.task;
+  r.status = status;
+  r.message = message;
+  r.params = params;
+  if (observed.is_object()) r.observed = observed;
+  r.env = env;
+  r.time = utc_timestamp(false);
+  return r;
 }
 
 ResultsWriter::ResultsWriter(const std::filesystem::path& file) : out_(file, std::ios::app), file_(file) {
   if (!out_) throw std::runtime_error("cannot open " + file.string() + " for writing");
 }
 
-void ResultsWriter::append(const nlohmann::json& record) {
-  // Text from plugins (an error message quoting a file name) may not be UTF-8:
-  // replaced by U+FFFD, never a type_error that loses the record.
-  out_ << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+void ResultsWriter::append(const StoredRecord& record) {
+  out_ << record_line(record) << '\n';
   out_.flush();
   if (!out_) throw std::runtime_error("writing " + file_.string() + " failed (disk full?)");
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/record.hpp"
+#include "runner/stored_record.hpp"
 #include "sweep.hpp"
 
 namespace runner {
@@ -24,18 +25,20 @@ nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>
 // The point's parameters as flat dotted keys with native JSON types.
 nlohmann::json point_params_json(const Point& point, const c10::Device& device);
 
-// One results.jsonl line; `message` is the error (status error/oom) or the reason
-// (status skipped). `observed` (an object) adds what the host saw of the point:
-// "measurement" (how it was measured and when it stopped) and "gpu" (clocks,
-// temperature, power, throttling). Throws std::invalid_argument on a duplicate metric name.
-nlohmann::json record_json(const std::string& experiment, const Point& point, const std::string& status,
-                           const std::string& message, const Record& record, const nlohmann::json& params,
-                           const nlohmann::json& env, const nlohmann::json& observed = nullptr);
+// One results.jsonl record of `point`, written now; `message` is the error (status
+// error/oom/interrupted) or the reason (status skipped). `observed` (an object) adds
+// what the host saw of the point: "measurement" (how it was measured and when it
+// stopped) and "gpu" (clocks, temperature, power, throttling). Throws
+// std::invalid_argument on a duplicate metric name.
+StoredRecord point_record(const std::string& experiment, const Point& point, RecordStatus status,
+                          const std::string& message, const Record& record, const nlohmann::json& params,
+                          const nlohmann::json& env, const nlohmann::json& observed = nullptr);
 
 class ResultsWriter {
  public:
   explicit ResultsWriter(const std::filesystem::path& file);
-  void append(const nlohmann::json& record);
+  // One line, flushed; text that is not UTF-8 is replaced by U+FFFD, never lost.
+  void append(const StoredRecord& record);
 
  private:
   std::ofstream out_;

@@ -126,11 +126,9 @@ std::set<std::pair<std::string, int>> finished_points(const std::filesystem::pat
   std::set<std::pair<std::string, int>> done;
   if (!std::filesystem::exists(results_jsonl)) return done;
   std::vector<std::string> warnings;
-  for (const auto& record : report::read_results(results_jsonl, &warnings)) {
-    if (record.value("status", std::string()) == "interrupted") continue;
-    const auto point = record.find("point");
-    if (point == record.end() || !point->is_number_integer()) continue;
-    done.emplace(record.value("part", std::string()), point->get<int>());
+  for (const StoredRecord& record : read_records(results_jsonl, RecordTypes::checked, &warnings)) {
+    if (record.status == RecordStatus::interrupted || !record.point) continue;
+    done.emplace(record.part, static_cast<int>(*record.point));
   }
   return done;
 }

@@ -65,9 +65,8 @@ PointDeathNote death_note(const Experiment& exp, const Point& point, const c10::
   note.log_file = log_file_of(run.dir, run.rank).string();
   if (const char* dir = std::getenv("RUNNER_LAUNCH_ERROR_DIR"); dir && run.session)
     note.note_file = std::string(dir) + "/rank" + std::to_string(run.rank) + ".txt";
-  note.record_json = record_json(exp.name, point, "error", kDeathPlaceholder, Record{}, point_params_json(point, device),
-                                 run.env)
-                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  note.record_json = record_line(point_record(exp.name, point, RecordStatus::error, kDeathPlaceholder, Record{},
+                                              point_params_json(point, device), run.env));
   note.label = printable((run.session ? "rank " + std::to_string(run.rank) + ": " : std::string()) + label);
   note.after = "; the run stopped here (records so far: " + (run.dir / "results.jsonl").string() + "; " +
                run.resume_hint + ")";
@@ -91,23 +90,24 @@ std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Poin
 void record_point(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
                   PointOutcome& outcome, RunOutput& run) {
   const nlohmann::json params = point_params_json(point, device);
-  std::vector<nlohmann::json> lines;
+  std::vector<StoredRecord> lines;
   try {
     for (const Record& r : outcome.records)
-      lines.push_back(record_json(exp.name, point, outcome.status, outcome.message, r, params, run.env, outcome.observed.fields));
+      lines.push_back(point_record(exp.name, point, outcome.status, outcome.message, r, params, run.env,
+                                   outcome.observed.fields));
   } catch (const std::invalid_argument& e) {  // duplicate metric names
-    outcome.status = "error";
+    outcome.status = RecordStatus::error;
     outcome.message = e.what();
-    lines = {record_json(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
+    lines = {point_record(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
   }
   if (!run.session) {
     for (const auto& line : lines) run.results->append(line);
     if (run.history) run.history->add_point(lines);
     return;
   }
-  if (outcome.status != "ok" && outcome.status != "skipped") {
+  if (outcome.status != RecordStatus::ok && outcome.status != RecordStatus::skipped) {
     const std::string why = "rank " + std::to_string(run.rank) + ": " + point.part + " " + describe_point(point) + ": " +
-                            outcome.status + ": " + outcome.message;
+                            status_name(outcome.status) + ": " + outcome.message;
     if (run.rank == 0) {
       for (const auto& line : lines) run.results->append(line);
     } else {

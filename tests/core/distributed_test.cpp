@@ -156,8 +156,20 @@ nlohmann::json record(double step_ms, double bytes, double tokens_per_s, const s
             {"loss_last", {{"unit", ""}, {"value", bytes / 1000}}}}}};
 }
 
+// Merged records as written to results.jsonl.
+std::vector<nlohmann::json> merged_lines(const std::vector<std::vector<nlohmann::json>>& per_rank) {
+  std::vector<std::vector<StoredRecord>> stored;
+  for (const auto& rank : per_rank) {
+    stored.emplace_back();
+    for (const auto& line : rank) stored.back().push_back(decode_record(line));
+  }
+  std::vector<nlohmann::json> out;
+  for (const StoredRecord& r : merge_rank_records(stored)) out.push_back(nlohmann::json::parse(record_line(r)));
+  return out;
+}
+
 TEST(MergeRankRecords, KeepsEachRankAndAppendsTheSlowestRankAggregate) {
-  const auto merged = merge_rank_records({{record(10, 100, 50)}, {record(12, 90, 40)}});
+  const auto merged = merged_lines({{record(10, 100, 50)}, {record(12, 90, 40)}});
   ASSERT_EQ(merged.size(), 3u);
   EXPECT_EQ(merged[0]["labels"]["rank"], "0");
   EXPECT_EQ(merged[1]["labels"]["rank"], "1");
@@ -174,7 +186,7 @@ TEST(MergeRankRecords, TheAggregateHasNoPlacement) {
   auto a = record(1, 1, 1), b = record(1, 1, 1);
   a["placement"] = {{"rank", 0}};
   b["placement"] = {{"rank", 1}};
-  const auto merged = merge_rank_records({{a}, {b}});
+  const auto merged = merged_lines({{a}, {b}});
   EXPECT_EQ(merged[1]["placement"]["rank"], 1);
   EXPECT_FALSE(merged.back().contains("placement"));
 }
@@ -182,7 +194,7 @@ TEST(MergeRankRecords, TheAggregateHasNoPlacement) {
 TEST(MergeRankRecords, AFailedRankFailsTheAggregate) {
   auto bad = record(1, 1, 1, "error");
   bad["error"] = "boom";
-  const auto merged = merge_rank_records({{record(1, 1, 1)}, {bad}});
+  const auto merged = merged_lines({{record(1, 1, 1)}, {bad}});
   EXPECT_EQ(merged.back()["status"], "error");
   EXPECT_EQ(merged.back()["error"], "rank 1: boom");
 }

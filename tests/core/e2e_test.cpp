@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -66,7 +67,7 @@ TEST(EndToEnd, RunWritesRecordsStatusesReportsAndFailsAtTheEnd) {
   EXPECT_EQ(r.exit_code, 1) << r.output;  // error points make the exit code non-zero
   EXPECT_NE(r.output.find("[6/6]"), std::string::npos) << r.output;
 
-  const auto records = report::read_results(out / "results.jsonl");
+  const auto records = report::read_result_lines(out / "results.jsonl");
   // none: 2 values x 2 labels; oom and error: one record per point.
   ASSERT_EQ(records.size(), 8u);
   EXPECT_EQ(records[0]["status"], "ok");
@@ -151,7 +152,7 @@ TEST(EndToEnd, CrashMidSweepKeepsFinishedRecords) {
   const auto out = dir / "run";
   const Result r = run(file.string() + " --device cpu --set sweep.fail=[none,crash] --out " + out.string());
   EXPECT_NE(r.exit_code, 0);
-  const auto records = report::read_results(out / "results.jsonl");
+  const auto records = report::read_result_lines(out / "results.jsonl");
   // Both points of fail=none (two labels each), then the crashed point's own error record.
   ASSERT_EQ(records.size(), 5u);
   EXPECT_EQ(records[4]["status"], "error");
@@ -165,7 +166,7 @@ TEST(EndToEnd, SkippedPointIsItsOwnStatusWithAReasonAndNotAFailure) {
   const Result r = run(file.string() + " --device cpu --set sweep.fail=[none,skip] --set sweep.value=[1.5] --out " +
                        out.string() + " --reports " + (dir / "reports").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;  // skipped is not an error
-  const auto records = report::read_results(out / "results.jsonl");
+  const auto records = report::read_result_lines(out / "results.jsonl");
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[2]["status"], "skipped");
   EXPECT_EQ(records[2]["reason"], "echo: this configuration is not supported");
@@ -183,7 +184,7 @@ TEST(EndToEnd, DeviceFaultEndsTheSweepWithOneMessageAndKeepsEarlierRecords) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("the device is unusable"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("stopped after point 2 of 3"), std::string::npos) << r.output;
-  const auto records = report::read_results(out / "results.jsonl");
+  const auto records = report::read_result_lines(out / "results.jsonl");
   ASSERT_EQ(records.size(), 3u);  // point 1: two labels; point 2: its error; point 3 never ran
   EXPECT_EQ(records[0]["status"], "ok");
   EXPECT_EQ(records[2]["status"], "error");
@@ -198,7 +199,7 @@ TEST(EndToEnd, DuplicateMetricNameMakesThePointAnError) {
   const Result r = run(file.string() + " --device cpu --set sweep.fail=[duplicate_metric] --set sweep.value=[1.5] "
                        "--out " + out.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  const auto records = report::read_results(out / "results.jsonl");
+  const auto records = report::read_result_lines(out / "results.jsonl");
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["status"], "error");
   EXPECT_NE(records[0]["error"].get<std::string>().find("metric 'value' added twice"), std::string::npos);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -30,7 +31,7 @@ const std::string kPluginDir = RUNNER_TEST_PLUGIN_DIR;
 std::string from_dir(const std::string& dir) { return "; export RUNNER_PLUGIN_PATH; cd " + dir + " && "; }
 
 std::vector<nlohmann::json> records_of(const std::filesystem::path& run) {
-  return report::read_results(run / "results.jsonl");
+  return report::read_result_lines(run / "results.jsonl");
 }
 
 TEST(Faults, PluginsThatCrashExitOrHangWhileLoadingAreNamedAndSkipped) {

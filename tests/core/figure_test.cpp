@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner::report {
@@ -120,7 +121,7 @@ TEST(FigureData, PartWherePanelsAndCategories) {
       parse("{name: f, kind: bar, x: size, series: [part], panel: impl, where: {impl: a}, metric: time_ms}").figures[0];
   json other = record("q", "small", 7.0);
   other["params"]["impl"] = "b";  // filtered out by where
-  const json data = figure_data(spec, {record("p", "small", 1.0), record("q", "large", 2.0), other});
+  const json data = figure_data(spec, stored({record("p", "small", 1.0), record("q", "large", 2.0), other}));
   EXPECT_EQ(data["categories"], json({"small", "large"}));
   ASSERT_EQ(data["panels"].size(), 1u);
   EXPECT_EQ(data["panels"][0]["title"], "impl = a");
@@ -139,7 +140,7 @@ TEST(FigureFiles, WithoutPythonTheTablesStillRenderAndTheLatexSaysTheFigureIsMis
   const std::string saved_value = saved ? saved : "";
   setenv("RUNNER_PYTHON", "/nonexistent/python3", 1);
   ::testing::internal::CaptureStderr();
-  const auto written = write_report(spec, {record("p", "1", 2.0)}, dir);
+  const auto written = write_report(spec, stored({record("p", "1", 2.0)}), dir);
   const std::string err = ::testing::internal::GetCapturedStderr();
   if (saved) setenv("RUNNER_PYTHON", saved_value.c_str(), 1);
   else unsetenv("RUNNER_PYTHON");
@@ -160,11 +161,11 @@ TEST(FigureFiles, MatplotlibWritesSvgPngAndPdfAndProseAroundTheMarkersSurvives) 
     GTEST_SKIP() << python << " cannot import matplotlib (scripts/setup.sh installs it)";
   const auto dir = fresh_dir("figure-matplotlib");
   const ReportSpec spec = parse("{name: f, x: size, series: [impl], metric: time_ms, logx: true}");
-  write_report(spec, {record("p", "1", 2.0), record("p", "10", 3.0)}, dir);
+  write_report(spec, stored({record("p", "1", 2.0), record("p", "10", 3.0)}), dir);
   for (const char* ext : {".svg", ".png", ".pdf"})
     EXPECT_GT(std::filesystem::file_size(dir / ("figures/r-f" + std::string(ext))), 1000u) << ext;
   write_file(dir / "r.md", read_file(dir / "r.md") + "\nAuthor prose.\n");
-  write_report(spec, {record("p", "1", 2.0), record("p", "10", 3.0)}, dir);
+  write_report(spec, stored({record("p", "1", 2.0), record("p", "10", 3.0)}), dir);
   EXPECT_NE(read_file(dir / "r.md").find("Author prose."), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "figures/.r.figures.json"));  // the hand-off file is removed
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -66,7 +67,7 @@ TEST(FirstRun, FilterRunsOnlyMatchingPointsAndRefusesAFilterThatMatchesNone) {
   const auto file = write_file(dir / "two.yaml", kTwo);
   const auto r = run_runner(file.string() + " --device cpu --filter 'value=2\\.5' --out " + (dir / "run").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto records = report::read_results(dir / "run" / "results.jsonl");
+  const auto records = report::read_result_lines(dir / "run" / "results.jsonl");
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0]["point"], 1);  // the second point, under its own index
   const auto none = run_runner(file.string() + " --device cpu --filter 'size=' --out " + (dir / "none").string());
@@ -147,7 +148,7 @@ TEST(FirstRun, AClosedStdoutDoesNotKillTheRun) {
                           " 2>/dev/null | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}'";
   const int status = std::system(cmd.c_str());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_EQ(report::read_results(run / "results.jsonl").size(), 2u);
+  EXPECT_EQ(report::read_result_lines(run / "results.jsonl").size(), 2u);
   EXPECT_NE(read_file(run / "log.txt").find("finished: 2 points, 0 failed"), std::string::npos)
       << read_file(run / "log.txt");
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "report_check.hpp"
 #include "run_dir.hpp"
 #include "sweep.hpp"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner::report {
@@ -35,12 +36,12 @@ TableSpec pivot_table() {
 }
 
 TEST(RunCaption, CpuRunNamesNoCudaVersionOrDriverAndSaysTheSteadyClock) {
-  const std::string caption = build_table(pivot_table(), {timed_record("cpu", 0, "1")}).caption;
+  const std::string caption = build_table(pivot_table(), stored({timed_record("cpu", 0, "1")})).caption;
   EXPECT_EQ(caption, "Setup: AMD EPYC 7B13 (cpu), LibTorch 2.11.0; timed with the host's steady clock.");
 }
 
 TEST(RunCaption, CudaRunSaysCudaEvents) {
-  const std::string caption = build_table(pivot_table(), {timed_record("cuda", 0, "1")}).caption;
+  const std::string caption = build_table(pivot_table(), stored({timed_record("cuda", 0, "1")})).caption;
   EXPECT_NE(caption.find("driver 580.159.04, CUDA 13.0"), std::string::npos) << caption;
   EXPECT_NE(caption.find("timed with CUDA events"), std::string::npos) << caption;
 }
@@ -48,7 +49,7 @@ TEST(RunCaption, CudaRunSaysCudaEvents) {
 TEST(RunCaption, TimerNamedByTheRecordWins) {
   json r = timed_record("cuda", 0, "1");
   r["timer"] = "steady_clock";
-  EXPECT_NE(build_table(pivot_table(), {r}).caption.find("timed with the host's steady clock"), std::string::npos);
+  EXPECT_NE(build_table(pivot_table(), stored({r})).caption.find("timed with the host's steady clock"), std::string::npos);
 }
 
 TEST(RunCaption, CellsWithoutARecordAreExplained) {
@@ -57,9 +58,9 @@ TEST(RunCaption, CellsWithoutARecordAreExplained) {
   const auto spec = parse_report_spec(
       YAML::Load("{id: r, tables: [{name: t, rows: [size], columns: [{metric: time_ms}, {metric: flop}]}]}"), "f")
                         .tables[0];
-  const BuiltTable table = build_table(spec, {timed_record("cpu", 0, "1"), other});
+  const BuiltTable table = build_table(spec, stored({timed_record("cpu", 0, "1"), other}));
   EXPECT_NE(table.caption.find("– = no record for this cell"), std::string::npos) << table.caption;
-  EXPECT_EQ(build_table(pivot_table(), {timed_record("cpu", 0, "1")}).caption.find("– ="), std::string::npos);
+  EXPECT_EQ(build_table(pivot_table(), stored({timed_record("cpu", 0, "1")})).caption.find("– ="), std::string::npos);
 }
 
 TEST(RunCaption, SmokeAndPartialRunsAreFlaggedInEveryCaption) {
@@ -79,12 +80,12 @@ TEST(RunCaption, MergedSlicesCountPointsByParametersNotIndex) {
   // Two slices of one sweep each number their single point 0; together they are 2 points.
   const json a = timed_record("cuda", 0, "1");
   const json b = timed_record("cuda", 0, "2");
-  EXPECT_EQ(recorded_points({a, b}), 2u);
-  EXPECT_EQ(recorded_points({a, a}), 1u);
+  EXPECT_EQ(recorded_points(stored({a, b})), 2u);
+  EXPECT_EQ(recorded_points(stored({a, a})), 1u);
   json interrupted = b;
   interrupted["status"] = "interrupted";
-  EXPECT_EQ(recorded_points({a, interrupted}), 1u);
-  EXPECT_EQ(run_sentence(RunSummary{false, 2}, {a, b}), "");
+  EXPECT_EQ(recorded_points(stored({a, interrupted})), 1u);
+  EXPECT_EQ(run_sentence(RunSummary{false, 2}, stored({a, b})), "");
 }
 
 TEST(ReadResults, TruncatedLastRecordIsSkippedWithAWarning) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 
 namespace runner::report {
 namespace {
@@ -208,7 +209,7 @@ TEST(ReportTable, PartFilterKeepsOnlyThatPart) {
 TEST(ReportTable, LabelsAreLookedUpBeforeParams) {
   json labelled = record({{"size", 1}, {"tensor", "param"}}, tflops(1));
   labelled["labels"] = {{"tensor", "fc1_output"}};
-  const BuiltTable built = build_table(table("{name: t, rows: [tensor], pivot: size, metric: tflops}"), {labelled});
+  const BuiltTable built = build_table(table("{name: t, rows: [tensor], pivot: size, metric: tflops}"), stored({labelled}));
   EXPECT_EQ(built.cells, (Rows{{"fc1_output", "1"}}));
 }
 
@@ -331,7 +332,7 @@ TEST(ReportCaption, VaryingWarmupIsSaid) {
 TEST(ReportCaption, CpuRecordsNameTheCpu) {
   json cpu = record({{"size", 1}}, tflops(1));
   cpu["env"] = {{"device", "cpu"}, {"gpu", ""}, {"cpu", "AMD EPYC 7B13"}, {"libtorch", "2.11.0"}};
-  const std::string caption = build_table(table("{name: t, rows: [size], columns: [{metric: tflops}]}"), {cpu}).caption;
+  const std::string caption = build_table(table("{name: t, rows: [size], columns: [{metric: tflops}]}"), stored({cpu})).caption;
   EXPECT_EQ(caption, "Setup: AMD EPYC 7B13 (cpu), LibTorch 2.11.0.");
 }
 
@@ -346,7 +347,7 @@ TEST(ReportCaption, PivotCaptionSaysWhatTheCellsHold) {
 
 BuiltTable small_table(const std::string& name, double value) {
   return build_table(table("{name: " + name + ", title: T, rows: [size], pivot: dtype, metric: tflops}"),
-                     {record({{"size", 1}, {"dtype", "a"}}, tflops(value))});
+                     stored({record({{"size", 1}, {"dtype", "a"}}, tflops(value))}));
 }
 
 TEST(ReportMarkdown, NewFileStartsWithTitleAndNote) {
@@ -362,7 +363,7 @@ TEST(ReportMarkdown, NewFileStartsWithTitleAndNote) {
 TEST(ReportMarkdown, ProseOutsideMarkersSurvivesRegeneration) {
   TempDir dir;
   ReportSpec spec{"r", "R", {table("{name: t, title: T, rows: [size], pivot: dtype, metric: tflops}")}};
-  write_report(spec, {record({{"size", 1}, {"dtype", "a"}}, tflops(1))}, dir.path);
+  write_report(spec, stored({record({{"size", 1}, {"dtype", "a"}}, tflops(1))}), dir.path);
   const std::string first = read_file(dir.path / "r.md");
   const std::string begin = "<!-- runner:table t begin -->", end = "<!-- runner:table t end -->";
   // Authors write before, right after the end marker, and at the end without a newline.
@@ -372,7 +373,7 @@ TEST(ReportMarkdown, ProseOutsideMarkersSurvivesRegeneration) {
   edited += "\n## Discussion\n\nThe end, no newline";
   write_file(dir.path / "r.md", edited);
 
-  write_report(spec, {record({{"size", 1}, {"dtype", "a"}}, tflops(9))}, dir.path);
+  write_report(spec, stored({record({{"size", 1}, {"dtype", "a"}}, tflops(9))}), dir.path);
   std::string expected = edited;
   const std::size_t old_body = expected.find("| 1 | 1 |");
   expected.replace(old_body, 9, "| 1 | 9 |");
@@ -525,7 +526,7 @@ TEST(ReportNoise, MarkerFlagsCellsNoisierThanTheDefaultThresholdAndExplainsIt) {
 TEST(ReportNoise, TheRecordsOwnTargetWinsOverTheTableThreshold) {
   json adaptive = record({{"size", 1}}, step_ms(5, 0.1, 10, 0.02));
   adaptive["measurement"] = {{"mode", "adaptive"}, {"target_rel_stderr", 0.01}};
-  const BuiltTable built = build_table(table("{name: t, rows: [size], columns: [{metric: step_ms}]}"), {adaptive});
+  const BuiltTable built = build_table(table("{name: t, rows: [size], columns: [{metric: step_ms}]}"), stored({adaptive}));
   EXPECT_EQ(built.cells, (Rows{{"1", "5 †"}}));  // stored rel_stderr 2% > its 1% target
 }
 
@@ -572,7 +573,7 @@ TEST(ReportSpec, UnknownNoiseModeAndBadThresholdAreRejected) {
 
 TEST(ReportTable, SkippedPointsShowSkipped) {
   json skipped = record({{"size", 1}, {"dtype", "a"}}, json::object(), "skipped");
-  const BuiltTable built = build_table(table("{name: t, rows: [size], pivot: dtype, metric: tflops}"), {skipped});
+  const BuiltTable built = build_table(table("{name: t, rows: [size], pivot: dtype, metric: tflops}"), stored({skipped}));
   EXPECT_EQ(built.cells, (Rows{{"1", "skipped"}}));
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner::report {
@@ -118,7 +119,7 @@ TEST(ReportCaption, ModelDimsResolvedFromTheSizeAndQuestionFromTheReport) {
                        {"memory_breakdown", false}, {"batch_size", 8}, {"ddp", "none"}};
   const auto dir = testing::fresh_dir("caption");
   const ReportSpec s = spec("{id: my_question, tables: [{name: step, rows: [ddp], columns: [{metric: step_ms}]}]}");
-  write_report(s, {record(params, ms(1))}, dir);
+  write_report(s, stored({record(params, ms(1))}), dir);
   const std::string md = testing::read_file(dir / "my_question.md");
   EXPECT_NE(md.find("fixed: batch_size=8, model=transformer_lm, model.size=xl, optimizer=adamw, "
                     "model: d_model 1600, d_ff 6400, 48 layers, 25 heads. Question: my_question."),

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "report/report.hpp"
+#include "record_lines.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -31,7 +32,7 @@ report:
 
 std::map<int, int> finished_per_point(const std::filesystem::path& results) {
   std::map<int, int> count;
-  for (const auto& r : report::read_results(results))
+  for (const auto& r : report::read_result_lines(results))
     if (r["status"] != "interrupted") ++count[r["point"].get<int>()];
   return count;
 }
@@ -82,7 +83,7 @@ TEST(Resume, CtrlCRecordsThePointInFlightAsInterruptedAndExits130) {
   const auto r = run_runner("", "timeout -s INT --preserve-status 2.5 " + std::string(RUNNER_EXE) + " " +
                                     file.string() + " --device cpu --out " + out.string() + "; exit $? ;");
   EXPECT_EQ(r.exit_code, 130) << r.output;
-  const auto records = report::read_results(out / "results.jsonl");
+  const auto records = report::read_result_lines(out / "results.jsonl");
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back()["status"], "interrupted");
   EXPECT_NE(read_file(out / "log.txt").find("interrupted by SIGINT"), std::string::npos) << read_file(out / "log.txt");

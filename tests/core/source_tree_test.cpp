@@ -1,9 +1,13 @@
-// The host's sources hold code: no .cpp file made only of comments sits in the
-// build where a reader would look for behaviour.
+// The source tree keeps its conventions: no host .cpp file made only of comments sits
+// in the build where a reader would look for behaviour, and each plugin folder holds
+// its manifest in <name>.cpp and its own tests.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
 
 namespace {
 
@@ -26,6 +30,38 @@ TEST(SourceTree, EveryHostSourceFileHoldsCode) {
     EXPECT_TRUE(has_code(entry.path())) << entry.path() << " has no code: finish it or delete it";
   }
   EXPECT_GT(checked, 10);
+}
+
+// One plugin = one folder plugins/<kind>/<name>/ whose manifest (RUNNER_PLUGIN) lives in
+// <name>.cpp, beside tests of its own (the README's "Adding a plugin").
+TEST(SourceTree, EveryPluginKeepsItsManifestInNameDotCppAndItsTestsBesideIt) {
+  // Folders whose owners rename plugin.cpp (or <name>_profiler.cpp) this round.
+  const std::set<std::string> pending = {"attention/naive", "model/transformer_lm", "profiler/memory"};
+  const std::filesystem::path plugins = std::filesystem::path(RUNNER_SOURCE_DIR) / "plugins";
+  int checked = 0;
+  for (const auto& kind : std::filesystem::directory_iterator(plugins)) {
+    if (!kind.is_directory()) continue;
+    for (const auto& folder : std::filesystem::directory_iterator(kind.path())) {
+      if (!folder.is_directory()) continue;
+      const std::string name = folder.path().filename().string();
+      const std::string id = kind.path().filename().string() + "/" + name;
+      ++checked;
+      bool has_tests = false;
+      for (const auto& file : std::filesystem::directory_iterator(folder.path())) {
+        const std::string file_name = file.path().filename().string();
+        has_tests = has_tests || file_name.find("_test.") != std::string::npos;
+        if (file.path().extension() != ".cpp" || file_name == name + ".cpp" || pending.count(id)) continue;
+        std::ifstream in(file.path());
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        EXPECT_EQ(text.find("RUNNER_PLUGIN("), std::string::npos)
+            << file.path() << ": the manifest belongs in " << name << ".cpp (git mv it there)";
+      }
+      EXPECT_TRUE(pending.count(id) || std::filesystem::exists(folder.path() / (name + ".cpp")))
+          << id << ": no " << name << ".cpp";
+      EXPECT_TRUE(has_tests) << id << ": no tests in the folder (<name>_test.cpp)";
+    }
+  }
+  EXPECT_GT(checked, 20);
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::ofstream out(scratch_file(), std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  std::vector<nlohmann::json> records;
+  std::vector<runner::StoredRecord> records;
   try {
     std::vector<std::string> warnings;
     records = read_results(scratch_file(), &warnings);

@@ -20,6 +20,7 @@ using testing::around;
 using testing::env_json;
 using testing::fresh_dir;
 using testing::record;
+using testing::stored;
 
 const std::filesystem::path kHostile = std::filesystem::path(RUNNER_SOURCE_DIR) / "tests" / "hostile" / "records";
 
@@ -55,11 +56,11 @@ TEST(HistoryHostile, AResumedRunContinuesItsRunWithoutDuplicates) {
   // point 2 was interrupted and runs again.
   nlohmann::json interrupted = record(2, 3, {}, 0, "interrupted");
   const auto id = store.begin_run("demo", run, env_json(), false);
-  store.add_point(id, {record(0, 1, around(1.0))});
+  store.add_point(id, stored({record(0, 1, around(1.0))}));
   const std::vector<nlohmann::json> recorded = {record(0, 1, around(1.0)), record(1, 2, around(2.0)), interrupted};
-  EXPECT_EQ(store.resume_run("demo", run, env_json(), false, recorded), id);
+  EXPECT_EQ(store.resume_run("demo", run, env_json(), false, stored(recorded)), id);
   EXPECT_TRUE(store.run(id)->finished.empty());  // running again
-  store.add_point(id, {record(2, 3, around(3.0))});
+  store.add_point(id, stored({record(2, 3, around(3.0))}));
   store.finish_run(id);
   const auto records = store.records(id);
   ASSERT_EQ(records.size(), 3u);
@@ -71,7 +72,7 @@ TEST(HistoryHostile, AResumedRunContinuesItsRunWithoutDuplicates) {
   EXPECT_EQ(store.run(id)->status, "ok");
 
   // A run the store never saw (the history was off) arrives whole on resume.
-  const auto other = store.resume_run("demo", dir / "other", env_json(), false, recorded);
+  const auto other = store.resume_run("demo", dir / "other", env_json(), false, stored(recorded));
   EXPECT_NE(other, id);
   EXPECT_EQ(store.records(other).size(), 2u);  // the interrupted point runs again
 }
@@ -123,7 +124,7 @@ TEST(HistoryHostile, LastGoodFindsTheBaselineOlderThanARunWhenNewerRunsExist) {
   HistoryStore store(dir / "h.sqlite");
   auto add = [&](const std::string& started) {
     const auto id = store.begin_run("demo", {}, env_json(), false, started);
-    store.add_point(id, {record(0, 1, around(1.0))});
+    store.add_point(id, stored({record(0, 1, around(1.0))}));
     store.finish_run(id);
     return id;
   };
@@ -149,7 +150,7 @@ TEST(HistoryHostile, DeeplyNestedRecordsAreRefusedWithTheFileAndLine) {
   EXPECT_EQ(compare, import);
   // A million levels in any field.
   const std::string million = "{\"x\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
-  EXPECT_THROW(parse_results_line(million), std::runtime_error);
+  EXPECT_THROW(parse_record_line(million), std::runtime_error);
 }
 
 TEST(HistoryHostile, WrongJsonTypesReadAsTextNotATypeError) {

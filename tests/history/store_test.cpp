@@ -20,6 +20,7 @@ using testing::around;
 using testing::env_json;
 using testing::fresh_dir;
 using testing::record;
+using testing::stored;
 
 std::int64_t count(const std::filesystem::path& db, const std::string& sql) {
   sqlite3* h = nullptr;
@@ -49,7 +50,7 @@ TEST(HistoryStore, KeepsRecordsWithTheirPerStepSamplesAndEnvironment) {
   const auto dir = fresh_dir("store-roundtrip");
   HistoryStore store(dir / "h.sqlite");
   const auto id = store.begin_run("demo", dir / "run", env_json("Test CPU", "feedbeef0001"), false);
-  store.add_point(id, {record(0, 64, {1.0, 2.0, 3.0, 4.0}, 5e6)});
+  store.add_point(id, stored({record(0, 64, {1.0, 2.0, 3.0, 4.0}, 5e6)}));
   store.finish_run(id);
   const auto records = store.records(id);
   ASSERT_EQ(records.size(), 1u);
@@ -108,7 +109,7 @@ TEST(HistoryStore, TwoProcessesWritingAtOnceLoseNothing) {
       try {
         HistoryStore store(db);
         const auto id = store.begin_run("writer" + std::to_string(w), dir / ("run" + std::to_string(w)), env_json(), false);
-        for (int p = 0; p < kPoints; ++p) store.add_point(id, {record(p, p, around(1.0 + w, 8)), record(p, p + 1000, around(2.0, 8))});
+        for (int p = 0; p < kPoints; ++p) store.add_point(id, stored({record(p, p, around(1.0 + w, 8)), record(p, p + 1000, around(2.0, 8))}));
         store.finish_run(id);
       } catch (const std::exception& e) {
         fprintf(stderr, "writer %d: %s\n", w, e.what());
@@ -140,7 +141,7 @@ TEST(HistoryStore, AKilledRunLeavesOnlyWholePointsAndShowsAsKilled) {
     for (int p = 0;; ++p) {
       std::vector<nlohmann::json> point;
       for (int r = 0; r < kRecordsPerPoint; ++r) point.push_back(record(p, r, around(1.0, 6)));
-      store.add_point(id, point);
+      store.add_point(id, stored(point));
     }
   }
   // Kill it mid-stream, once several points are in.
@@ -187,7 +188,7 @@ TEST(HistoryStore, LastGoodSkipsFailedUnfinishedAndRegressedRuns) {
   HistoryStore store(dir / "h.sqlite");
   auto add = [&](const std::string& started, const std::string& status, bool finish) {
     const auto id = store.begin_run("demo", {}, env_json(), false, started);
-    store.add_point(id, {record(0, 1, around(1.0), 1e6, status)});
+    store.add_point(id, stored({record(0, 1, around(1.0), 1e6, status)}));
     if (finish) store.finish_run(id);
     return id;
   };

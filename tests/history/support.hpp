@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/stored_record.hpp"
+
 namespace runner::history::testing {
 
 inline std::filesystem::path fresh_dir(const std::string& name) {
@@ -66,6 +68,13 @@ inline nlohmann::json record(int point, int size, const std::vector<double>& sam
     j["metrics"] = nlohmann::json::object();
   }
   return j;
+}
+
+// Lines as the store takes them.
+inline std::vector<StoredRecord> stored(const std::vector<nlohmann::json>& lines) {
+  std::vector<StoredRecord> out;
+  for (const auto& j : lines) out.push_back(decode_record(j));
+  return out;
 }
 
 // n samples around `center` with a small deterministic spread.

@@ -15,11 +15,12 @@ using testing::env_json;
 using testing::fresh_dir;
 using testing::read_text;
 using testing::record;
+using testing::stored;
 
 std::int64_t add_run(HistoryStore& store, const std::filesystem::path& dir, const std::vector<double>& samples,
                      bool smoke, const std::string& started) {
   const auto id = store.begin_run("demo", dir / started, env_json("Test CPU", "samecommit01"), smoke, started);
-  store.add_point(id, {record(0, 1, samples, 4e6)});
+  store.add_point(id, stored({record(0, 1, samples, 4e6)}));
   store.finish_run(id, started);
   return id;
 }

@@ -1,107 +1,58 @@
-#include "adamw.hpp"
-
-#include <cmath>
 #include <memory>
-#include <stdexcept>
 
-#include <ATen/ops/_foreach_add.h>
-#include <ATen/ops/_foreach_addcdiv.h>
-#include <ATen/ops/_foreach_addcmul.h>
-#include <ATen/ops/_foreach_div.h>
-#include <ATen/ops/_foreach_lerp.h>
-#include <ATen/ops/_foreach_mul.h>
-#include <ATen/ops/_foreach_sqrt.h>
-#include <ATen/ops/zeros_like.h>
-
-#include "optimizer_state.hpp"
-
-namespace plugins::adamw {
-
-using torch::optim::AdamWOptions;
-using torch::optim::AdamWParamState;
-
-void check_options(const AdamWOptions& o) {
-  const auto [beta1, beta2] = o.betas();
-  if (!(o.lr() >= 0)) throw std::invalid_argument("adamw: lr must be >= 0, got " + std::to_string(o.lr()));
-  if (!(o.eps() >= 0)) throw std::invalid_argument("adamw: eps must be >= 0, got " + std::to_string(o.eps()));
-  if (!(beta1 >= 0 && beta1 < 1)) throw std::invalid_argument("adamw: beta1 must be in [0, 1), got " + std::to_string(beta1));
-  if (!(beta2 >= 0 && beta2 < 1)) throw std::invalid_argument("adamw: beta2 must be in [0, 1), got " + std::to_string(beta2));
-  if (!(o.weight_decay() >= 0))
-    throw std::invalid_argument("adamw: weight_decay must be >= 0, got " + std::to_string(o.weight_decay()));
-  if (o.amsgrad()) throw std::invalid_argument("adamw: amsgrad is not supported");
-}
-
-void check_groups(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-  for (const auto& group : groups) {
-    const auto* options = dynamic_cast<const AdamWOptions*>(&group.options());
-    if (options == nullptr) throw std::invalid_argument("adamw: a parameter group carries non-AdamW options");
-    check_options(*options);
-  }
-}
-
-torch::Tensor evaluate_closure(const torch::optim::Optimizer::LossClosure& closure) {
-  if (!closure) return {};
-  at::AutoGradMode enable_grad(true);
-  return closure();
-}
+#include "adamw_optimizer.hpp"
+#include "fused_optimizer.hpp"
+#include "runner/optimizer.hpp"
 
 namespace {
 
-// The tensors of one group that take part in this step, in parallel lists.
-struct GroupStep {
-  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
-  std::vector<c10::Scalar> neg_step_sizes;        // -lr / (1 - beta1^t)
-  std::vector<c10::Scalar> bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+class AdamWFactory : public runner::OptimizerFactory {
+ public:
+  explicit AdamWFactory(const runner::Params& p)
+      : options_(torch::optim::AdamWOptions(p.number("lr"))
+                     .betas({p.number("beta1"), p.number("beta2")})
+                     .eps(p.number("eps"))
+                     .weight_decay(p.number("weight_decay"))),
+        fused_(p.text("impl") == "fused") {
+    plugins::adamw::check_options(options_);
+  }
+
+  std::unique_ptr<torch::optim::Optimizer> make(std::vector<torch::optim::OptimizerParamGroup> groups) override {
+    if (fused_) return std::make_unique<plugins::adamw::FusedAdamW>(groups, options_);
+    return std::make_unique<plugins::adamw::AdamW>(groups, options_);
+  }
+
+  // The fused step keeps its step counts on the device; the foreach step passes
+  // bias corrections as host scalars, which a graph would freeze at capture.
+  bool supports_graph_capture() const override { return fused_; }
+
+ private:
+  torch::optim::AdamWOptions options_;
+  bool fused_;
 };
+
+runner::PluginManifest make_manifest() {
+  runner::PluginManifest m;
+  m.kind = runner::PluginKind::Optimizer;
+  m.name = "adamw";
+  m.version = "2";
+  m.description = "AdamW (decoupled weight decay), multi-tensor or fused one-pass kernel, numerics of torch.optim.AdamW";
+  m.options = {
+      runner::opt_float("lr", 1e-3, "learning rate"),
+      runner::opt_float("beta1", 0.9, "first-moment decay"),
+      runner::opt_float("beta2", 0.999, "second-moment decay"),
+      runner::opt_float("eps", 1e-8, "added to the bias-corrected sqrt(v)"),
+      runner::opt_float("weight_decay", 0.01, "decoupled: p *= 1 - lr * weight_decay each step"),
+      runner::opt_enum("impl", {"foreach", "fused"}, "foreach",
+                       "foreach: multi-tensor ATen ops (~8 passes over memory); fused: one-pass kernel "
+                       "(kernels/adamw), CUDA-graph capturable, fp32 parameters"),
+  };
+  m.create = [](const runner::Params& params, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
+    return std::make_unique<AdamWFactory>(params);
+  };
+  return m;
+}
 
 }  // namespace
 
-AdamW::AdamW(const std::vector<torch::optim::OptimizerParamGroup>& groups, const AdamWOptions& defaults)
-    : Optimizer(groups, std::make_unique<AdamWOptions>(defaults)) {
-  check_groups(param_groups_);
-}
-
-torch::Tensor AdamW::step(LossClosure closure) {
-  torch::NoGradGuard no_grad;
-  const torch::Tensor loss = evaluate_closure(closure);
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const AdamWOptions&>(group.options());
-    const auto [beta1, beta2] = o.betas();
-    GroupStep s;
-    for (const torch::Tensor& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      TORCH_CHECK(!p.grad().is_sparse(), "adamw: sparse gradients are not supported");
-      auto& slot = state_[p.unsafeGetTensorImpl()];
-      if (!slot) {
-        auto fresh = std::make_unique<AdamWParamState>();
-        fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-        slot = std::move(fresh);
-      }
-      auto& state = static_cast<AdamWParamState&>(*slot);
-      state.step(state.step() + 1);
-      const double t = static_cast<double>(state.step());
-      s.params.push_back(p);
-      s.grads.push_back(p.grad());
-      s.exp_avgs.push_back(state.exp_avg());
-      s.exp_avg_sqs.push_back(state.exp_avg_sq());
-      s.neg_step_sizes.emplace_back(-o.lr() / (1.0 - std::pow(beta1, t)));
-      s.bias_correction2_sqrt.emplace_back(std::sqrt(1.0 - std::pow(beta2, t)));
-    }
-    if (s.params.empty()) continue;
-
-    if (o.weight_decay() != 0) at::_foreach_mul_(s.params, 1.0 - o.lr() * o.weight_decay());
-    at::_foreach_lerp_(s.exp_avgs, s.grads, 1.0 - beta1);
-    at::_foreach_mul_(s.exp_avg_sqs, beta2);
-    at::_foreach_addcmul_(s.exp_avg_sqs, s.grads, s.grads, 1.0 - beta2);
-    std::vector<torch::Tensor> denom = at::_foreach_sqrt(s.exp_avg_sqs);
-    at::_foreach_div_(denom, s.bias_correction2_sqrt);
-    at::_foreach_add_(denom, o.eps());
-    at::_foreach_addcdiv_(s.params, s.exp_avgs, denom, s.neg_step_sizes);
-  }
-  return loss;
-}
-
-std::int64_t AdamW::state_bytes() const { return optimizer_state_bytes(*this); }
-
-}  // namespace plugins::adamw
+RUNNER_PLUGIN(make_manifest)

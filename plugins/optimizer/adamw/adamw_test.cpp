@@ -5,7 +5,7 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "adamw.hpp"
+#include "adamw_optimizer.hpp"
 #include "optimizer_state.hpp"
 #include "registry.hpp"
 #include "runner/context.hpp"

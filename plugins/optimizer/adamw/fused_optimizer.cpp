@@ -7,7 +7,7 @@
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 
-#include "adamw.hpp"
+#include "adamw_optimizer.hpp"
 #include "adamw/fused_adamw.hpp"
 #include "runner/weight_copies.hpp"
 

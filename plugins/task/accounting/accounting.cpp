@@ -128,7 +128,7 @@ std::pair<double, double> overhead_and_bandwidth(const runner::Params& p, std::s
   std::vector<std::pair<double, double>> points;  // bytes, seconds
   for (const MeasuredRecord& r : find_all_measured(s, "median")) {
     const auto bytes = r.numbers.find("bytes"), time = r.numbers.find("time_ms");
-    if (r.status != "ok") continue;
+    if (r.status != runner::RecordStatus::ok) continue;
     if (bytes == r.numbers.end() || time == r.numbers.end())
       throw std::invalid_argument("fit_file '" + s.file.string() +
                                   "': records need the metrics bytes and time_ms (an allreduce_bench run)");
@@ -193,13 +193,13 @@ void add_measured(const runner::Params& p, runner::Record& r) {
   if (p.text("measured_file").empty()) return;
   const Selection s = selection(p, "measured_file", "measured_part", "measured_where");
   const MeasuredRecord m = find_measured(s, p.text("measured_stat"));
-  r.add_text("measured_status", m.status);
+  r.add_text("measured_status", m.status_text);
   for (const std::string& entry : p.texts("compare")) {
     const auto eq = entry.find('=');
     const std::string mine = entry.substr(0, eq), theirs = entry.substr(eq + 1);
     const runner::Metric* analytic = r.find(mine);
-    if (m.status != "ok") {
-      r.add_text("measured_" + mine, m.status == "oom" ? "OOM" : m.status);
+    if (m.status != runner::RecordStatus::ok) {
+      r.add_text("measured_" + mine, m.status == runner::RecordStatus::oom ? "OOM" : m.status_text);
       continue;
     }
     const auto it = m.numbers.find(theirs);
@@ -309,7 +309,7 @@ runner::PluginManifest make_manifest() {
                                              p.text("measured_stat"));
       for (const std::string& entry : p.texts("compare")) {
         const std::string theirs = entry.substr(entry.find('=') + 1);
-        if (r.status == "ok" && r.numbers.count(theirs) == 0) {
+        if (r.status == runner::RecordStatus::ok && r.numbers.count(theirs) == 0) {
           std::string names;
           for (const auto& [k, v] : r.numbers) names += (names.empty() ? "" : ", ") + k;
           throw std::invalid_argument("measured_file '" + p.text("measured_file") + "': the matched record has no numeric metric '" +

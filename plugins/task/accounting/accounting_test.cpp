@@ -124,7 +124,7 @@ class MeasuredFile : public runner::testing::TaskTest {
 
 TEST_F(MeasuredFile, SubstitutesOptionsAndPicksTheAggregate) {
   const MeasuredRecord r = find_measured(select({"seq={seq}", "d_head=4", "rank="}), "median");
-  EXPECT_EQ(r.status, "ok");
+  EXPECT_EQ(r.status, runner::RecordStatus::ok);
   EXPECT_DOUBLE_EQ(r.numbers.at("memory_gib"), 2.0);
   EXPECT_DOUBLE_EQ(r.numbers.at("time_ms"), 3.0);  // the median of the stats
   EXPECT_DOUBLE_EQ(find_measured(select({"seq=16", "rank=1"}), "mean").numbers.at("time_ms"), 4.0);

@@ -1,5 +1,6 @@
 #include "measured.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -11,6 +12,7 @@ namespace plugins::accounting {
 namespace {
 
 using nlohmann::json;
+using runner::StoredRecord;
 
 bool as_number(const std::string& text, double& out) {
   if (text.empty()) return false;
@@ -32,12 +34,10 @@ bool same_value(const std::string& a, const std::string& b) {
 }
 
 // The record's value for `key`: a label first, else a param; false when absent.
-bool record_value(const json& record, const std::string& key, std::string& out) {
-  for (const char* section : {"labels", "params"}) {
-    const auto s = record.find(section);
-    if (s == record.end() || !s->is_object()) continue;
-    const auto v = s->find(key);
-    if (v != s->end() && !v->is_null()) {
+bool record_value(const StoredRecord& record, const std::string& key, std::string& out) {
+  for (const json* section : {&record.labels, &record.params}) {
+    const auto v = section->find(key);
+    if (v != section->end() && !v->is_null()) {
       out = json_text(*v);
       return true;
     }
@@ -51,29 +51,22 @@ std::string describe(const Selection& sel) {
   return out.empty() ? "(any)" : out;
 }
 
-std::vector<json> read_records(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in)
+std::vector<StoredRecord> read_file(const std::filesystem::path& file) {
+  if (!std::ifstream(file))
     throw std::invalid_argument("measured_file '" + file.string() +
                                 "': cannot be read; run that experiment with --reports reports first, or set "
                                 "measured_file: \"\" to report the analytic value alone");
-  std::vector<json> records;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json record = json::parse(line, nullptr, false);
-    if (record.is_discarded() || !record.is_object())
-      throw std::invalid_argument("measured_file '" + file.string() + "':" + std::to_string(number) +
-                                  ": not a JSON record; point measured_file at a run's results.jsonl");
-    records.push_back(std::move(record));
+  try {
+    std::vector<std::string> torn_last_line;  // a run still writing: its whole records are what it measured
+    return runner::read_records(file, runner::RecordTypes::lenient, &torn_last_line);
+  } catch (const std::runtime_error& e) {  // names the file and line
+    throw std::invalid_argument("measured_file " + std::string(e.what()) +
+                                "; point measured_file at a run's results.jsonl");
   }
-  return records;
 }
 
-bool matches(const json& record, const Selection& sel) {
-  if (!sel.part.empty() && record.value("part", "") != sel.part) return false;
+bool matches(const StoredRecord& record, const Selection& sel) {
+  if (!sel.part.empty() && record.part != sel.part) return false;
   for (const auto& [key, want] : sel.where) {
     std::string have;
     const bool present = record_value(record, key, have);
@@ -82,31 +75,29 @@ bool matches(const json& record, const Selection& sel) {
   return true;
 }
 
-MeasuredRecord reduce(const json& record, const std::string& stat) {
+MeasuredRecord reduce(const StoredRecord& record, const std::string& stat) {
   MeasuredRecord out;
-  out.status = record.value("status", "ok");
-  const auto metrics = record.find("metrics");
-  if (metrics == record.end() || !metrics->is_object()) return out;
-  for (const auto& [name, m] : metrics->items()) {
-    if (!m.is_object()) continue;
-    const json* v = nullptr;
-    if (m.contains("value") && m["value"].is_number()) v = &m["value"];
-    else if (m.contains(stat) && m[stat].is_number()) v = &m[stat];
-    if (v == nullptr) continue;
-    out.numbers[name] = v->get<double>();
-    out.units[name] = m.value("unit", "");
+  out.status = record.status;
+  out.status_text = record.status_text();
+  for (const auto& [name, m] : record.metrics) {
+    double v = std::nan("");
+    if (const auto* value = std::get_if<double>(&m.value)) v = *value;
+    else if (const auto* stats = std::get_if<runner::Stats>(&m.value)) v = runner::stat_named(*stats, stat);
+    if (std::isnan(v)) continue;
+    out.numbers[name] = v;
+    out.units[name] = m.unit;
   }
   return out;
 }
 
 // Why nothing matched: the first condition no record meets, with the values there are.
-std::string no_match_hint(const std::vector<json>& records, const Selection& sel) {
+std::string no_match_hint(const std::vector<StoredRecord>& records, const Selection& sel) {
   Selection partial;
   partial.part = sel.part;
   for (const auto& condition : sel.where) {
     std::set<std::string> seen;
     bool any = false;
-    for (const json& r : records) {
+    for (const StoredRecord& r : records) {
       if (!matches(r, partial)) continue;
       std::string v;
       seen.insert(record_value(r, condition.first, v) ? v : "(absent)");
@@ -123,16 +114,16 @@ std::string no_match_hint(const std::vector<json>& records, const Selection& sel
   }
   if (!sel.part.empty()) {
     bool part_seen = false;
-    for (const json& r : records) part_seen = part_seen || r.value("part", "") == sel.part;
+    for (const StoredRecord& r : records) part_seen = part_seen || r.part == sel.part;
     if (!part_seen) return "; the file has no part '" + sel.part + "' (measured_part)";
   }
   return "";
 }
 
-std::vector<json> matching(const Selection& sel, std::vector<json>& all) {
-  all = read_records(sel.file);
-  std::vector<json> hits;
-  for (const json& r : all)
+std::vector<StoredRecord> matching(const Selection& sel, std::vector<StoredRecord>& all) {
+  all = read_file(sel.file);
+  std::vector<StoredRecord> hits;
+  for (const StoredRecord& r : all)
     if (matches(r, sel)) hits.push_back(r);
   if (hits.empty())
     throw std::invalid_argument("measured_file '" + sel.file.string() + "': no record with " + describe(sel) +
@@ -170,8 +161,8 @@ std::vector<std::pair<std::string, std::string>> parse_where(const std::vector<s
 }
 
 MeasuredRecord find_measured(const Selection& selection, const std::string& stat) {
-  std::vector<json> all;
-  const std::vector<json> hits = matching(selection, all);
+  std::vector<StoredRecord> all;
+  const std::vector<StoredRecord> hits = matching(selection, all);
   if (hits.size() > 1)
     throw std::invalid_argument("measured_file '" + selection.file.string() + "': " + std::to_string(hits.size()) +
                                 " records match " + describe(selection) +
@@ -180,9 +171,9 @@ MeasuredRecord find_measured(const Selection& selection, const std::string& stat
 }
 
 std::vector<MeasuredRecord> find_all_measured(const Selection& selection, const std::string& stat) {
-  std::vector<json> all;
+  std::vector<StoredRecord> all;
   std::vector<MeasuredRecord> out;
-  for (const json& r : matching(selection, all)) out.push_back(reduce(r, stat));
+  for (const StoredRecord& r : matching(selection, all)) out.push_back(reduce(r, stat));
   return out;
 }
 

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "runner/stored_record.hpp"
+
 namespace plugins::accounting {
 
 struct Selection {
@@ -30,7 +32,8 @@ std::vector<std::pair<std::string, std::string>> parse_where(const std::vector<s
 
 // One matched record: its status and its metrics as JSON text-free values.
 struct MeasuredRecord {
-  std::string status;                      // ok, oom, skipped, error, ...
+  runner::RecordStatus status = runner::RecordStatus::ok;
+  std::string status_text = "ok";          // as recorded: ok, oom, skipped, error, ...
   std::map<std::string, double> numbers;   // scalar metrics, and stats reduced by `stat`
   std::map<std::string, std::string> units;
 };

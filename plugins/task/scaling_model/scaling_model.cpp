@@ -43,8 +43,8 @@ Selection selection(const runner::Params& p, const std::string& prefix, const st
 
 double number(const MeasuredRecord& r, const Selection& s, const std::string& option, const char* metric) {
   const auto it = r.numbers.find(metric);
-  if (r.status != "ok" || it == r.numbers.end())
-    throw std::invalid_argument(option + " '" + s.file.string() + "': the selected record (status " + r.status +
+  if (r.status != runner::RecordStatus::ok || it == r.numbers.end())
+    throw std::invalid_argument(option + " '" + s.file.string() + "': the selected record (status " + r.status_text +
                                 ") has no metric " + metric + "; select a train_step record");
   return it->second;
 }
@@ -69,7 +69,7 @@ AllReduceModel allreduce_model(const runner::Params& p, std::string& fits) {
     Selection one = s;
     one.where.emplace_back("processes", std::to_string(ranks));
     for (const MeasuredRecord& r : accounting::find_all_measured(one, "median")) {
-      if (r.status != "ok") continue;
+      if (r.status != runner::RecordStatus::ok) continue;
       const auto bytes = r.numbers.find("bytes"), time = r.numbers.find("time_ms");
       if (bytes == r.numbers.end() || time == r.numbers.end())
         throw std::invalid_argument("fit_file '" + s.file.string() +

@@ -31,9 +31,9 @@ std::string join(const std::vector<std::string>& parts, const std::string& separ
 
 // Distinct non-empty values in first-appearance order.
 template <typename Field>
-std::vector<std::string> distinct(const std::vector<const json*>& records, Field field) {
+std::vector<std::string> distinct(const std::vector<const StoredRecord*>& records, Field field) {
   std::vector<std::string> values;
-  for (const json* record : records) {
+  for (const StoredRecord* record : records) {
     const std::string value = field(*record);
     if (!value.empty() && std::find(values.begin(), values.end(), value) == values.end())
       values.push_back(value);
@@ -41,21 +41,17 @@ std::vector<std::string> distinct(const std::vector<const json*>& records, Field
   return values;
 }
 
-std::string env_text(const json& record, const char* key) {
-  const auto env = record.find("env");
-  if (env == record.end() || !env->is_object()) return "";
-  const auto value = env->find(key);
-  return value == env->end() || value->is_null() ? "" : render_value(*value);
+std::string env_text(const StoredRecord& record, const char* key) {
+  const auto value = record.env.find(key);
+  return value == record.env.end() || value->is_null() ? "" : render_value(*value);
 }
 
-std::string param_text(const json& record, const char* key) {
-  const auto params = record.find("params");
-  if (params == record.end() || !params->is_object()) return "";
-  const auto value = params->find(key);
-  return value == params->end() ? "" : render_value(*value);
+std::string param_text(const StoredRecord& record, const char* key) {
+  const auto value = record.params.find(key);
+  return value == record.params.end() ? "" : render_value(*value);
 }
 
-std::string device_name(const json& record) {
+std::string device_name(const StoredRecord& record) {
   std::string name = env_text(record, "gpu");
   if (name.empty()) name = env_text(record, "cpu");
   const std::string device = env_text(record, "device");
@@ -64,7 +60,7 @@ std::string device_name(const json& record) {
 }
 
 // "NVIDIA H100 80GB HBM3 (cuda), driver 580.159.04, CUDA 13.0, LibTorch 2.11.0"
-std::string machine_clause(const std::vector<const json*>& records) {
+std::string machine_clause(const std::vector<const StoredRecord*>& records) {
   std::vector<std::string> parts;
   const auto add = [&](const std::string& prefix, const std::vector<std::string>& values) {
     if (!values.empty()) parts.push_back(prefix + join(values, " / "));
@@ -72,21 +68,21 @@ std::string machine_clause(const std::vector<const json*>& records) {
   add("", distinct(records, device_name));
   // A CUDA build records its driver and runtime on any device; they only describe
   // the run when it ran on the GPU.
-  const auto on_gpu = [](const json& r, const char* key) {
+  const auto on_gpu = [](const StoredRecord& r, const char* key) {
     return env_text(r, "device") == "cuda" ? env_text(r, key) : std::string();
   };
-  add("driver ", distinct(records, [&](const json& r) { return on_gpu(r, "driver"); }));
-  add("CUDA ", distinct(records, [&](const json& r) { return on_gpu(r, "cuda_runtime"); }));
-  add("LibTorch ", distinct(records, [](const json& r) { return env_text(r, "libtorch"); }));
+  add("driver ", distinct(records, [&](const StoredRecord& r) { return on_gpu(r, "driver"); }));
+  add("CUDA ", distinct(records, [&](const StoredRecord& r) { return on_gpu(r, "cuda_runtime"); }));
+  add("LibTorch ", distinct(records, [](const StoredRecord& r) { return env_text(r, "libtorch"); }));
   return join(parts, ", ");
 }
 
 // "n = 12–300" over the records' measurement summaries; empty when none has one.
-std::string n_range(const std::vector<const json*>& records) {
+std::string n_range(const std::vector<const StoredRecord*>& records) {
   long long lo = -1, hi = -1;
-  for (const json* r : records) {
-    const auto m = r->find("measurement");
-    if (m == r->end()) continue;
+  for (const StoredRecord* r : records) {
+    const auto m = r->observed.find("measurement");
+    if (m == r->observed.end()) continue;
     for (const json& s : m->is_array() ? *m : json::array({*m})) {
       if (!s.is_object() || !s.contains("n") || !s["n"].is_number()) continue;
       const long long n = s["n"].get<long long>();
@@ -100,14 +96,12 @@ std::string n_range(const std::vector<const json*>& records) {
 
 // Which clock timed the record's steps: the record says so ("timer"), else the
 // device does (the host times CUDA work with events, CPU work with a steady clock).
-std::string timer_of(const json& record) {
-  const auto metrics = record.find("metrics");
-  if (metrics == record.end() || !metrics->is_object()) return "";
+std::string timer_of(const StoredRecord& record) {
   bool timed = false;
-  for (const auto& [name, metric] : metrics->items())
-    timed = timed || (metric.is_object() && metric.contains("mean") && metric.value("unit", std::string()) == "ms");
+  for (const auto& [name, metric] : record.metrics)
+    timed = timed || (std::holds_alternative<Stats>(metric.value) && metric.unit == "ms");
   if (!timed) return "";
-  std::string timer = record.value("timer", std::string());
+  std::string timer = record.observed.value("timer", std::string());
   if (timer.empty()) timer = env_text(record, "timer");
   if (timer.empty()) timer = env_text(record, "device") == "cuda" ? "cuda_events" : "steady_clock";
   if (timer == "cuda_events") return "timed with CUDA events";
@@ -115,19 +109,19 @@ std::string timer_of(const json& record) {
   return "timed with " + timer;
 }
 
-std::string steps_clause(const std::vector<const json*>& records) {
-  const auto warmup = distinct(records, [](const json& r) { return param_text(r, "measure.warmup_steps"); });
+std::string steps_clause(const std::vector<const StoredRecord*>& records) {
+  const auto warmup = distinct(records, [](const StoredRecord& r) { return param_text(r, "measure.warmup_steps"); });
   const auto measured =
-      distinct(records, [](const json& r) { return param_text(r, "measure.measured_steps"); });
-  const auto target = distinct(records, [](const json& r) {
+      distinct(records, [](const StoredRecord& r) { return param_text(r, "measure.measured_steps"); });
+  const auto target = distinct(records, [](const StoredRecord& r) {
     const std::string t = param_text(r, "measure.target_rel_stderr");
     return t == "0" || t == "0.0" ? std::string() : t;
   });
-  const auto repetitions = distinct(records, [](const json& r) {
+  const auto repetitions = distinct(records, [](const StoredRecord& r) {
     const std::string n = param_text(r, "measure.repetitions");
     return n == "1" ? std::string() : n;
   });
-  const auto cache = distinct(records, [](const json& r) { return param_text(r, "measure.cache"); });
+  const auto cache = distinct(records, [](const StoredRecord& r) { return param_text(r, "measure.cache"); });
   std::vector<std::string> parts;
   if (warmup.size() == 1) parts.push_back("warm-up " + warmup[0]);
   if (warmup.size() > 1) parts.push_back("warm-up varies by row/column");
@@ -174,7 +168,7 @@ std::string model_dims(const json& params) {
 // top-level choices and the model's size, context and resolved dimensions; a plugin's
 // other options (optimizer.beta1, model.rope_theta, ...) and switches left off stay
 // in the records.
-std::string fixed_clause(const std::vector<const json*>& records,
+std::string fixed_clause(const std::vector<const StoredRecord*>& records,
                          const std::set<std::string>& shown_keys) {
   static const std::set<std::string> kNestedShown = {"model.size", "model.context_length", "model.attention",
                                                      "ddp.bucket_size_mb"};
@@ -186,7 +180,7 @@ std::string fixed_clause(const std::vector<const json*>& records,
   };
   std::map<std::string, std::string> fixed;  // sorted by key: deterministic
   for (std::size_t i = 0; i < records.size(); ++i) {
-    const json params = records[i]->value("params", json::object());
+    const json& params = records[i]->params;
     if (i == 0) {
       for (const auto& [key, value] : params.items())
         if (!ignored(key, value)) fixed[key] = render_value(value);
@@ -203,27 +197,26 @@ std::string fixed_clause(const std::vector<const json*>& records,
   // The dimensions, when every record has the same ones (a model.size column still has one
   // value then) and the table does not show them.
   if (!records.empty() && !shown_keys.count("model.d_model")) {
-    const std::string dims = model_dims(records.front()->value("params", json::object()));
+    const std::string dims = model_dims(records.front()->params);
     bool same = !dims.empty();
-    for (const json* r : records) same = same && model_dims(r->value("params", json::object())) == dims;
+    for (const StoredRecord* r : records) same = same && model_dims(r->params) == dims;
     if (same) parts.push_back("model: " + dims);
   }
   return parts.empty() ? "" : "fixed: " + join(parts, ", ");
 }
 
 // Pivot headers are key values, so say what the cells hold and in which unit.
-std::string cells_sentence(const TableSpec& spec, const std::vector<const json*>& records) {
+std::string cells_sentence(const TableSpec& spec, const std::vector<const StoredRecord*>& records) {
   if (spec.pivot.empty()) return "";
   std::string what = spec.metric;
-  for (const json* record : records) {
-    const json* metric = find_metric(*record, spec.metric);
-    if (!metric || !metric->is_object()) continue;
-    if (metric->contains("mean")) {
+  for (const StoredRecord* record : records) {
+    const Metric* metric = record->metric(spec.metric);
+    if (!metric) continue;
+    if (std::holds_alternative<Stats>(metric->value)) {
       what += " " + (spec.stat.empty() ? std::string("mean") : spec.stat);
       if (spec.show_std) what += " ± std";
     }
-    const std::string unit = metric->value("unit", std::string());
-    if (!unit.empty()) what += " (" + unit + ")";
+    if (!metric->unit.empty()) what += " (" + metric->unit + ")";
     break;
   }
   return "Cells: " + what + " by " + spec.pivot + ".";
@@ -238,7 +231,7 @@ std::string one_line(std::string text) {
 
 }  // namespace
 
-std::string caption(const TableSpec& spec, const std::vector<const json*>& records,
+std::string caption(const TableSpec& spec, const std::vector<const StoredRecord*>& records,
                     const std::set<std::string>& shown_keys) {
   std::vector<std::string> sentences;
   if (const std::string author = one_line(spec.caption); !author.empty()) sentences.push_back(author);

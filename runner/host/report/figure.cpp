@@ -5,6 +5,7 @@
 // `rank` label), so a figure and a table of the same run show the same numbers.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -21,9 +22,8 @@ namespace {
 using nlohmann::json;
 
 // A figure may split by part (e.g. C++ and PyTorch parts of one run), so "part" is a key too.
-std::optional<std::string> figure_key(const json& record, const std::string& key) {
-  if (key == "part" && record.contains("part") && record["part"].is_string())
-    return record["part"].get<std::string>();
+std::optional<std::string> figure_key(const StoredRecord& record, const std::string& key) {
+  if (key == "part") return record.part;
   return detail::lookup(record, key);
 }
 
@@ -35,7 +35,7 @@ bool is_number(const std::string& text, double* out = nullptr) {
   return true;
 }
 
-bool where_matches(const json& record, const std::map<std::string, std::string>& where) {
+bool where_matches(const StoredRecord& record, const std::map<std::string, std::string>& where) {
   for (const auto& [key, wanted] : where) {
     const auto value = figure_key(record, key);
     double a = 0, b = 0;
@@ -44,35 +44,34 @@ bool where_matches(const json& record, const std::map<std::string, std::string>&
   return true;
 }
 
-bool selected(const json& record, const FigureSpec& spec) {
-  if (record.value("status", std::string()) == "interrupted") return false;
-  if (!spec.part.empty() && record.value("part", std::string()) != spec.part) return false;
-  const auto labels = record.find("labels");
-  if (labels != record.end() && labels->is_object() && labels->contains("rank")) return false;
+bool selected(const StoredRecord& record, const FigureSpec& spec) {
+  if (record.status == RecordStatus::interrupted) return false;
+  if (!spec.part.empty() && record.part != spec.part) return false;
+  if (record.labels.contains("rank")) return false;
   return where_matches(record, spec.where);
 }
 
-std::string joined_keys(const json& record, const std::vector<std::string>& keys) {
+std::string joined_keys(const StoredRecord& record, const std::vector<std::string>& keys) {
   std::string out;
   for (const auto& key : keys) out += (out.empty() ? "" : " ") + figure_key(record, key).value_or("?");
   return out;
 }
 
 // y (and std) of a record: a stat of a stats metric, or a scalar's value.
-bool metric_value(const json& record, const FigureSpec& spec, double* y, double* std) {
-  const json* metric = detail::find_metric(record, spec.metric);
-  if (!metric || !metric->is_object()) return false;
-  if (metric->contains("value")) {
-    if (!(*metric)["value"].is_number()) return false;
-    *y = (*metric)["value"].get<double>();
+bool metric_value(const StoredRecord& record, const FigureSpec& spec, double* y, double* std) {
+  const Metric* metric = record.metric(spec.metric);
+  if (!metric) return false;
+  if (const auto* value = std::get_if<double>(&metric->value)) {
+    if (std::isnan(*value)) return false;
+    *y = *value;
     *std = -1;
     return true;
   }
-  const std::string stat = spec.stat.empty() ? "mean" : spec.stat;
-  if (!metric->contains(stat) || !(*metric)[stat].is_number()) return false;
-  *y = (*metric)[stat].get<double>();
-  *std = metric->contains("std") && (*metric)["std"].is_number() ? (*metric)["std"].get<double>() : -1;
-  return true;
+  const auto* stats = std::get_if<Stats>(&metric->value);
+  if (!stats) return false;
+  *y = stat_named(*stats, spec.stat.empty() ? "mean" : spec.stat);
+  *std = std::isnan(stats->std) ? -1 : stats->std;
+  return !std::isnan(*y);
 }
 
 std::string python_interpreter() {
@@ -98,7 +97,7 @@ std::string figure_stem(const FigureSpec& spec, const std::string& report_id) {
 
 }  // namespace
 
-json figure_data(const FigureSpec& spec, const std::vector<json>& records) {
+json figure_data(const FigureSpec& spec, const std::vector<StoredRecord>& records) {
   // (panel, series, x) -> the last record's point, in first-appearance order.
   std::vector<std::string> panels, series_order;
   std::map<std::string, std::vector<std::string>> series_of_panel;
@@ -108,12 +107,11 @@ json figure_data(const FigureSpec& spec, const std::vector<json>& records) {
   std::map<std::string, int> failed;  // status -> count
   std::map<std::string, json> series_parts;  // series label -> its key values (colour by the first, style by the rest)
   bool numeric_x = true;
-  for (const json& record : records) {
+  for (const StoredRecord& record : records) {
     if (!selected(record, spec)) continue;
-    const std::string status = record.value("status", std::string("ok"));
     const auto x = figure_key(record, spec.x);
-    if (status != "ok") {
-      ++failed[status];
+    if (record.failed()) {
+      ++failed[record.status_text()];
       continue;
     }
     double y = 0, std = -1;
@@ -162,12 +160,12 @@ json figure_data(const FigureSpec& spec, const std::vector<json>& records) {
   return out;
 }
 
-std::string figure_caption(const FigureSpec& spec, const std::vector<json>& records) {
+std::string figure_caption(const FigureSpec& spec, const std::vector<StoredRecord>& records) {
   TableSpec as_table;  // the setup sentence is the tables' own
   as_table.caption = spec.caption;
   as_table.question = spec.question;
-  std::vector<const json*> members;
-  for (const json& record : records)
+  std::vector<const StoredRecord*> members;
+  for (const StoredRecord& record : records)
     if (selected(record, spec) && figure_key(record, spec.x)) members.push_back(&record);
   std::set<std::string> shown = {spec.x};
   shown.insert(spec.series.begin(), spec.series.end());
@@ -203,7 +201,7 @@ std::string figure_latex(const FigureSpec& spec, const std::string& report_id, c
          "}\n\\end{figure}\n";
 }
 
-FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<json>& records,
+FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<StoredRecord>& records,
                            const std::filesystem::path& reports_dir) {
   FigureOutcome outcome;
   // `runner report --check` compares tables and values; drawing is matplotlib's business.

@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "printable.hpp"
+#include "runner/stored_record.hpp"
 
 namespace runner::report {
 
@@ -99,10 +100,11 @@ struct ReportSpec {
 // key; did you mean 'columns'?") and the like for every spec mistake.
 ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& file);
 
-// One JSON object per line; blank lines skipped; throws "<path>:<line>: ..." on a
-// malformed line, except a malformed last line (a record cut off by a kill), which
-// is skipped with a warning in `warnings` (or on stderr when null).
-std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl,
+// read_records with every field's JSON type checked (a table of a hand-edited file
+// would show nonsense): throws "<path>:<line>: ..." on a malformed line, except a
+// malformed last line (a record cut off by a kill), which is skipped with a warning
+// in `warnings` (or on stderr when null).
+std::vector<StoredRecord> read_results(const std::filesystem::path& results_jsonl,
                                          std::vector<std::string>* warnings = nullptr);
 
 // What the records alone cannot say about the run they came from.
@@ -114,9 +116,9 @@ struct RunSummary {
 // their run under this key, so each run's points count on their own.
 inline constexpr const char* kSourceRunKey = "source_run";
 // Points with at least one record (distinct run/part/point).
-std::size_t recorded_points(const std::vector<nlohmann::json>& records);
+std::size_t recorded_points(const std::vector<StoredRecord>& records);
 // "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points." or "".
-std::string run_sentence(const RunSummary& run, const std::vector<nlohmann::json>& records);
+std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>& records);
 
 // A table ready to render. `cells` holds display text (formatted numbers, "OOM",
 // "error", "–" for not measured); `csv_rows` holds numbers at full precision, with
@@ -130,7 +132,7 @@ struct BuiltTable {
   std::vector<std::vector<std::string>> csv_rows;
 };
 
-BuiltTable build_table(const TableSpec& spec, const std::vector<nlohmann::json>& records);
+BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records);
 
 // "## title", pipe table, "*caption*"; without the runner markers.
 std::string to_markdown(const BuiltTable& table);
@@ -159,20 +161,20 @@ std::string latex_log_problem(const std::string& log);
 // {name, kind, title, xlabel, ylabel, logx, logy, panels: [{title, series: [{label,
 // points: [{x, y, std?}]}]}], not_plotted: [...]}; x is a number when every x value of
 // the figure parses as one, else text (categories).
-nlohmann::json figure_data(const FigureSpec& spec, const std::vector<nlohmann::json>& records);
+nlohmann::json figure_data(const FigureSpec& spec, const std::vector<StoredRecord>& records);
 struct FigureOutcome {
   std::vector<std::filesystem::path> written;  // svg, png, pdf of every figure drawn
   std::string problem;  // one line when none could be drawn (no matplotlib, script failed)
 };
 // Runs `<python> scripts/figures/plot.py` once for all figures of the report. Python:
 // $RUNNER_PYTHON, else the interpreter the build was configured with.
-FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<nlohmann::json>& records,
+FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<StoredRecord>& records,
                            const std::filesystem::path& reports_dir);
 // Markdown image block and LaTeX figure environment (PDF, with a boxed note when the
 // file is absent, so the writeup still builds without matplotlib).
 std::string figure_markdown(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
 std::string figure_latex(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
-std::string figure_caption(const FigureSpec& spec, const std::vector<nlohmann::json>& records);
+std::string figure_caption(const FigureSpec& spec, const std::vector<StoredRecord>& records);
 
 // Values (values.cpp).
 struct RenderedValue {
@@ -192,7 +194,7 @@ std::string values_latex(const std::string& report_id, const std::vector<Rendere
 // Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv (and figures); returns their paths.
 // `run` adds a smoke/partial-run sentence to every caption.
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
-                                                const std::vector<nlohmann::json>& records,
+                                                const std::vector<StoredRecord>& records,
                                                 const std::filesystem::path& reports_dir,
                                                 const RunSummary& run = {});
 

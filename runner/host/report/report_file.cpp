@@ -49,113 +49,10 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::rename(partial, path);
 }
 
-// Records nest a few levels. nlohmann parses iteratively but copies and dumps
-// recursively: a 100,000-deep array would overflow the stack in the tables.
-constexpr int kMaxDepth = 64;
-nlohmann::json parse_bounded(const std::string& line) {
-  return nlohmann::json::parse(line, [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxDepth) throw std::runtime_error("nested more than 64 levels deep (not a record the runner writes)");
-    return true;
-  });
-}
-
-const char* type_name(const nlohmann::json& v) {
-  if (v.is_string()) return "text";
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a number";
-  if (v.is_boolean()) return "true/false";
-  if (v.is_object()) return "an object";
-  if (v.is_array()) return "a list";
-  return "null";
-}
-
-bool is(const nlohmann::json& v, char type) {
-  switch (type) {
-    case 's': return v.is_string();
-    case 'i': return v.is_number_integer();
-    case 'n': return v.is_number();
-    case 'o': return v.is_object();
-    case 'a': return v.is_array();
-    default: return true;
-  }
-}
-
-// The first field of `object` (among `fields`: key, type s/i/n/o/a) whose JSON
-// type is wrong, as "<path>.<key> is <type>, expected <type>"; "" when none.
-std::string wrong_field(const nlohmann::json& object, std::initializer_list<std::pair<const char*, char>> fields,
-                        const std::string& path) {
-  static const std::map<char, const char*> expected = {
-      {'s', "text"}, {'i', "an integer"}, {'n', "a number"}, {'o', "an object"}, {'a', "a list"}};
-  for (const auto& [key, type] : fields) {
-    const auto it = object.find(key);
-    if (it != object.end() && !(it->is_null() && type == 'n') && !is(*it, type))  // NaN is written as null
-      return path + key + " is " + type_name(*it) + ", expected " + expected.at(type);
-  }
-  return "";
-}
-
-// Tables read a record's fields by type: one of the wrong type (a hand-edited
-// or foreign file) is named here, with the file and line, not as a bare type_error.
-std::string wrong_record_type(const nlohmann::json& r) {
-  std::string why = wrong_field(r, {{"experiment", 's'}, {"part", 's'}, {"task", 's'}, {"status", 's'}, {"error", 's'},
-                                    {"reason", 's'}, {"time", 's'}, {"timer", 's'}, {"point", 'i'}, {"params", 'o'},
-                                    {"labels", 'o'}, {"metrics", 'o'}, {"env", 'o'}, {"artifacts", 'a'}},
-                                "");
-  if (!why.empty()) return why;
-  if (const auto m = r.find("metrics"); m != r.end() && m->is_object())
-    for (const auto& [name, metric] : m->items()) {
-      if (!metric.is_object()) return "metrics." + name + " is " + type_name(metric) + ", expected an object";
-      why = wrong_field(metric, {{"unit", 's'}, {"value", 'n'}, {"mean", 'n'}, {"std", 'n'}, {"median", 'n'},
-                                 {"min", 'n'}, {"max", 'n'}, {"rel_stderr", 'n'}, {"n", 'i'}, {"samples", 'a'},
-                                 {"repetition_means", 'a'}, {"text", 's'}},
-                        "metrics." + name + ".");
-      if (!why.empty()) return why;
-    }
-  if (const auto m = r.find("measurement"); m != r.end()) {
-    for (const auto& entry : m->is_array() ? *m : nlohmann::json::array({*m})) {
-      if (!entry.is_object()) return std::string("measurement is ") + type_name(entry) + ", expected an object";
-      why = wrong_field(entry, {{"target_rel_stderr", 'n'}}, "measurement.");
-      if (!why.empty()) return why;
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
-std::vector<nlohmann::json> read_results(const std::filesystem::path& results_jsonl,
-                                         std::vector<std::string>* warnings) {
-  std::ifstream in(results_jsonl, std::ios::binary);
-  if (!in) throw std::runtime_error(results_jsonl.string() + ": cannot open");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
-  std::size_t last = lines.size();
-  while (last > 0 && lines[last - 1].find_first_not_of(" \t\r") == std::string::npos) --last;
-  std::vector<nlohmann::json> records;
-  for (std::size_t i = 0; i < last; ++i) {
-    const std::string& line = lines[i];
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = results_jsonl.string() + ":" + std::to_string(i + 1) + ": ";
-    nlohmann::json record;
-    try {
-      record = parse_bounded(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      if (i + 1 == last) {  // records are appended whole; only a kill cuts the last one
-        const std::string warning = where + "skipped a truncated last record (the run was killed while writing it)";
-        if (warnings) warnings->push_back(warning);
-        else std::cerr << "warning: " << warning << "\n";
-        break;
-      }
-      throw std::runtime_error(where + "malformed JSON: " + e.what());
-    } catch (const std::runtime_error& e) {  // nested too deep
-      throw std::runtime_error(where + e.what());
-    }
-    if (!record.is_object()) throw std::runtime_error(where + "expected one JSON object per line");
-    if (const std::string why = wrong_record_type(record); !why.empty())
-      throw std::runtime_error(where + why + " (not a record the runner writes)");
-    records.push_back(std::move(record));
-  }
-  return records;
+std::vector<StoredRecord> read_results(const std::filesystem::path& results_jsonl, std::vector<std::string>* warnings) {
+  return read_records(results_jsonl, RecordTypes::checked, warnings);
 }
 
 std::string merge_markdown_blocks(const std::string& existing, const std::string& kind,
@@ -190,25 +87,23 @@ std::string merge_markdown(const std::string& existing, const std::string& title
 
 // A point is known by its part and parameters, not its index: slices of one experiment
 // (each a run of a sub-sweep, merged into one results.jsonl) number their points from 0.
-std::size_t recorded_points(const std::vector<nlohmann::json>& records) {
+std::size_t recorded_points(const std::vector<StoredRecord>& records) {
   std::set<std::tuple<long long, std::string, std::string>> points;
   for (const auto& r : records) {
-    if (r.value("status", std::string()) == "interrupted") continue;
-    const auto params = r.find("params");
-    const auto point = r.find("point");
+    if (r.status == RecordStatus::interrupted) continue;
     std::string identity;
-    if (params != r.end() && params->is_object() && !params->empty())
-      identity = params->dump();
-    else if (point != r.end() && point->is_number_integer())
-      identity = "#" + std::to_string(point->get<long long>());
+    if (!r.params.empty())
+      identity = r.params.dump();
+    else if (r.point)
+      identity = "#" + std::to_string(*r.point);
     else
       continue;
-    points.emplace(r.value(kSourceRunKey, 0LL), r.value("part", std::string()), identity);
+    points.emplace(r.observed.value(kSourceRunKey, 0LL), r.part, identity);
   }
   return points.size();
 }
 
-std::string run_sentence(const RunSummary& run, const std::vector<nlohmann::json>& records) {
+std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>& records) {
   std::string out;
   if (run.smoke)
     out += "Smoke run (--smoke): the experiment's smoke overrides shrink sizes and steps; "
@@ -221,7 +116,7 @@ std::string run_sentence(const RunSummary& run, const std::vector<nlohmann::json
 }
 
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
-                                                const std::vector<nlohmann::json>& records,
+                                                const std::vector<StoredRecord>& records,
                                                 const std::filesystem::path& reports_dir,
                                                 const RunSummary& run) {
   std::vector<BuiltTable> tables;

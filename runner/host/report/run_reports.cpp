@@ -25,7 +25,7 @@ std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const
   return specs;
 }
 
-void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<nlohmann::json>& records,
+void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<StoredRecord>& records,
                    const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
@@ -62,7 +62,7 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     first_name = YAML::Dump(spec["experiment"]);
     first_config = spec_file.string();
   }
-  std::vector<nlohmann::json> records;
+  std::vector<StoredRecord> records;
   report::RunSummary summary;
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
     const auto& run_dir = run_dirs[i];
@@ -94,7 +94,7 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     summary.smoke = summary.smoke || run.smoke;
     summary.planned_points += run.planned_points;
     for (auto& r : run_records) {
-      if (run_dirs.size() > 1) r[report::kSourceRunKey] = static_cast<long long>(i);
+      if (run_dirs.size() > 1) r.observed[report::kSourceRunKey] = static_cast<long long>(i);
       records.push_back(std::move(r));
     }
   }

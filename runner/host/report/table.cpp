@@ -26,21 +26,9 @@ std::string render_value(const json& value) {
   return value.dump();  // arrays, objects, null: compact JSON
 }
 
-std::optional<std::string> lookup(const json& record, const std::string& key) {
-  for (const char* section : {"labels", "params"}) {
-    const auto found = record.find(section);
-    if (found == record.end() || !found->is_object()) continue;
-    const auto value = found->find(key);
-    if (value != found->end()) return render_value(*value);
-  }
+std::optional<std::string> lookup(const StoredRecord& record, const std::string& key) {
+  if (const json* value = record.label_or_param(key)) return render_value(*value);
   return std::nullopt;
-}
-
-const json* find_metric(const json& record, const std::string& metric) {
-  const auto metrics = record.find("metrics");
-  if (metrics == record.end() || !metrics->is_object()) return nullptr;
-  const auto found = metrics->find(metric);
-  return found == metrics->end() ? nullptr : &*found;
 }
 
 }  // namespace detail
@@ -48,11 +36,7 @@ const json* find_metric(const json& record, const std::string& metric) {
 namespace {
 
 using nlohmann::json;
-using detail::find_metric;
 using detail::lookup;
-using detail::render_value;
-
-
 
 std::optional<double> parse_number(const std::string& text) {
   double value = 0;  // from_chars: no locale, no leading spaces, no hex
@@ -68,7 +52,7 @@ bool values_equal(const std::string& a, const std::string& b) {
   return x && y && *x == *y;
 }
 
-bool matches(const json& record, const std::map<std::string, std::string>& where) {
+bool matches(const StoredRecord& record, const std::map<std::string, std::string>& where) {
   for (const auto& [key, wanted] : where) {
     const auto value = lookup(record, key);
     if (!value || !values_equal(*value, wanted)) return false;
@@ -76,12 +60,10 @@ bool matches(const json& record, const std::map<std::string, std::string>& where
   return true;
 }
 
-bool failed(const json& record) { return record.value("status", std::string("ok")) != "ok"; }
-
 // A failed point (OOM, error) has its parameters but never emitted its labels, so a
 // `where` on labels (table: phases) would hide it. It matches on the keys it has; at
 // least `min_present` of them must be there, and every one present must agree.
-bool matches_failed(const json& record, const std::map<std::string, std::string>& where, std::size_t min_present) {
+bool matches_failed(const StoredRecord& record, const std::map<std::string, std::string>& where, std::size_t min_present) {
   std::size_t present = 0;
   for (const auto& [key, wanted] : where) {
     const auto value = lookup(record, key);
@@ -93,13 +75,13 @@ bool matches_failed(const json& record, const std::map<std::string, std::string>
 }
 
 // Table level: any failed point of the table's part and parameters gets its row.
-bool table_matches(const json& record, const std::map<std::string, std::string>& where) {
-  return failed(record) ? matches_failed(record, where, 0) : matches(record, where);
+bool table_matches(const StoredRecord& record, const std::map<std::string, std::string>& where) {
+  return record.failed() ? matches_failed(record, where, 0) : matches(record, where);
 }
 // Column level: a failed point fills a column only when it agrees on a key it has
 // (mode: forward_backward), never on missing keys alone (pytorch_variant: eager).
-bool column_matches(const json& record, const std::map<std::string, std::string>& where) {
-  return failed(record) ? matches_failed(record, where, where.empty() ? 0 : 1) : matches(record, where);
+bool column_matches(const StoredRecord& record, const std::map<std::string, std::string>& where) {
+  return record.failed() ? matches_failed(record, where, where.empty() ? 0 : 1) : matches(record, where);
 }
 
 struct Cell {
@@ -112,50 +94,43 @@ struct Cell {
 };
 
 // The record's own target when it was measured adaptively, else the table's.
-double noise_threshold(const json& record, double table_default) {
-  const auto m = record.find("measurement");
-  if (m == record.end()) return table_default;
+double noise_threshold(const StoredRecord& record, double table_default) {
+  const auto m = record.observed.find("measurement");
+  if (m == record.observed.end()) return table_default;
   const json& first = m->is_array() && !m->empty() ? (*m)[0] : *m;
   if (!first.is_object()) return table_default;
   const double target = first.value("target_rel_stderr", 0.0);
   return target > 0 ? target : table_default;
 }
 
-double stats_rse(const json& stats) {
-  if (stats.contains("rel_stderr") && stats["rel_stderr"].is_number()) return stats["rel_stderr"].get<double>();
-  // Records written before rel_stderr was stored: derive it from n, std, mean.
-  const double n = stats.value("n", 0.0), sd = stats.value("std", 0.0), mean = stats.value("mean", 0.0);
-  if (n < 2 || mean == 0) return -1;
-  return sd / std::sqrt(n) / std::fabs(mean);
-}
-
-
-Cell metric_cell(const json& record, const std::string& metric, const std::string& stat, double default_threshold) {
+Cell metric_cell(const StoredRecord& record, const std::string& metric, const std::string& stat,
+                 double default_threshold) {
   Cell cell;
-  if (failed(record)) {
-    const std::string status = record.value("status", std::string());
-    cell.kind = status == "oom" ? Cell::Kind::oom : status == "skipped" ? Cell::Kind::skipped : Cell::Kind::error;
+  if (record.failed()) {
+    cell.kind = record.status == RecordStatus::oom       ? Cell::Kind::oom
+                : record.status == RecordStatus::skipped ? Cell::Kind::skipped
+                                                         : Cell::Kind::error;
     return cell;
   }
-  const json* found = find_metric(record, metric);
-  if (!found || !found->is_object()) return cell;
-  if (found->contains("text")) {
+  const Metric* found = record.metric(metric);
+  if (!found) return cell;
+  if (const auto* text = std::get_if<std::string>(&found->value)) {
     cell.kind = Cell::Kind::text;
-    cell.text = render_value((*found)["text"]);
-  } else if (found->contains("value")) {  // a scalar metric has no stats to pick from
-    if (!(*found)["value"].is_number()) return cell;
+    cell.text = *text;
+  } else if (const auto* value = std::get_if<double>(&found->value)) {  // a scalar has no stats to pick from
+    if (std::isnan(*value)) return cell;
     cell.kind = Cell::Kind::number;
-    cell.value = (*found)["value"].get<double>();
-  } else if (found->contains(stat) && (*found)[stat].is_number()) {
+    cell.value = *value;
+  } else if (const auto& stats = std::get<Stats>(found->value); !std::isnan(stat_named(stats, stat))) {
     cell.kind = Cell::Kind::number;
-    cell.value = (*found)[stat].get<double>();
+    cell.value = stat_named(stats, stat);
     cell.integer = stat == "n";
-    if (found->contains("std") && (*found)["std"].is_number()) {
+    if (!std::isnan(stats.std)) {
       cell.has_std = true;
-      cell.std = (*found)["std"].get<double>();
+      cell.std = stats.std;
     }
     if (!cell.integer) {
-      cell.rse = stats_rse(*found);
+      cell.rse = record.rel_stderr(metric).value_or(-1);
       cell.threshold = noise_threshold(record, default_threshold);
     }
   }
@@ -223,13 +198,13 @@ std::string csv_value(const Cell& cell, bool std_part) {
   return cell.integer ? integer_text(cell.value) : shortest_number(cell.value);
 }
 
-std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<const json*>& records) {
+std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<const StoredRecord*>& records) {
   const std::string default_stat = spec.stat.empty() ? "mean" : spec.stat;
   const std::string default_format = spec.format.empty() ? "%.3g" : spec.format;
   std::vector<Column> columns;
   if (!spec.pivot.empty()) {
     std::set<std::string> seen;
-    for (const json* record : records) {
+    for (const StoredRecord* record : records) {
       const std::string value = *lookup(*record, spec.pivot);  // filtered on presence
       if (!seen.insert(value).second) continue;
       Column column;
@@ -270,14 +245,14 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
 
 // A record belongs to the table when it passes part/where, has every row key (or failed),
 // and could fill some column (has the pivot key / passes a metric column's where).
-bool belongs(const json& record, const TableSpec& spec) {
+bool belongs(const StoredRecord& record, const TableSpec& spec) {
   // A point cut short by Ctrl-C has no result; --resume records it again.
-  if (record.value("status", std::string()) == "interrupted") return false;
-  if (!spec.part.empty() && record.value("part", std::string()) != spec.part) return false;
+  if (record.status == RecordStatus::interrupted) return false;
+  if (!spec.part.empty() && record.part != spec.part) return false;
   if (!table_matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
   // label cells) so OOM and error stay visible.
-  const bool point_failed = failed(record);
+  const bool point_failed = record.failed();
   for (const auto& key : spec.rows)
     if (!lookup(record, key) && !point_failed) return false;
   if (!spec.pivot.empty()) return lookup(record, spec.pivot).has_value();
@@ -292,8 +267,8 @@ bool belongs(const json& record, const TableSpec& spec) {
 
 }  // namespace
 
-BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) {
-  std::vector<const json*> members;
+BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records) {
+  std::vector<const StoredRecord*> members;
   for (const auto& record : records)
     if (belongs(record, spec)) members.push_back(&record);
 
@@ -301,7 +276,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
   std::map<std::vector<std::string>, std::size_t> row_of_keys;
   std::vector<std::vector<std::string>> row_keys;
   std::vector<std::size_t> member_row;
-  for (const json* record : members) {
+  for (const StoredRecord* record : members) {
     std::vector<std::string> keys;
     for (const auto& key : spec.rows) keys.push_back(lookup(*record, key).value_or(""));
     const auto [it, inserted] = row_of_keys.emplace(keys, row_keys.size());
@@ -317,7 +292,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
       if (column.kind == Column::Kind::ratio) continue;  // needs its inputs first
       // Walk backwards: a point re-run later (appended) wins over the earlier one.
       for (std::size_t m = members.size(); m-- > 0;) {
-        const json& record = *members[m];
+        const StoredRecord& record = *members[m];
         if (member_row[m] != row || !column_matches(record, column.where)) continue;
         if (column.kind == Column::Kind::key) {
           if (const auto value = lookup(record, column.key)) {
@@ -325,7 +300,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<json>& records) 
             grid[row][c].text = *value;
             break;
           }
-        } else if (failed(record) || find_metric(record, column.metric)) {
+        } else if (record.failed() || record.metric(column.metric)) {
           // Records of one point may carry different metrics; skip those without ours.
           grid[row][c] = metric_cell(record, column.metric, column.stat, spec.noise_threshold);
           break;

@@ -1,0 +1,181 @@
+// The results.jsonl codec: every committed record reads back and writes out as the
+// same line; statuses, metrics and unknown keys survive; the reader names file:line.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "runner/stored_record.hpp"
+
+namespace runner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource = RUNNER_SOURCE_DIR;
+
+fs::path write_lines(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("stored-record-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary) << text;
+  return dir / name;
+}
+
+std::string error_of(const fs::path& file, RecordTypes types) {
+  try {
+    read_records(file, types);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(StoredRecord, EveryCommittedRecordWritesBackAsTheSameLine) {
+  std::size_t lines = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(kSource / "reports" / "data")) {
+    if (entry.path().filename() != "results.jsonl") continue;
+    std::ifstream in(entry.path());
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      if (line.empty()) continue;
+      const json original = parse_record_line(line);
+      const json again = encode_record(decode_record(original));
+      ASSERT_EQ(again.dump(), original.dump()) << entry.path() << ":" << line_no;
+      ++lines;
+    }
+  }
+  EXPECT_GT(lines, 1000u);  // the committed reports' records, not an empty walk
+}
+
+TEST(StoredRecord, AFreshRecordStoresStatsWithTheirNoiseAndRefusesTwoMetricsOfOneName) {
+  Record record;
+  record.label("tensor", "fc1").add("step", Stats::of({1.0, 2.0, 3.0}), "ms").add("flops", 4e9, "FLOP");
+  record.add_text("kernel", "gemm").add("once", Stats::of({5.0}), "ms");
+  record.artifacts = {"trace.json"};
+  StoredRecord stored = stored_record(record);
+  stored.experiment = "e";
+  stored.part = "main";
+  stored.point = 3;
+  stored.task = "echo";
+  const json j = encode_record(stored);
+  EXPECT_EQ(j["labels"], json({{"tensor", "fc1"}}));
+  EXPECT_EQ(j["metrics"]["step"]["n"], 3);
+  EXPECT_DOUBLE_EQ(j["metrics"]["step"]["rel_stderr"].get<double>(), Stats::of({1.0, 2.0, 3.0}).rel_stderr());
+  EXPECT_FALSE(j["metrics"]["once"].contains("rel_stderr"));  // one sample says nothing about noise
+  EXPECT_EQ(j["metrics"]["flops"], json({{"unit", "FLOP"}, {"value", 4e9}}));
+  EXPECT_EQ(j["metrics"]["kernel"], json({{"text", "gemm"}}));
+  EXPECT_EQ(j["artifacts"], json::array({"trace.json"}));
+  EXPECT_EQ(j["point"], 3);
+  EXPECT_EQ(j["status"], "ok");
+
+  const StoredRecord back = decode_record(j);
+  ASSERT_EQ(back.metrics.size(), 4u);
+  const auto* step = std::get_if<Stats>(&back.metric("step")->value);
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->n, 3);
+  EXPECT_DOUBLE_EQ(step->median, 2.0);
+  EXPECT_EQ(back.metric("step")->unit, "ms");
+  EXPECT_EQ(std::get<std::string>(back.metric("kernel")->value), "gemm");
+  EXPECT_DOUBLE_EQ(*back.rel_stderr("step"), Stats::of({1.0, 2.0, 3.0}).rel_stderr());
+  EXPECT_FALSE(back.rel_stderr("once").has_value());
+  EXPECT_FALSE(back.rel_stderr("flops").has_value());
+
+  Record twice;
+  twice.metrics = {{"t", Metric{"ms", 1.0}}, {"t", Metric{"ms", 2.0}}};
+  EXPECT_THROW(stored_record(twice), std::invalid_argument);
+}
+
+TEST(StoredRecord, StatusesAndMessagesReadAsTheyWereWritten) {
+  for (RecordStatus status : {RecordStatus::ok, RecordStatus::error, RecordStatus::oom, RecordStatus::skipped,
+                              RecordStatus::interrupted}) {
+    StoredRecord r;
+    r.status = status;
+    r.message = status == RecordStatus::ok ? "" : "why";
+    const json j = encode_record(r);
+    EXPECT_EQ(j["status"], status_name(status));
+    if (status == RecordStatus::skipped) EXPECT_EQ(j["reason"], "why");
+    else if (status != RecordStatus::ok) EXPECT_EQ(j["error"], "why");
+    const StoredRecord back = decode_record(j);
+    EXPECT_EQ(back.status, status);
+    EXPECT_EQ(back.message, r.message);
+    EXPECT_EQ(back.failed(), status != RecordStatus::ok);
+  }
+  const StoredRecord foreign = decode_record({{"status", "exploded"}});
+  EXPECT_EQ(foreign.status, RecordStatus::other);
+  EXPECT_EQ(foreign.status_text(), "exploded");
+  EXPECT_EQ(encode_record(foreign)["status"], "exploded");
+  EXPECT_EQ(decode_record(json::object()).status, RecordStatus::ok);  // written before statuses existed
+}
+
+TEST(StoredRecord, KeysTheCodecDoesNotModelAreKept) {
+  const json line = {{"experiment", "e"}, {"part", "p"}, {"point", 0}, {"task", "t"}, {"status", "ok"},
+                     {"params", {{"n", 4}}}, {"labels", json::object()}, {"artifacts", json::array()},
+                     {"metrics", {{"t", {{"unit", "ms"}, {"n", 2}, {"mean", 1.0}, {"std", 0.5}, {"median", 1.0},
+                                         {"min", 0.5}, {"max", 1.5}, {"samples", {0.5, 1.5}}, {"new_field", "x"}}}}},
+                     {"measurement", {{"target_rel_stderr", 0.02}}}, {"gpu", {{"clock", 1980}}}, {"source_run", 1},
+                     {"env", {{"device", "cpu"}}}, {"time", "2026-11-25T00:00:00Z"}};
+  const StoredRecord r = decode_record(line);
+  EXPECT_EQ(r.observed["measurement"]["target_rel_stderr"], 0.02);
+  EXPECT_EQ(r.observed["source_run"], 1);
+  EXPECT_EQ(r.metric_extra.at("t")["samples"], json({0.5, 1.5}));
+  EXPECT_EQ(encode_record(r), line);
+  EXPECT_EQ(*r.label_or_param("n"), 4);
+  EXPECT_EQ(r.label_or_param("missing"), nullptr);
+}
+
+TEST(StoredRecord, NullNumbersReadAsNaNAndWriteAsNull) {
+  const json line = {{"metrics", {{"a", {{"unit", "ms"}, {"value", nullptr}}},
+                                  {"b", {{"unit", "ms"}, {"n", 1}, {"mean", nullptr}, {"std", nullptr},
+                                         {"median", 1.0}, {"min", 1.0}, {"max", 1.0}}}}}};
+  const StoredRecord r = decode_record(line);
+  EXPECT_TRUE(std::isnan(std::get<double>(r.metric("a")->value)));
+  EXPECT_TRUE(std::isnan(std::get<Stats>(r.metric("b")->value).std));
+  const json again = encode_record(r);
+  EXPECT_TRUE(again["metrics"]["a"]["value"].is_null() || std::isnan(again["metrics"]["a"]["value"].get<double>()));
+  EXPECT_EQ(json::parse(again.dump())["metrics"]["b"]["mean"], nullptr);
+}
+
+TEST(StoredRecord, FieldsOfTheWrongTypeReadAsTextWhenLenient) {
+  const fs::path file = kSource / "tests" / "hostile" / "records" / "wrong_types.jsonl";
+  const auto records = read_records(file, RecordTypes::lenient);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].experiment, "7");
+  EXPECT_EQ(records[0].part, "[\"main\"]");
+  EXPECT_EQ(records[0].status, RecordStatus::other);
+  EXPECT_EQ(records[0].status_text(), "3");
+  EXPECT_EQ(records[0].message, "{\"a\":1}");
+  EXPECT_FALSE(records[0].point.has_value());
+  EXPECT_TRUE(records[0].params.empty());
+  EXPECT_EQ(error_of(file, RecordTypes::checked),
+            file.string() + ":1: experiment is an integer, expected text (not a record the runner writes)");
+}
+
+TEST(StoredRecord, TheReaderNamesFileAndLine) {
+  const std::string good = R"({"experiment":"e","status":"ok"})";
+  const auto middle = write_lines("middle.jsonl", good + "\n{\"experiment\":\n" + good + "\n");
+  EXPECT_NE(error_of(middle, RecordTypes::lenient).find(middle.string() + ":2: malformed JSON"), std::string::npos);
+  const auto list = write_lines("list.jsonl", good + "\n\n[1, 2]\n");
+  EXPECT_EQ(error_of(list, RecordTypes::checked), list.string() + ":3: expected one JSON object per line");
+  const auto deep = kSource / "tests" / "hostile" / "records" / "deep_params.jsonl";
+  EXPECT_EQ(error_of(deep, RecordTypes::lenient),
+            deep.string() + ":1: nested more than 64 levels deep (not a record the runner writes)");
+  const auto metric = write_lines("metric.jsonl", R"({"metrics":{"t":{"n":"many"}}})" "\n");
+  EXPECT_EQ(error_of(metric, RecordTypes::checked),
+            metric.string() + ":1: metrics.t.n is text, expected an integer (not a record the runner writes)");
+  EXPECT_EQ(error_of(metric, RecordTypes::lenient), "(no error)");
+  EXPECT_EQ(error_of(kSource / "no-such-file.jsonl", RecordTypes::lenient),
+            (kSource / "no-such-file.jsonl").string() + ": cannot open");
+
+  // A kill mid-write cuts only the last record: skipped with a warning, blank tail and all.
+  const auto torn = write_lines("torn.jsonl", good + "\n" + good + "\n{\"experi\n\n");
+  std::vector<std::string> warnings;
+  EXPECT_EQ(read_records(torn, RecordTypes::checked, &warnings).size(), 2u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], torn.string() + ":3: skipped a truncated last record (the run was killed while writing it)");
+}
+
+}  // namespace
+}  // namespace runner
