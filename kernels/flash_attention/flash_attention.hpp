@@ -65,6 +65,10 @@ struct Options {
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
   // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.
   bool deterministic_backward = false;
+  // wgmma backward with dQ by atomics: the warp-specialized dK/dV/dQ kernel (a TMA producer
+  // warpgroup fills a Q/dO ring, two consumer warpgroups compute at 240 registers) instead of
+  // the fused one; layouts a tensor map cannot describe still run the fused kernel.
+  bool warp_specialized_backward = false;
   // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2.
   int head_group = 0;
 };
