@@ -146,7 +146,8 @@ class FlashBshdKernel : public ::testing::Test {
     at::globalContext().setAllowTF32CuBLAS(false);
   }
   // What can run here: mma_sync everywhere; on Hopper wgmma with its default forward and the
-  // warp-specialized one, loading with TMA and with cp.async, and the warp-specialized backward.
+  // warp-specialized one, loading with TMA and with cp.async (all with the default backward,
+  // warp-specialized), and the fused backward.
   static std::vector<flash::Options> families() {
     flash::Options mma_sync;
     mma_sync.family = flash::KernelFamily::mma_sync;
@@ -161,7 +162,7 @@ class FlashBshdKernel : public ::testing::Test {
     wgmma.tma_loads = false;
     all.push_back(wgmma);
     wgmma.tma_loads = true;
-    wgmma.warp_specialized_backward = true;
+    wgmma.warp_specialized_backward = false;
     all.push_back(wgmma);
     return all;
   }
@@ -176,7 +177,7 @@ std::string name(const Shape& s, torch::Dtype dtype, const flash::Options& o) {
   const bool schedule = o.family == flash::KernelFamily::wgmma && o.forward_schedule != flash::ForwardSchedule::automatic;
   return std::string(flash::to_string(o.family)) +
          (schedule ? std::string(" ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") : "") +
-         (o.warp_specialized_backward ? " backward warp_specialized" : "") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
+         (o.warp_specialized_backward ? "" : " backward fused") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
          " b" + std::to_string(s.batch) + " lq" + std::to_string(s.lq) + " lk" + std::to_string(s.lk) + " h" +
          std::to_string(s.heads) + " d" + std::to_string(s.d) + (s.causal ? " causal" : "");
 }
