@@ -199,7 +199,7 @@ using torch::autograd::variable_list;
 // The saved options travel as integers (AutogradContext::saved_data holds IValues).
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
-          o.pingpong, o.deterministic_backward, o.head_group};
+          o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -209,6 +209,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.pingpong = v[3] != 0;
   o.deterministic_backward = v[4] != 0;
   o.head_group = static_cast<int>(v[5]);
+  o.warp_specialized_backward = v[6] != 0;
   return o;
 }
 
@@ -455,6 +456,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.wgmma = wgmma;
   a.head_group = options.head_group;
   if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
+  a.warp_specialized = options.warp_specialized_backward;
   detail::launch_backward(a, stream);
   check_launch("backward");
   if (!wgmma) {

@@ -347,31 +347,34 @@ class FlashWgmmaKernel : public FlashKernel {
   }
   static constexpr auto kWgmma = flash::KernelFamily::wgmma;
   // Every wgmma forward schedule (the warp-specialized one with both loaders, with and without
-  // ping-pong) and both backwards.
+  // ping-pong) and the three backwards.
   static std::vector<flash::Options> schedules() {
     using S = flash::ForwardSchedule;
     struct Choice {
       S forward;
-      bool tma, pingpong, deterministic;
+      bool tma, pingpong, deterministic, ws_backward = false;
     };
     std::vector<flash::Options> all;
     for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
                             Choice{S::pipelined, true, true, true}, Choice{S::warp_specialized, true, true, false},
                             Choice{S::warp_specialized, false, true, false},
-                            Choice{S::warp_specialized, true, false, false}}) {
+                            Choice{S::warp_specialized, true, false, false},
+                            Choice{S::warp_specialized, true, true, false, true}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
       o.tma_loads = c.tma;
       o.pingpong = c.pingpong;
       o.deterministic_backward = c.deterministic;
+      o.warp_specialized_backward = c.ws_backward;
       all.push_back(o);
     }
     return all;
   }
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
-           (o.pingpong ? "" : " (no ping-pong)") + " backward " + (o.deterministic_backward ? "deterministic" : "fused");
+           (o.pingpong ? "" : " (no ping-pong)") + " backward " +
+           (o.deterministic_backward ? "deterministic" : o.warp_specialized_backward ? "warp_specialized" : "fused");
   }
 };
 
@@ -440,6 +443,7 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
   flash::Options warp_specialized;
   warp_specialized.family = kWgmma;
   warp_specialized.forward_schedule = flash::ForwardSchedule::warp_specialized;
+  warp_specialized.warp_specialized_backward = true;
   for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false},
                         Case{1, 2, 2048, 2048, 128, true}, Case{2, 3, 2100, 2100, 64, true},
                         Case{1, 2, 1100, 1100, 128, false}}) {

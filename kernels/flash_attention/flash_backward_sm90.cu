@@ -2,7 +2,8 @@
 //
 // Computes what flash_backward.cu computes (dQ, dK, dV from Q, K, V, dO, L and
 // delta = rowsum(O * dO)), for kernel head dims 64 and 128 on sm_90a GPUs, on strided [batch, seq, heads, d] views
-// (flash_launch.hpp, Layout). Two ways to get dQ (option backward, default fused):
+// (flash_launch.hpp, Layout). Two ways to get dQ (option backward, default fused; warp_specialized
+// is the fused one scheduled as flash_backward_sm90_ws.cu, with the same step, backward_sm90.cuh):
 //  * fused: the dkdv kernel also forms dQ += dS K per step and adds it into an fp32
 //    buffer with atomics (FlashAttention-2's way); a small kernel scales and rounds it.
 //    FLOPs done = FLOPs counted: 10 * bh * lq * lk * d (halved when causal). The order of
@@ -50,6 +51,7 @@
 #include "epilogue.cuh"
 #include "flash_launch.hpp"
 #include "mask.cuh"
+#include "backward_sm90.cuh"
 #include "wgmma.cuh"
 
 namespace kernels::flash::detail {
@@ -59,31 +61,16 @@ using sm90::Wgmma;
 
 constexpr int kThreads = 256;  // two warpgroups
 
-// ---- dK, dV: key-major ----
-constexpr int kDkvKeys = 128;  // 64 per warpgroup
-constexpr int kDkvQ = 64;      // query rows per step
-
-constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fused dQ product
+// ---- dK, dV: key-major (the step: backward_sm90.cuh) ----
+using bwd90::kDkvKeys;
+using bwd90::kDkvQ;
+using bwd90::kDsBytes;
 constexpr int kQStages = 3;  // Q/dO ring: step j + 2 loads while j runs and j - 1's stage is free
 
 template <int D, bool kFuseDq>
 constexpr int dkdv_shared_bytes() {
   return (2 * kDkvKeys + 2 * kQStages * kDkvQ) * D * 2 + (kFuseDq ? 2 * kDsBytes : 0) + 2 * kQStages * kDkvQ * 4 + 64 +
          1024;
-}
-
-// dQ rows of one step, [64 queries x 64 columns] per warpgroup, added into dq_accum.
-// Columns col0 + 8i.. at or past `cols` (a padded head dim) are zero and skipped.
-__device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], int row, int lq, int d, int col0,
-                                            int cols) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r)
-    if (row + 8 * r < lq) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        if (col0 + 8 * i < cols)
-          atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * d + 8 * i), make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]));
-    }
 }
 
 // kFuseDq: also dQ += dS K for the step's 64 queries, added to dq_accum (fp32) with atomics;
@@ -171,22 +158,13 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
   for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
   const std::uint32_t k_addr = smem_addr(sK), v_addr = smem_addr(sV);
 
-  // dQ[64 queries x D] of one step = dS K over the block's 128 keys. At D = 128 warpgroup w
-  // takes output columns 64w.. over all keys; at D = 64, all columns over its own 64 keys
-  // (both add into the same rows). Either way an m64n64 product with K MN-major.
-  constexpr bool kSplitKeys = D == 64;
-  constexpr int kDqSteps = kSplitKeys ? 4 : kDkvKeys / 16;
-  auto issue_dq = [&](float (&acc_dq)[32], int ds_buffer) {
-    const int kk0 = kSplitKeys ? 4 * wg : 0;
-    const std::uint32_t k_panel = k_addr + (kSplitKeys ? 0 : wg * kDkvKeys * 128);
-    const std::uint32_t ds_addr = smem_addr(sDS + ds_buffer * kDsBytes);
-#pragma unroll
-    for (int kk = 0; kk < kDqSteps; ++kk)
-      Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
-                          kk > 0);
+  auto dq_dst = [&](int r0) {
+    return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + bwd90::dq_col0<D>(wg) + 2 * t;
   };
-  const int dq_col0 = kSplitKeys ? 0 : 64 * wg;
-  auto dq_dst = [&](int r0) { return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + dq_col0 + 2 * t; };
+  auto place = [&](int step) {
+    return bwd90::StepPlace{wg, warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, causal, scale_log2,
+                            1 + wg};
+  };
 
   for (int step = 0; step < steps; ++step) {
     const int stage = step % kQStages, r0 = (first + step) * kDkvQ;
@@ -198,114 +176,15 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
       load_q_tile((step + 2) % kQStages, first + step + 2);
       cp_async_commit();
     }
-    const std::uint32_t q_addr = smem_addr(sQ(stage)), do_addr = smem_addr(sDO(stage));
-
-    float st[kDkvQ / 2], dpt[kDkvQ / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(k_addr, 64 * wg, kk), sm90::k_major<kDkvQ>(q_addr, 0, kk),
-                          kk > 0);
-    sm90::wgmma_commit();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(v_addr, 64 * wg, kk), sm90::k_major<kDkvQ>(do_addr, 0, kk),
-                          kk > 0);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<1>();  // S^T is done; dP^T still runs under the exponentials
-    sm90::pin(st);
-
-    const float* l_tile = sL + stage * kDkvQ;
-    const float* d_tile = sDelta + stage * kDkvQ;
-    // P^T for every element first, then the mask on the tiles that need it: a mask test
-    // inside the exponential's expression became a branch per element, each waiting on its
-    // own shared-memory load of L (Nsight Compute: 36 % of the kernel's stall samples).
-#pragma unroll
-    for (int i = 0; i < kDkvQ / 8; ++i) {
-      const float2 l = *reinterpret_cast<const float2*>(l_tile + 8 * i + 2 * t);  // queries 8i + 2t, + 1
-      const float l0 = l.x * kLog2e, l1 = l.y * kLog2e;
-      st[4 * i + 0] = exp2f(st[4 * i + 0] * scale_log2 - l0);
-      st[4 * i + 1] = exp2f(st[4 * i + 1] * scale_log2 - l1);
-      st[4 * i + 2] = exp2f(st[4 * i + 2] * scale_log2 - l0);
-      st[4 * i + 3] = exp2f(st[4 * i + 3] * scale_log2 - l1);
-    }
-    const int key0 = wg_key0();
-    if (r0 + kDkvQ > lq || (causal && r0 < key0 + 63))  // rows are keys here, columns queries
-      mask_fragment<kDkvQ>(st, key0 + 16 * warp + g, r0, t, 0.f,
-                           [&](int key, int query) { return query >= lq || (causal && query < key); });
-    sm90::wgmma_wait<0>();
-    sm90::pin(dpt);
-#pragma unroll
-    for (int i = 0; i < kDkvQ / 8; ++i) {
-      const float2 d = *reinterpret_cast<const float2*>(d_tile + 8 * i + 2 * t);
-      dpt[4 * i + 0] = st[4 * i + 0] * (dpt[4 * i + 0] - d.x);
-      dpt[4 * i + 1] = st[4 * i + 1] * (dpt[4 * i + 1] - d.y);
-      dpt[4 * i + 2] = st[4 * i + 2] * (dpt[4 * i + 2] - d.x);
-      dpt[4 * i + 3] = st[4 * i + 3] * (dpt[4 * i + 3] - d.y);
-    }
-
-    std::uint32_t a_p[kDkvQ / 16][4], a_ds[kDkvQ / 16][4];
-    sm90::to_a_fragments<T, kDkvQ>(a_p, st);
-    sm90::to_a_fragments<T, kDkvQ>(a_ds, dpt);
-    if constexpr (kFuseDq) {
-      // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
-      // Row 64wg + 16warp + g + 8(j & 1): 128-byte rows, chunk (2kk + (j >> 1)) ^ g (rows differ by 8 keep g).
-      std::uint8_t* ds_row = sDS + (step & 1) * kDsBytes + (64 * wg + 16 * warp + g) * 128 + 4 * t;
-#pragma unroll
-      for (int kk = 0; kk < kDkvQ / 16; ++kk)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          *reinterpret_cast<std::uint32_t*>(ds_row + 8 * (j & 1) * 128 + (((2 * kk + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
-      sm90::fence_proxy_async();  // read by this step's dK and, after the next barrier, by dQ
-      // This warpgroup's dS^T rows are dK's A operand: its four warps must have stored them.
-      asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-    }
-    sm90::pin(acc_dv);
-    sm90::pin(acc_dk);
-    float acc_dq[32];
-    sm90::wgmma_fence();
-    if constexpr (kFuseDq) {
-      // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
-      // commit group per step keeps ptxas from serializing the wgmmas (warning C7514).
-      issue_dq(acc_dq, (step - 1) & 1);
-      sm90::wgmma_commit();
-    }
-#pragma unroll
-    for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<kDkvQ>(do_addr, kk), 1);
-    if constexpr (kFuseDq) {
-      // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
-      // keeps dQ's accumulators, dK, dV and P^T within the register file.
-      const std::uint32_t ds_addr = smem_addr(sDS + (step & 1) * kDsBytes);
-#pragma unroll
-      for (int kk = 0; kk < kDkvQ / 16; ++kk)
-        Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kDkvKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<kDkvQ>(q_addr, kk), 1);
-    } else {
-#pragma unroll
-      for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(q_addr, kk), 1);
-    }
-    sm90::wgmma_commit();
-    if constexpr (kFuseDq) {
-      sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
-      sm90::pin(acc_dq);
-      if (step > 0) add_dq_rows(dq_dst(r0 - kDkvQ), acc_dq, r0 - kDkvQ + 16 * warp + g, lq, D, dq_col0, a.d);
-    }
-    sm90::wgmma_wait<0>();
-    sm90::pin(acc_dv);
-    sm90::pin(acc_dk);
-    sm90::pin(a_p);
-    sm90::pin(a_ds);
+    const bwd90::StepTiles tiles{k_addr,        v_addr,         smem_addr(sQ(stage)), smem_addr(sDO(stage)),
+                                 sL + stage * kDkvQ, sDelta + stage * kDkvQ, sDS};
+    bwd90::dkdv_step<T, D, kFuseDq>(acc_dk, acc_dv, tiles, place(step), [&] { return dq_dst(r0 - kDkvQ); });
   }
   if constexpr (kFuseDq) {
     if (steps > 0) {  // the last step's dQ
       __syncthreads();  // both warpgroups' dS^T rows are in shared memory
-      float acc_dq[32];
-      sm90::wgmma_fence();
-      issue_dq(acc_dq, (steps - 1) & 1);
-      sm90::wgmma_commit();
-      sm90::wgmma_wait<0>();
-      sm90::pin(acc_dq);
-      const int r0 = (first + steps - 1) * kDkvQ;
-      add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, dq_col0, a.d);
+      const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, sDS};
+      bwd90::last_dq<T, D>(tiles, place(steps - 1), dq_dst((first + steps - 1) * kDkvQ));
     }
   }
   cp_async_wait_all();  // with no query tile to visit, the K/V loads are still in flight
@@ -468,10 +347,12 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
   // Q, dO, L, delta of a head stream through the dkdv kernel.
   a.head_group = head_group(a.bh, 2LL * a.lq * a.d * 2 + 8LL * a.lq, args.head_group);
   if (a.dq_accum != nullptr) {
-    constexpr int smem = dkdv_shared_bytes<D, true>();
-    auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    kernel<<<dkdv_blocks, kThreads, smem, stream>>>(a);
+    if (!(a.warp_specialized && launch_dkdv_sm90_ws(args, stream))) {
+      constexpr int smem = dkdv_shared_bytes<D, true>();
+      auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      kernel<<<dkdv_blocks, kThreads, smem, stream>>>(a);
+    }
     const long n = static_cast<long>(a.bh) * a.lq * (a.d / 4);
     const int blocks = static_cast<int>(std::min<long>((n + 255) / 256, 8192));
     dq_from_accum_kernel<T, D><<<blocks, 256, 0, stream>>>(a);

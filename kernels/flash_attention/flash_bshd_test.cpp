@@ -146,7 +146,8 @@ class FlashBshdKernel : public ::testing::Test {
     at::globalContext().setAllowTF32CuBLAS(false);
   }
   // What can run here: mma_sync everywhere; on Hopper wgmma with its default forward and the
-  // warp-specialized one, loading with TMA and with cp.async.
+  // warp-specialized one, loading with TMA and with cp.async (all with the default backward,
+  // warp-specialized), and the fused backward.
   static std::vector<flash::Options> families() {
     flash::Options mma_sync;
     mma_sync.family = flash::KernelFamily::mma_sync;
@@ -160,6 +161,9 @@ class FlashBshdKernel : public ::testing::Test {
     all.push_back(wgmma);
     wgmma.tma_loads = false;
     all.push_back(wgmma);
+    wgmma.tma_loads = true;
+    wgmma.warp_specialized_backward = false;
+    all.push_back(wgmma);
     return all;
   }
 };
@@ -172,7 +176,8 @@ struct Shape {
 std::string name(const Shape& s, torch::Dtype dtype, const flash::Options& o) {
   const bool schedule = o.family == flash::KernelFamily::wgmma && o.forward_schedule != flash::ForwardSchedule::automatic;
   return std::string(flash::to_string(o.family)) +
-         (schedule ? std::string(" ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") : "") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
+         (schedule ? std::string(" ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") : "") +
+         (o.warp_specialized_backward ? "" : " backward fused") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
          " b" + std::to_string(s.batch) + " lq" + std::to_string(s.lq) + " lk" + std::to_string(s.lk) + " h" +
          std::to_string(s.heads) + " d" + std::to_string(s.d) + (s.causal ? " causal" : "");
 }
@@ -243,6 +248,27 @@ TEST_F(FlashBshdKernel, WarpSpecializedForwardTakesKeysBroadcastOverHeads) {
   const auto out = flash::forward_bshd(in.q, in.k, in.v, true, o).out;
   const auto dout = torch::zeros_like(out);
   EXPECT_LT(rel_err(out, textbook(in, dout, out, true).out), 2e-2);
+}
+
+// The same broadcast keys through the warp-specialized backward: no tensor map, so it runs the
+// fused kernel instead; every gradient is still right.
+TEST_F(FlashBshdKernel, WarpSpecializedBackwardTakesKeysBroadcastOverHeads) {
+  if (families().size() < 3) GTEST_SKIP() << "not an sm_90 GPU";
+  const auto seed = fresh_seed();
+  torch::manual_seed(seed);
+  const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
+  const Views in{torch::randn({2, 150, 4, 64}, opts), torch::randn({2, 150, 1, 64}, opts).expand({2, 150, 4, 64}),
+                 torch::randn({2, 150, 1, 64}, opts).expand({2, 150, 4, 64})};
+  flash::Options o;
+  o.family = flash::KernelFamily::wgmma;
+  o.warp_specialized_backward = true;
+  const auto fwd = flash::forward_bshd(in.q, in.k, in.v, true, o);
+  const auto dout = torch::randn_like(fwd.out);
+  const Expected want = textbook(in, dout, fwd.out, true);
+  const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, true, o);
+  EXPECT_LT(rel_err(g.dq, want.dq), 2e-2) << "dq seed " << seed;
+  EXPECT_LT(rel_err(g.dk, want.dk), 2e-2) << "dk seed " << seed;
+  EXPECT_LT(rel_err(g.dv, want.dv), 2e-2) << "dv seed " << seed;
 }
 
 // The differentiable op: autograd's gradients are backward_bshd's, and the [batch, heads,

@@ -25,12 +25,12 @@
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <cudaTypedefs.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "forward_sm90.cuh"
+#include "tensor_map.hpp"
 #include "tma.cuh"
 
 namespace kernels::flash::detail {
@@ -287,57 +287,15 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_ws(const __gri
 #endif
 }
 
-using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
-
-// The driver's tensor-map encoder, found once through the runtime (no libcuda link needed).
-EncodeTiled tensor_map_encoder() {
-  static const EncodeTiled fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return EncodeTiled{nullptr};
-    }
-    return reinterpret_cast<EncodeTiled>(f);
-  }();
-  return fn;
-}
-
-// A [batch, seq, heads, d] view as a 4-D tensor map (d innermost) read in boxes of 64
-// columns x 128 rows of one head, 128-byte swizzled. False where the view cannot be one (a
-// broadcast dimension, a stride that is not a multiple of 16 bytes) or the driver says no:
-// the kernel then loads with cp.async.
-bool encode(CUtensorMap* map, const void* base, const Layout& at, int bh, int seq, int d, DType dtype) {
-  const EncodeTiled fn = tensor_map_encoder();
-  if (fn == nullptr || at.heads <= 0 || bh % at.heads != 0) return false;
-  const long long sizes[3] = {seq, at.heads, bh / at.heads}, steps[3] = {at.row, at.head, at.batch};
-  cuuint64_t dims[4] = {static_cast<cuuint64_t>(d)}, strides[3];
-  for (int i = 0; i < 3; ++i) {
-    dims[i + 1] = static_cast<cuuint64_t>(sizes[i]);
-    const long long bytes = sizes[i] == 1 ? 16 : steps[i] * 2;  // a dimension of one is never stepped
-    if (bytes <= 0 || bytes % 16 != 0 || bytes >= (1LL << 40)) return false;
-    strides[i] = static_cast<cuuint64_t>(bytes);
-  }
-  const cuuint32_t box[4] = {64, kTileK, 1, 1}, unit[4] = {1, 1, 1, 1};
-  const CUresult r = fn(map, dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                        4, const_cast<void*>(base), dims, strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS;
-}
-
 template <typename T, int D>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D>::bytes();
-  static_assert(kTileQ == kTileK, "one tensor-map box shape serves Q, K and V");
   Params p{};
   p.a = args;
   p.a.head_group = head_group(args.bh, 2LL * args.lk * args.d * 2, args.head_group);  // K and V of a head
-  p.a.tma = args.tma && encode(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype) &&
-            encode(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype) &&
-            encode(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype);
+  p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&
+            encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kTileK) &&
+            encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kTileK);
   const auto kernel = flash_forward_sm90_ws<T, D>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;

@@ -64,6 +64,9 @@ struct BackwardArgs {
   // wgmma only: a zeroed fp32 [bh, lq, d_kernel] buffer selects the fused backward (dQ summed
   // with atomics); null selects the deterministic two-kernel one.
   float* dq_accum = nullptr;
+  // fused only: the warp-specialized dK/dV/dQ kernel (flash_backward_sm90_ws.cu) where TMA
+  // can read the layouts, else the fused one.
+  bool warp_specialized = false;
 };
 
 // Heads per group of the kernels' block order (tile_scheduler.hpp) for operands of
@@ -97,6 +100,9 @@ void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream);
 // The warp-specialized forward (flash_forward_sm90_ws.cu); launch_forward_sm90 calls it.
 void launch_forward_sm90_ws(const ForwardArgs& a, cudaStream_t stream);
+// The warp-specialized dK/dV/dQ kernel (flash_backward_sm90_ws.cu) into dq_accum; false (nothing
+// launched) where a tensor map cannot describe a layout. launch_backward_sm90 calls it.
+bool launch_dkdv_sm90_ws(const BackwardArgs& a, cudaStream_t stream);
 // fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
 void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);

@@ -73,7 +73,8 @@ TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
   EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
 }
 
-// kernel: wgmma, the Hopper kernels, in the default and the warp-specialized forward schedule:
+// kernel: wgmma, the Hopper kernels, in the default and the warp-specialized forward schedule
+// (and the fused backward beside the default warp-specialized one):
 // checked where they run (sm_90), skipped points elsewhere.
 TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
   const auto probe = torch::zeros({1, 1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
@@ -82,7 +83,8 @@ TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
   const Case cases[] = {{1, 2, 2, 64, true},    {2, 3, 37, 64, false}, {1, 2, 129, 64, true}, {1, 2, 190, 128, true},
                         {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}};
   const auto seed = attention_check::fresh_seed();
-  for (const char* options : {"{kernel: wgmma}", "{kernel: wgmma, forward_schedule: warp_specialized}"}) {
+  for (const char* options : {"{kernel: wgmma}", "{kernel: wgmma, forward_schedule: warp_specialized}",
+                              "{kernel: wgmma, forward_schedule: warp_specialized, backward: fused}"}) {
     auto wgmma = attention_check::load(registry_, "flash", options);
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {

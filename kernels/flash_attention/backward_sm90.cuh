@@ -1,0 +1,188 @@
+// What the wgmma dK/dV kernels share (flash_backward_sm90.cu: fused and deterministic;
+// flash_backward_sm90_ws.cu: warp-specialized): the tile sizes, one 64-query step of one
+// 64-key warpgroup (S^T, dP^T, P^T, dS^T, dV, dK and the fused dQ of the step before), the
+// dQ product and its atomics. The schedule around the step (who loads, which barrier says a
+// stage has landed) is the kernels' own; the step's comments are in flash_backward_sm90.cu.
+#pragma once
+#include <cstdint>
+
+#include "epilogue.cuh"
+#include "flash_launch.hpp"
+#include "mask.cuh"
+#include "wgmma.cuh"
+
+namespace kernels::flash::detail::bwd90 {
+
+using sm90::Wgmma;
+
+constexpr int kDkvKeys = 128;  // 64 per warpgroup
+constexpr int kDkvQ = 64;      // query rows per step
+constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fused dQ product
+
+// dQ rows of one step, [64 queries x 64 columns] per warpgroup, added into dq_accum.
+// Columns col0 + 8i.. at or past `cols` (a padded head dim) are zero and skipped.
+__device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], int row, int lq, int d, int col0,
+                                            int cols) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    if (row + 8 * r < lq) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        if (col0 + 8 * i < cols)
+          atomicAdd(reinterpret_cast<float2*>(dst + 8 * r * d + 8 * i), make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]));
+    }
+}
+
+// dQ[64 queries x D] of one step = dS K over the block's 128 keys. At D = 128 warpgroup w
+// takes output columns 64w.. over all keys; at D = 64, all columns over its own 64 keys
+// (both add into the same rows). Either way an m64n64 product with K MN-major.
+template <int D>
+constexpr bool kSplitKeys = D == 64;
+template <int D>
+__device__ __forceinline__ int dq_col0(int wg) {
+  return kSplitKeys<D> ? 0 : 64 * wg;
+}
+template <typename T, int D>
+__device__ __forceinline__ void issue_dq(float (&acc_dq)[32], std::uint32_t k_addr, std::uint32_t ds_addr, int wg) {
+  constexpr int kSteps = kSplitKeys<D> ? 4 : kDkvKeys / 16;
+  const int kk0 = kSplitKeys<D> ? 4 * wg : 0;
+  const std::uint32_t k_panel = k_addr + (kSplitKeys<D> ? 0 : wg * kDkvKeys * 128);
+#pragma unroll
+  for (int kk = 0; kk < kSteps; ++kk)
+    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
+                        kk > 0);
+}
+
+// Where the step runs: shared-memory tiles (K, V of the block; Q, dO, L, delta of the step;
+// the two dS^T buffers), the thread's place in its warpgroup and the problem's bounds.
+struct StepTiles {
+  std::uint32_t k, v, q, dout;
+  const float *lse, *delta;  // [64] of the step's queries
+  std::uint8_t* ds;          // two kDsBytes buffers (fused only)
+};
+struct StepPlace {
+  int wg, warp, g, t;
+  int key0;  // the warpgroup's first key
+  int r0;    // the step's first query
+  int step;  // index from the block's first step (dS^T buffer step & 1)
+  int lq, d;
+  bool causal;
+  float scale_log2;
+  int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused: its dS^T rows stored)
+};
+
+// One step: S^T, dP^T -> P^T, dS^T; fused: dS^T to shared memory, dQ of step - 1 issued and
+// added (dq_prev: where the thread's dQ rows of step - 1 start); dV += P^T dO, dK += dS^T Q.
+// Every MMA of the step has finished on return, so the step's stage is free.
+template <typename T, int D, bool kFuseDq, typename DqPrev>
+__device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
+                                          const StepPlace& at, DqPrev dq_prev) {
+  const int wg = at.wg, warp = at.warp, g = at.g, t = at.t;
+  float st[kDkvQ / 2], dpt[kDkvQ / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.q, 0, kk),
+                        kk > 0);
+  sm90::wgmma_commit();
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.dout, 0, kk),
+                        kk > 0);
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<1>();  // S^T is done; dP^T still runs under the exponentials
+  sm90::pin(st);
+
+  // P^T for every element first, then the mask on the tiles that need it: a mask test
+  // inside the exponential's expression became a branch per element, each waiting on its
+  // own shared-memory load of L (Nsight Compute: 36 % of the kernel's stall samples).
+#pragma unroll
+  for (int i = 0; i < kDkvQ / 8; ++i) {
+    const float2 l = *reinterpret_cast<const float2*>(tiles.lse + 8 * i + 2 * t);  // queries 8i + 2t, + 1
+    const float l0 = l.x * kLog2e, l1 = l.y * kLog2e;
+    st[4 * i + 0] = exp2f(st[4 * i + 0] * at.scale_log2 - l0);
+    st[4 * i + 1] = exp2f(st[4 * i + 1] * at.scale_log2 - l1);
+    st[4 * i + 2] = exp2f(st[4 * i + 2] * at.scale_log2 - l0);
+    st[4 * i + 3] = exp2f(st[4 * i + 3] * at.scale_log2 - l1);
+  }
+  const int lq = at.lq, r0 = at.r0, key0 = at.key0;
+  const bool causal = at.causal;
+  if (r0 + kDkvQ > lq || (causal && r0 < key0 + 63))  // rows are keys here, columns queries
+    mask_fragment<kDkvQ>(st, key0 + 16 * warp + g, r0, t, 0.f,
+                         [&](int key, int query) { return query >= lq || (causal && query < key); });
+  sm90::wgmma_wait<0>();
+  sm90::pin(dpt);
+#pragma unroll
+  for (int i = 0; i < kDkvQ / 8; ++i) {
+    const float2 d = *reinterpret_cast<const float2*>(tiles.delta + 8 * i + 2 * t);
+    dpt[4 * i + 0] = st[4 * i + 0] * (dpt[4 * i + 0] - d.x);
+    dpt[4 * i + 1] = st[4 * i + 1] * (dpt[4 * i + 1] - d.y);
+    dpt[4 * i + 2] = st[4 * i + 2] * (dpt[4 * i + 2] - d.x);
+    dpt[4 * i + 3] = st[4 * i + 3] * (dpt[4 * i + 3] - d.y);
+  }
+
+  std::uint32_t a_p[kDkvQ / 16][4], a_ds[kDkvQ / 16][4];
+  sm90::to_a_fragments<T, kDkvQ>(a_p, st);
+  sm90::to_a_fragments<T, kDkvQ>(a_ds, dpt);
+  if constexpr (kFuseDq) {
+    // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
+    // Row 64wg + 16warp + g + 8(j & 1): 128-byte rows, chunk (2kk + (j >> 1)) ^ g (rows differ by 8 keep g).
+    std::uint8_t* ds_row = tiles.ds + (at.step & 1) * kDsBytes + (64 * wg + 16 * warp + g) * 128 + 4 * t;
+#pragma unroll
+    for (int kk = 0; kk < kDkvQ / 16; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        *reinterpret_cast<std::uint32_t*>(ds_row + 8 * (j & 1) * 128 + (((2 * kk + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
+    sm90::fence_proxy_async();  // read by this step's dK and, after the next barrier, by dQ
+    // This warpgroup's dS^T rows are dK's A operand: its four warps must have stored them.
+    asm volatile("bar.sync %0, 128;\n" ::"r"(at.ds_barrier) : "memory");
+  }
+  sm90::pin(acc_dv);
+  sm90::pin(acc_dk);
+  float acc_dq[32];
+  sm90::wgmma_fence();
+  if constexpr (kFuseDq) {
+    // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
+    // commit group per step keeps ptxas from serializing the wgmmas (warning C7514).
+    issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + ((at.step - 1) & 1) * kDsBytes), wg);
+    sm90::wgmma_commit();
+  }
+#pragma unroll
+  for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<kDkvQ>(tiles.dout, kk), 1);
+  if constexpr (kFuseDq) {
+    // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
+    // keeps dQ's accumulators, dK, dV and P^T within the register file.
+    const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes);
+#pragma unroll
+    for (int kk = 0; kk < kDkvQ / 16; ++kk)
+      Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kDkvKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
+  }
+  sm90::wgmma_commit();
+  if constexpr (kFuseDq) {
+    sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
+    sm90::pin(acc_dq);
+    if (at.step > 0) add_dq_rows(dq_prev(), acc_dq, r0 - kDkvQ + 16 * warp + g, lq, D, dq_col0<D>(wg), at.d);
+  }
+  sm90::wgmma_wait<0>();
+  sm90::pin(acc_dv);
+  sm90::pin(acc_dk);
+  sm90::pin(a_p);
+  sm90::pin(a_ds);
+}
+
+// The last step's dQ (fused), once both warpgroups' dS^T rows of it are in shared memory.
+template <typename T, int D>
+__device__ __forceinline__ void last_dq(const StepTiles& tiles, const StepPlace& at, float* dst) {
+  float acc_dq[32];
+  sm90::wgmma_fence();
+  issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kDsBytes), at.wg);
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<0>();
+  sm90::pin(acc_dq);
+  add_dq_rows(dst, acc_dq, at.r0 + 16 * at.warp + at.g, at.lq, D, dq_col0<D>(at.wg), at.d);
+}
+
+}  // namespace kernels::flash::detail::bwd90

@@ -1,0 +1,242 @@
+// FlashAttention backward on Hopper, warp-specialized: the fused backward of
+// flash_backward_sm90.cu (dK, dV in registers; dQ summed in an fp32 buffer with atomics;
+// the same step, backward_sm90.cuh), with its loads taken off the computing warps.
+//
+// Block: three warpgroups (384 threads) per (128-key tile, batch*head), in the block order of
+// tile_scheduler.hpp.
+//  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 24); one warp loads. Lane
+//    0 issues tensor-map box loads (TMA, 64 columns x rows, 128-byte swizzle = the SW128
+//    layout of the wgmma descriptors; zeros past the sequence end and past d): the block's K
+//    and V tiles once, then per step the 64-query Q and dO tiles into a ring of kStages stages.
+//    The 32 lanes copy the step's L and delta rows (64 fp32 each, cp.async, zeros past the end)
+//    and arrive on the stage's "full" mbarrier when their copies land.
+//  * Warpgroups 1 and 2, the consumers, take registers (setmaxnreg to 240) and own 64 keys each.
+//    Per step they wait for the stage's full barrier, meet at one named barrier of their 256
+//    threads (both warpgroups' dS^T of the step before is in shared memory for dQ, and the
+//    dS^T buffer this step overwrites is no longer read), run the step, and hand the stage
+//    back: one arrival per consumer warp on its "empty" barrier. The producer runs up to
+//    kStages steps ahead; no block-wide barrier after the start.
+// Shared memory: K, V 128 x D; kStages x (Q, dO) 64 x D; two dS^T [128 x 64] tiles; L and delta
+// per stage; the barriers: 196 KiB at D = 128 (3 stages), 148 KiB at D = 64 (5 stages).
+// FLOPs and bytes: as the fused backward. Layouts no tensor map describes (a broadcast head
+// stride) run the fused kernel instead (launch_backward_sm90 decides). Measured speed: README.md.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "backward_sm90.cuh"
+#include "tensor_map.hpp"
+#include "tma.cuh"
+
+namespace kernels::flash::detail {
+namespace {
+
+using bwd90::kDkvKeys;
+using bwd90::kDkvQ;
+using bwd90::kDsBytes;
+
+constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+// 128 x 24 + 256 x 240 registers fit the 64 K of the SM; the block starts with 168 each.
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
+constexpr int kConsumerWarps = 8;  // arrivals that free a stage
+constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
+
+struct Params {
+  CUtensorMap q, dout, k, v;
+  BackwardArgs a;
+};
+
+template <int D>
+struct Ring {
+  static constexpr int kStages = D == 64 ? 5 : 3;
+  static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
+  static constexpr int kBarriers = 1 + 2 * kStages;
+  static constexpr int kSlots = 6;
+  static constexpr int bytes() {
+    return 2 * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots + 8 * kBarriers +
+           1024;
+  }
+
+  std::uint8_t* base;
+  __device__ explicit Ring(std::uint8_t* raw) : base(sm90::align_1024(raw)) {}
+  __device__ std::uint8_t* k() const { return base; }
+  __device__ std::uint8_t* v() const { return base + kKBytes; }
+  __device__ std::uint8_t* q(int s) const { return base + 2 * kKBytes + s * 2 * kQBytes; }
+  __device__ std::uint8_t* dout(int s) const { return q(s) + kQBytes; }
+  __device__ std::uint8_t* ds() const { return base + 2 * kKBytes + 2 * kStages * kQBytes; }
+  __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes) + s * kDkvQ; }
+  __device__ float* delta(int s) const { return lse(kStages) + s * kDkvQ; }
+  // The block's head offsets and first key (see flash_dkdv_sm90_kernel: re-read, not kept in registers).
+  __device__ volatile long long* slot() const { return reinterpret_cast<long long*>(delta(kStages)); }
+  __device__ std::uint64_t* bar(int i) const {
+    return reinterpret_cast<std::uint64_t*>(const_cast<long long*>(slot() + kSlots)) + i;
+  }
+  __device__ std::uint64_t* kv_full() const { return bar(0); }
+  __device__ std::uint64_t* full(int s) const { return bar(1 + s); }
+  __device__ std::uint64_t* empty(int s) const { return bar(1 + kStages + s); }
+};
+
+template <int D>
+__device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, long bh, int k0, int first, int steps) {
+  using R = Ring<D>;
+  const BackwardArgs& a = p.a;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp > 0 || steps == 0) return;
+  auto box = [&](const CUtensorMap* map, const Layout& at, std::uint8_t* dst, int rows, std::uint64_t* bar, int row0) {
+    const int head = static_cast<int>(bh % at.heads), batch = static_cast<int>(bh / at.heads);
+#pragma unroll
+    for (int panel = 0; panel < D / 64; ++panel)
+      sm90::tma_load_4d(dst + panel * rows * 128, map, bar, 64 * panel, row0, head, batch);
+  };
+  if (lane == 0) {
+    sm90::prefetch_tensor_map(&p.q);
+    sm90::prefetch_tensor_map(&p.dout);
+    sm90::mbarrier_arrive_expect_tx(ring.kv_full(), 2 * R::kKBytes);
+    box(&p.k, a.k_at, ring.k(), kDkvKeys, ring.kv_full(), k0);
+    box(&p.v, a.v_at, ring.v(), kDkvKeys, ring.kv_full(), k0);
+  }
+  const long head_row0 = bh * a.lq;
+#pragma unroll 1
+  for (int step = 0; step < steps; ++step) {
+    const int s = step % R::kStages, r0 = (first + step) * kDkvQ;
+    sm90::mbarrier_wait(ring.empty(s), ((step / R::kStages) & 1) ^ 1);
+    if (lane == 0) {
+      sm90::mbarrier_arrive_expect_tx(ring.full(s), 2 * R::kQBytes);
+      box(&p.q, a.q_at, ring.q(s), kDkvQ, ring.full(s), r0);
+      box(&p.dout, a.dout_at, ring.dout(s), kDkvQ, ring.full(s), r0);
+    }
+    sm90::load_floats_async(ring.lse(s), a.lse + head_row0 + r0, kDkvQ, a.lq - r0, lane, 32);
+    sm90::load_floats_async(ring.delta(s), a.delta + head_row0 + r0, kDkvQ, a.lq - r0, lane, 32);
+    sm90::cp_async_arrive(ring.full(s));
+  }
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D>& ring, int first, int steps, int wg) {
+  using R = Ring<D>;
+  const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
+  volatile long long* slot = ring.slot();
+  auto head_row0 = [&] { return static_cast<long>(slot[0]); };
+  auto wg_key0 = [&] { return static_cast<int>(slot[1]) + 64 * wg; };
+  const float scale_log2 = a.scale * kLog2e;
+  const int lq = a.lq;
+
+  float acc_dk[D / 2], acc_dv[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
+  const std::uint32_t k_addr = smem_addr(ring.k()), v_addr = smem_addr(ring.v());
+  auto dq_dst = [&](int r0) {
+    return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + bwd90::dq_col0<D>(wg) + 2 * t;
+  };
+  auto place = [&](int step) {
+    return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, a.causal, scale_log2,
+                            2 + wg};
+  };
+  auto step_barrier = [] { asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory"); };
+
+  if (steps > 0) sm90::mbarrier_wait(ring.kv_full(), 0);
+#pragma unroll 1
+  for (int step = 0; step < steps; ++step) {
+    const int s = step % R::kStages, r0 = (first + step) * kDkvQ;
+    sm90::mbarrier_wait(ring.full(s), (step / R::kStages) & 1);
+    step_barrier();
+    const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
+                                 ring.delta(s), ring.ds()};
+    bwd90::dkdv_step<T, D, true>(acc_dk, acc_dv, tiles, place(step), [&] { return dq_dst(r0 - kDkvQ); });
+    if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
+  }
+  if (steps > 0) {  // the last step's dQ
+    step_barrier();
+    const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
+    bwd90::last_dq<T, D>(tiles, place(steps - 1), dq_dst((first + steps - 1) * kDkvQ));
+  }
+
+  const int key = wg_key0() + 16 * warp + g;
+  const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
+  store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + slot[4], a.dk_at.row, key, a.lk, a.d, t, dk_scale);
+  store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + slot[5], a.dv_at.row, key, a.lk, a.d, t, one);
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __grid_constant__ Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  using R = Ring<D>;
+  const R ring(smem_raw);
+  const BackwardArgs& a = p.a;
+  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys;
+  const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, a.head_group);
+  const int k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
+  const long bh = slot.head;
+  const int q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
+  const int first = a.causal ? min(k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
+  const int steps = q_tiles - first;
+
+  if (threadIdx.x == 0) {
+    volatile long long* s = ring.slot();
+    s[0] = bh * a.lq;  // row of lse, delta and dq_accum where this head starts
+    s[1] = k0;
+    s[4] = a.dk_at.head_start(bh);
+    s[5] = a.dv_at.head_start(bh);
+    sm90::mbarrier_init(ring.kv_full(), 1);
+    for (int i = 0; i < R::kStages; ++i) {
+      sm90::mbarrier_init(ring.full(i), 1 + 32);  // the TMA thread's arrive.expect_tx, one cp.async arrival per lane
+      sm90::mbarrier_init(ring.empty(i), kConsumerWarps);
+    }
+    sm90::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (threadIdx.x < 128) {
+    sm90::setmaxnreg_dec<kProducerRegisters>();
+    produce<D>(p, ring, bh, k0, first, steps);
+  } else {
+    sm90::setmaxnreg_inc<kConsumerRegisters>();
+    consume<T, D>(a, ring, first, steps, threadIdx.x / 128 - 1);
+  }
+#else
+  __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
+#endif
+}
+
+template <typename T, int D>
+bool launch(const BackwardArgs& args, cudaStream_t stream) {
+  constexpr int smem = Ring<D>::bytes();
+  Params p{};
+  p.a = args;
+  if (!(encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
+        encode_tensor_map(&p.dout, args.dout, args.dout_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
+        encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys) &&
+        encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys)))
+    return false;
+  // Q, dO, L, delta of a head stream through the kernel.
+  p.a.head_group = head_group(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq, args.head_group);
+  const auto kernel = flash_backward_sm90_ws<T, D>;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const int blocks = (args.lk + kDkvKeys - 1) / kDkvKeys * args.bh;
+  kernel<<<blocks, kThreads, smem, stream>>>(p);
+  return true;
+}
+
+template <typename T>
+bool launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
+  switch (a.d_kernel) {
+    case 64: return launch<T, 64>(a, stream);
+    case 128: return launch<T, 128>(a, stream);
+    default:
+      throw std::invalid_argument("flash backward (wgmma, warp-specialized): kernel head dim " +
+                                  std::to_string(a.d_kernel) + " not compiled");
+  }
+}
+
+}  // namespace
+
+bool launch_dkdv_sm90_ws(const BackwardArgs& a, cudaStream_t stream) {
+  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
+  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
+  throw std::invalid_argument("flash backward (wgmma): fp32 inputs take the CUDA-core kernels");
+}
+
+}  // namespace kernels::flash::detail
