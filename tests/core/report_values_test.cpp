@@ -55,6 +55,16 @@ TEST(ReportValues, AMissingRowRendersADashLikeATableCell) {
   EXPECT_TRUE(std::isnan(values[0].value));
 }
 
+TEST(ReportValues, APivotColumnTheRecordsLackIsMissingNotMisnamed) {
+  // A pivot table's columns come from its records: a smoke run that sweeps another attention
+  // has no `naive` column, so a value over it renders a dash instead of failing the run.
+  const ReportSpec s = spec("{id: r, tables: [{name: t, rows: [ddp], pivot: impl, metric: step_ms}], "
+                            "values: [{name: v, expr: 'cell(\"t\", \"none\", \"naive\")'}]}");
+  EXPECT_EQ(compute_values(s, tables_of(s, {}))[0].text, "–");
+  EXPECT_EQ(compute_values(s, tables_of(s, {record({{"ddp", "none"}, {"impl", "sdpa"}}, ms(1))}))[0].text, "–");
+  EXPECT_EQ(compute_values(s, tables_of(s, {record({{"ddp", "none"}, {"impl", "naive"}}, ms(2))}))[0].text, "2");
+}
+
 TEST(ReportValues, SpecMistakesNameTheValue) {
   const auto error = [](const std::string& expr) {
     const ReportSpec s = spec("{id: r, tables: [{name: step, rows: [ddp], columns: [{header: step, metric: step_ms}]}], "

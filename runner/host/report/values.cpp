@@ -4,8 +4,10 @@
 // <id>.values.tex for the writeup.
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "report/report.hpp"
@@ -18,8 +20,10 @@ namespace {
 // name '(' args ')' | '(' sum ')'. Strings ("...") are arguments of functions only.
 class Expression {
  public:
-  Expression(const std::string& text, const std::vector<BuiltTable>& tables, const std::map<std::string, double>& known)
-      : text_(text), tables_(tables), known_(known) {}
+  // `pivot_tables`: tables whose columns come from their records' pivot values.
+  Expression(const std::string& text, const std::vector<BuiltTable>& tables, const std::map<std::string, double>& known,
+             const std::set<std::string>& pivot_tables)
+      : text_(text), tables_(tables), known_(known), pivot_tables_(pivot_tables) {}
 
   double evaluate() {
     const double v = sum();
@@ -32,6 +36,7 @@ class Expression {
   const std::string& text_;
   const std::vector<BuiltTable>& tables_;
   const std::map<std::string, double>& known_;
+  const std::set<std::string>& pivot_tables_;
   std::size_t at_ = 0;
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -88,6 +93,10 @@ class Expression {
   std::size_t column(const BuiltTable& t, const std::string& header) const {
     for (std::size_t i = 0; i < t.csv_header.size(); ++i)
       if (t.csv_header[i] == header) return i;
+    // A pivot table has a column per pivot value its records hold: a run without that value
+    // (a smoke run, a part not run yet) leaves the cell missing, not misnamed. A table
+    // without rows has no columns at all.
+    if (t.csv_rows.empty() || pivot_tables_.count(t.name)) return std::numeric_limits<std::size_t>::max();
     fail("table '" + t.name + "' has no column '" + header + "'");
   }
   // A cell that holds no number ("–" not measured, OOM) is NaN: the value renders as "–",
@@ -198,11 +207,14 @@ const std::regex kMarked(R"(<!-- runner:value ([A-Za-z0-9_]+) -->([\s\S]*?)<!-- 
 
 std::vector<RenderedValue> compute_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables) {
   std::map<std::string, double> known;
+  std::set<std::string> pivot_tables;
+  for (const auto& t : spec.tables)
+    if (!t.pivot.empty()) pivot_tables.insert(t.name);
   std::vector<RenderedValue> out;
   for (const auto& v : spec.values) {
     double x = 0;
     try {
-      x = Expression(v.expr, tables, known).evaluate();
+      x = Expression(v.expr, tables, known, pivot_tables).evaluate();
     } catch (const SpecError& e) {
       throw SpecError("report " + spec.id + ": value '" + v.name + "': " + e.what());
     }
