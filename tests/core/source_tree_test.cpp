@@ -35,8 +35,6 @@ TEST(SourceTree, EveryHostSourceFileHoldsCode) {
 // One plugin = one folder plugins/<kind>/<name>/ whose manifest (RUNNER_PLUGIN) lives in
 // <name>.cpp, beside tests of its own (the README's "Adding a plugin").
 TEST(SourceTree, EveryPluginKeepsItsManifestInNameDotCppAndItsTestsBesideIt) {
-  // Folders whose owners rename plugin.cpp (or <name>_profiler.cpp) this round.
-  const std::set<std::string> pending = {"attention/naive", "model/transformer_lm", "profiler/memory"};
   const std::filesystem::path plugins = std::filesystem::path(RUNNER_SOURCE_DIR) / "plugins";
   int checked = 0;
   for (const auto& kind : std::filesystem::directory_iterator(plugins)) {
@@ -50,13 +48,13 @@ TEST(SourceTree, EveryPluginKeepsItsManifestInNameDotCppAndItsTestsBesideIt) {
       for (const auto& file : std::filesystem::directory_iterator(folder.path())) {
         const std::string file_name = file.path().filename().string();
         has_tests = has_tests || file_name.find("_test.") != std::string::npos;
-        if (file.path().extension() != ".cpp" || file_name == name + ".cpp" || pending.count(id)) continue;
+        if (file.path().extension() != ".cpp" || file_name == name + ".cpp") continue;
         std::ifstream in(file.path());
         const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         EXPECT_EQ(text.find("RUNNER_PLUGIN("), std::string::npos)
             << file.path() << ": the manifest belongs in " << name << ".cpp (git mv it there)";
       }
-      EXPECT_TRUE(pending.count(id) || std::filesystem::exists(folder.path() / (name + ".cpp")))
+      EXPECT_TRUE(std::filesystem::exists(folder.path() / (name + ".cpp")))
           << id << ": no " << name << ".cpp";
       EXPECT_TRUE(has_tests) << id << ": no tests in the folder (<name>_test.cpp)";
     }
