@@ -59,7 +59,7 @@ struct Render {
 };
 
 // <reports>/renders.txt: "<experiment file> <run dir> [<run dir>...]" per line, paths relative
-// to the repository root (the parent of reports/), # comments.
+// to the repository root (the parent of reports/), # comments. Keyed by the first run's path.
 std::map<std::string, Render> read_renders(const fs::path& reports_dir, const fs::path& root) {
   std::map<std::string, Render> out;
   std::ifstream in(reports_dir / "renders.txt");
@@ -75,7 +75,7 @@ std::map<std::string, Render> read_renders(const fs::path& reports_dir, const fs
     if (r.runs.empty())
       throw ConfigError((reports_dir / "renders.txt").string() + ":" + std::to_string(n) +
                         ": expected '<experiment file> <run dir>...'");
-    out[r.runs.front().filename().string()] = r;
+    out[fs::weakly_canonical(r.runs.front()).string()] = r;
   }
   return out;
 }
@@ -90,18 +90,20 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
   for (const auto& [first, r] : listed)
     for (std::size_t i = 1; i < r.runs.size(); ++i) merged_away.insert(fs::weakly_canonical(r.runs[i]));
 
+  // <reports>/<experiment>/data/ is the run of experiments/<experiment>.yaml; other runs kept
+  // beside it (<reports>/<experiment>/runs/<what>/) render nothing of their own.
   std::vector<Render> renders;
-  for (const auto& entry : fs::directory_iterator(reports_dir / "data")) {
-    const fs::path run = entry.path();
+  for (const auto& entry : fs::directory_iterator(reports_dir)) {
+    const fs::path run = entry.path() / "data";
+    const std::string experiment = entry.path().filename().string();
     if (!fs::exists(run / "config.yaml") || merged_away.count(fs::weakly_canonical(run))) continue;
     const YAML::Node config = load_yaml_file(run / "config.yaml");
-    if (!config["report"] || !config["experiment"] || config["experiment"].Scalar() != run.filename().string())
-      continue;  // re-runs and earlier sessions kept beside a run render nothing of their own
-    if (const auto it = listed.find(run.filename().string()); it != listed.end()) {
+    if (!config["report"] || !config["experiment"] || config["experiment"].Scalar() != experiment) continue;
+    if (const auto it = listed.find(fs::weakly_canonical(run).string()); it != listed.end()) {
       renders.push_back(it->second);
       continue;
     }
-    const fs::path spec = experiments_dir / (run.filename().string() + ".yaml");
+    const fs::path spec = experiments_dir / (experiment + ".yaml");
     if (!fs::exists(spec)) {
       out << run.string() << ": no " << spec.string() << " to render it with; name one in "
           << (reports_dir / "renders.txt").string() << "\n";
@@ -110,45 +112,62 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
     renders.push_back({spec, {run}});
   }
 
-  // The prose merges into a copy of the committed .md files; everything else is written fresh.
+  // The prose merges into a copy of the committed <id>/<id>.md files; everything else is
+  // written fresh.
   remove_tree(scratch);
   fs::create_directories(scratch);
-  for (const auto& entry : fs::directory_iterator(reports_dir))
-    if (entry.path().extension() == ".md") fs::copy_file(entry.path(), scratch / entry.path().filename());
+  for (const auto& folder : fs::directory_iterator(reports_dir)) {
+    const fs::path md = folder.path() / (folder.path().filename().string() + ".md");
+    if (!fs::is_regular_file(md)) continue;
+    fs::create_directories(scratch / folder.path().filename());
+    fs::copy_file(md, scratch / folder.path().filename() / md.filename());
+  }
   ::setenv("RUNNER_SKIP_FIGURES", "1", 1);
   for (const auto& r : renders) render_reports(r.runs, scratch, r.spec);
 
   int stale = 0;
   std::size_t compared = 0;
-  for (const auto& entry : fs::directory_iterator(scratch)) {
-    const fs::path rendered = entry.path();
-    if (!entry.is_regular_file()) continue;
-    const fs::path committed = reports_dir / rendered.filename();
+  // The report folders some render wrote (every render writes <id>.tex; a copied .md alone
+  // is prose no checked run renders), and their files: <id>/<file>, figures are not drawn.
+  std::set<fs::path> rendered_ids;
+  std::vector<fs::path> rendered;
+  for (const auto& folder : fs::directory_iterator(scratch)) {
+    const fs::path id = folder.path().filename();
+    if (!fs::exists(folder.path() / (id.string() + ".tex"))) continue;
+    rendered_ids.insert(id);
+    for (const auto& entry : fs::directory_iterator(folder.path()))
+      if (entry.is_regular_file()) rendered.push_back(id / entry.path().filename());
+  }
+  for (const auto& file : rendered) {
+    const fs::path committed = reports_dir / file;
     ++compared;
     if (!fs::exists(committed)) {
       out << committed.string() << ": missing; `runner report` writes it\n";
       ++stale;
       continue;
     }
-    const std::string a = read_all(committed), b = read_all(rendered);
+    const std::string a = read_all(committed), b = read_all(scratch / file);
     if (a != b) {
       out << committed.string() << ": stale (" << first_difference(a, b) << ")\n";
       ++stale;
     }
   }
-  // A table file no render writes is left over from a table since renamed or removed.
-  for (const auto& entry : fs::directory_iterator(reports_dir)) {
-    const std::string ext = entry.path().extension().string();
-    if ((ext == ".csv" || ext == ".tex") && entry.path().filename() != "writeup.tex" &&
-        !fs::exists(scratch / entry.path().filename()) && entry.path().filename().string().find('.') != std::string::npos &&
-        entry.path().stem().extension() != "") {
-      out << entry.path().string() << ": no report writes it any more; delete it\n";
-      ++stale;
+  // A table file (<id>.<table>.csv, <id>.values.tex) no render writes is left over from a
+  // table since renamed or removed.
+  for (const auto& id : rendered_ids) {
+    if (!fs::is_directory(reports_dir / id)) continue;
+    for (const auto& entry : fs::directory_iterator(reports_dir / id)) {
+      const std::string ext = entry.path().extension().string();
+      if ((ext == ".csv" || ext == ".tex") && entry.path().stem().extension() != "" &&
+          !fs::exists(scratch / id / entry.path().filename())) {
+        out << entry.path().string() << ": no report writes it any more; delete it\n";
+        ++stale;
+      }
     }
   }
   out << (stale ? std::to_string(stale) + " of " : "all ") << compared << " rendered report files "
       << (stale ? "differ from the committed ones" : "match the committed ones") << " (" << renders.size()
-      << " renders from " << (reports_dir / "data").string() << ")\n";
+      << " renders from " << (reports_dir / "*" / "data").string() << ")\n";
   remove_tree(scratch);
   return stale ? 1 : 0;
 }

@@ -85,12 +85,12 @@ TEST(EndToEnd, RunWritesRecordsStatusesReportsAndFailsAtTheEnd) {
 
   EXPECT_TRUE(std::filesystem::exists(out / "config.yaml"));
   EXPECT_NE(read(out / "log.txt").find("echo: asked to fail"), std::string::npos);
-  const std::string md = read(dir / "reports" / "echo_demo.md");
+  const std::string md = read(dir / "reports" / "echo_demo" / "echo_demo.md");
   EXPECT_NE(md.find("| none | a | 1.5 | 2.5 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| oom |  | OOM | OOM |"), std::string::npos) << md;
   EXPECT_NE(md.find("| error |  | error | error |"), std::string::npos) << md;
-  EXPECT_TRUE(std::filesystem::exists(dir / "reports" / "echo_demo.tex"));
-  EXPECT_EQ(read(out / "reports" / "echo_demo.md"), md);
+  EXPECT_TRUE(std::filesystem::exists(dir / "reports" / "echo_demo" / "echo_demo.tex"));
+  EXPECT_EQ(read(out / "reports" / "echo_demo" / "echo_demo.md"), md);
 }
 
 TEST(EndToEnd, ReportSubcommandReRendersWithoutRunning) {
@@ -100,7 +100,7 @@ TEST(EndToEnd, ReportSubcommandReRendersWithoutRunning) {
   run(file.string() + " --device cpu --set sweep.fail=[none] --out " + out.string());
   const Result r = run("report " + out.string() + " --reports " + (dir / "again").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(read(dir / "again" / "echo_demo.md"), read(out / "reports" / "echo_demo.md"));
+  EXPECT_EQ(read(dir / "again" / "echo_demo" / "echo_demo.md"), read(out / "reports" / "echo_demo" / "echo_demo.md"));
 }
 
 TEST(EndToEnd, InvalidExperimentFailsBeforeRunningWithOneLine) {
@@ -171,7 +171,7 @@ TEST(EndToEnd, SkippedPointIsItsOwnStatusWithAReasonAndNotAFailure) {
   EXPECT_EQ(records[2]["status"], "skipped");
   EXPECT_EQ(records[2]["reason"], "echo: this configuration is not supported");
   EXPECT_FALSE(records[2].contains("error"));
-  const std::string md = read(dir / "reports" / "echo_demo.md");
+  const std::string md = read(dir / "reports" / "echo_demo" / "echo_demo.md");
   EXPECT_NE(md.find("| skip |  | skipped |"), std::string::npos) << md;
 }
 
@@ -189,7 +189,7 @@ TEST(EndToEnd, DeviceFaultEndsTheSweepWithOneMessageAndKeepsEarlierRecords) {
   EXPECT_EQ(records[0]["status"], "ok");
   EXPECT_EQ(records[2]["status"], "error");
   EXPECT_EQ(records[2]["error"], "echo: pretend illegal memory access");
-  EXPECT_TRUE(std::filesystem::exists(out / "reports" / "echo_demo.md"));  // tables from what was recorded
+  EXPECT_TRUE(std::filesystem::exists(out / "reports" / "echo_demo" / "echo_demo.md"));  // tables from what was recorded
 }
 
 TEST(EndToEnd, DuplicateMetricNameMakesThePointAnError) {
@@ -251,7 +251,7 @@ TEST(EndToEnd, ReportMergesRunsOfOneExperimentAndRefusesOthers) {
   const Result merged = run("report " + (dir / "a").string() + " " + (dir / "b").string() + " --reports " +
                             (dir / "merged").string());
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
-  const std::string md = read(dir / "merged" / "merge.md");
+  const std::string md = read(dir / "merged" / "merge" / "merge.md");
   EXPECT_NE(md.find("| 1 | 2 | 3 |"), std::string::npos) << md;  // pivot headers from both runs
   EXPECT_EQ(md.find("Partial run"), std::string::npos) << md;      // each run is complete on its own
 
@@ -282,7 +282,7 @@ TEST(EndToEnd, ReportSpecRendersOldRecordsWithTheExperimentFilesTables) {
   EXPECT_NE(run("report " + runs).output.find("--spec experiments/<name>.yaml"), std::string::npos);
   const Result r = run("report " + runs + " --spec " + new_file.string() + " --reports " + (dir / "out").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string md = read(dir / "out" / "grown.md");
+  const std::string md = read(dir / "out" / "grown" / "grown.md");
   EXPECT_NE(md.find("Added later"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1.0 | 2.0 | 3.0 |"), std::string::npos) << md;  // the old run's records in the new table
 

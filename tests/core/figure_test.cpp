@@ -146,12 +146,12 @@ TEST(FigureFiles, WithoutPythonTheTablesStillRenderAndTheLatexSaysTheFigureIsMis
   else unsetenv("RUNNER_PYTHON");
   EXPECT_EQ(err, "warning: r: figures not drawn: cannot run Python '/nonexistent/python3' (set RUNNER_PYTHON or run "
                  "scripts/setup.sh)\n");
-  EXPECT_TRUE(std::filesystem::exists(dir / "r.t.csv"));
-  EXPECT_FALSE(std::filesystem::exists(dir / "figures/r-f.svg"));
-  const std::string tex = read_file(dir / "r.tex");
-  EXPECT_NE(tex.find("\\IfFileExists{figures/r-f.pdf}{\\includegraphics"), std::string::npos) << tex;
+  EXPECT_TRUE(std::filesystem::exists(dir / "r" / "r.t.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "r/figures/r-f.svg"));
+  const std::string tex = read_file(dir / "r" / "r.tex");
+  EXPECT_NE(tex.find("\\IfFileExists{r/figures/r-f.pdf}{\\includegraphics"), std::string::npos) << tex;
   EXPECT_NE(tex.find("\\label{fig:r:f}"), std::string::npos);
-  const std::string md = read_file(dir / "r.md");
+  const std::string md = read_file(dir / "r" / "r.md");
   EXPECT_NE(md.find("<!-- runner:figure f begin -->\n## Time\n\n![Time](figures/r-f.svg)"), std::string::npos) << md;
 }
 
@@ -163,11 +163,11 @@ TEST(FigureFiles, MatplotlibWritesSvgPngAndPdfAndProseAroundTheMarkersSurvives) 
   const ReportSpec spec = parse("{name: f, x: size, series: [impl], metric: time_ms, logx: true}");
   write_report(spec, stored({record("p", "1", 2.0), record("p", "10", 3.0)}), dir);
   for (const char* ext : {".svg", ".png", ".pdf"})
-    EXPECT_GT(std::filesystem::file_size(dir / ("figures/r-f" + std::string(ext))), 1000u) << ext;
-  write_file(dir / "r.md", read_file(dir / "r.md") + "\nAuthor prose.\n");
+    EXPECT_GT(std::filesystem::file_size(dir / ("r/figures/r-f" + std::string(ext))), 1000u) << ext;
+  write_file(dir / "r" / "r.md", read_file(dir / "r" / "r.md") + "\nAuthor prose.\n");
   write_report(spec, stored({record("p", "1", 2.0), record("p", "10", 3.0)}), dir);
-  EXPECT_NE(read_file(dir / "r.md").find("Author prose."), std::string::npos);
-  EXPECT_FALSE(std::filesystem::exists(dir / "figures/.r.figures.json"));  // the hand-off file is removed
+  EXPECT_NE(read_file(dir / "r" / "r.md").find("Author prose."), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "r/figures/.r.figures.json"));  // the hand-off file is removed
 }
 
 const char* kEchoWithFigure = R"(experiment: echo_figure
@@ -214,7 +214,7 @@ TEST(FigureCheck, ARunWithoutPythonRendersTablesAndWarnsInOneLine) {
                             "RUNNER_PYTHON=/nonexistent/python3");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: echo_figure: figures not drawn: cannot run Python"), std::string::npos) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(dir / "run/reports/echo_figure.values.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/reports/echo_figure/echo_figure.values.csv"));
 }
 
 TEST(LatexLog, UndefinedReferencesAndMissingInputsAreProblems) {

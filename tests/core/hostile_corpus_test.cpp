@@ -168,7 +168,8 @@ TEST(HostileCorpus, AFullDiskWhileWritingReportsSaysWhyAndKeepsTheOldFile) {
   const auto spec = report::parse_report_spec(node, "e.yaml");
   const std::vector<nlohmann::json> records = {nlohmann::json::parse(
       R"({"part":"main","point":0,"status":"ok","params":{"value":1},"labels":{"item":"a"},"metrics":{"value":{"unit":"","value":1}}})")};
-  write_file(dir / "r.md", "old report\n");
+  std::filesystem::create_directories(dir / "r");
+  write_file(dir / "r" / "r.md", "old report\n");
   EXPECT_EQ(with_file_size_limit(10, [&] {
               try {
                 report::write_report(spec, records, dir);
@@ -179,7 +180,7 @@ TEST(HostileCorpus, AFullDiskWhileWritingReportsSaysWhyAndKeepsTheOldFile) {
               return false;
             }),
             0);
-  EXPECT_EQ(read_file(dir / "r.md"), "old report\n");
+  EXPECT_EQ(read_file(dir / "r" / "r.md"), "old report\n");
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(RunCaption, SmokeAndPartialRunsAreFlaggedInEveryCaption) {
       YAML::Load("{id: r, tables: [{name: t, rows: [size], columns: [{metric: time_ms}]}]}"), "f");
   const std::vector<json> records = {timed_record("cpu", 0, "1"), timed_record("cpu", 3, "2")};
   write_report(spec, records, dir, RunSummary{true, 23});
-  const std::string md = testing::read_file(dir / "r.md");
+  const std::string md = testing::read_file(dir / "r" / "r.md");
   EXPECT_NE(md.find("*Smoke run (--smoke): the experiment's smoke overrides shrink sizes and steps"),
             std::string::npos) << md;
   EXPECT_NE(md.find("Partial run: records for 2 of 23 points."), std::string::npos) << md;

@@ -101,7 +101,7 @@ std::filesystem::path write_golden_report(const TempDir& dir) {
   const YAML::Node experiment = YAML::LoadFile((kGoldenDir / "experiment.yaml").string());
   const ReportSpec spec = parse_report_spec(experiment["report"], "experiment.yaml");
   write_report(spec, read_results(kGoldenDir / "results.jsonl"), dir.path);
-  return dir.path;
+  return dir.path / "device_ceilings";  // one folder per report id
 }
 
 TEST(ReportGolden, MarkdownReportMatchesGolden) {
@@ -132,8 +132,9 @@ TEST(ReportGolden, WriteReportNamesEveryFileItWrote) {
   const auto written = write_report(parse_report_spec(experiment["report"], "experiment.yaml"),
                                     read_results(kGoldenDir / "results.jsonl"), dir.path);
   const std::vector<std::filesystem::path> expected = {
-      dir.path / "device_ceilings.md", dir.path / "device_ceilings.tex",
-      dir.path / "device_ceilings.ceilings.csv", dir.path / "device_ceilings.timing.csv"};
+      dir.path / "device_ceilings" / "device_ceilings.md", dir.path / "device_ceilings" / "device_ceilings.tex",
+      dir.path / "device_ceilings" / "device_ceilings.ceilings.csv",
+      dir.path / "device_ceilings" / "device_ceilings.timing.csv"};
   EXPECT_EQ(written, expected);
 }
 
@@ -364,20 +365,20 @@ TEST(ReportMarkdown, ProseOutsideMarkersSurvivesRegeneration) {
   TempDir dir;
   ReportSpec spec{"r", "R", {table("{name: t, title: T, rows: [size], pivot: dtype, metric: tflops}")}};
   write_report(spec, stored({record({{"size", 1}, {"dtype", "a"}}, tflops(1))}), dir.path);
-  const std::string first = read_file(dir.path / "r.md");
+  const std::string first = read_file(dir.path / "r" / "r.md");
   const std::string begin = "<!-- runner:table t begin -->", end = "<!-- runner:table t end -->";
   // Authors write before, right after the end marker, and at the end without a newline.
   std::string edited = first;
   edited.insert(edited.find(begin), "Intro *prose* with | pipes.\n\n");
   edited.insert(edited.find(end) + end.size(), "\nRight after the table.");
   edited += "\n## Discussion\n\nThe end, no newline";
-  write_file(dir.path / "r.md", edited);
+  write_file(dir.path / "r" / "r.md", edited);
 
   write_report(spec, stored({record({{"size", 1}, {"dtype", "a"}}, tflops(9))}), dir.path);
   std::string expected = edited;
   const std::size_t old_body = expected.find("| 1 | 1 |");
   expected.replace(old_body, 9, "| 1 | 9 |");
-  EXPECT_EQ(read_file(dir.path / "r.md"), expected);
+  EXPECT_EQ(read_file(dir.path / "r" / "r.md"), expected);
 }
 
 TEST(ReportMarkdown, TablesWithoutMarkersAreAppended) {

@@ -113,13 +113,14 @@ TEST(ReportValues, MarkdownTemplatesBecomeMarkedValuesAndReRender) {
 
 TEST(ReportValues, WriteReportRendersValuesIntoMarkdownAndLatex) {
   const auto dir = testing::fresh_dir("values");
-  testing::write_file(dir / "r.md", "# R\n\nNaive costs {{value ratio}}× one GPU.\n");
+  std::filesystem::create_directories(dir / "r");
+  testing::write_file(dir / "r" / "r.md", "# R\n\nNaive costs {{value ratio}}× one GPU.\n");
   const ReportSpec s = spec(kSpec);
   write_report(s, records(), dir);
-  const std::string md = testing::read_file(dir / "r.md");
+  const std::string md = testing::read_file(dir / "r" / "r.md");
   EXPECT_NE(md.find("Naive costs <!-- runner:value ratio -->1.103<!-- runner:value end -->× one GPU."),
             std::string::npos) << md;
-  EXPECT_NE(testing::read_file(dir / "r.values.tex").find("\\runnervalue{r.extra}{41}"), std::string::npos);
+  EXPECT_NE(testing::read_file(dir / "r" / "r.values.tex").find("\\runnervalue{r.extra}{41}"), std::string::npos);
 }
 
 TEST(ReportCaption, ModelDimsResolvedFromTheSizeAndQuestionFromTheReport) {
@@ -130,7 +131,7 @@ TEST(ReportCaption, ModelDimsResolvedFromTheSizeAndQuestionFromTheReport) {
   const auto dir = testing::fresh_dir("caption");
   const ReportSpec s = spec("{id: my_question, tables: [{name: step, rows: [ddp], columns: [{metric: step_ms}]}]}");
   write_report(s, stored({record(params, ms(1))}), dir);
-  const std::string md = testing::read_file(dir / "my_question.md");
+  const std::string md = testing::read_file(dir / "my_question" / "my_question.md");
   EXPECT_NE(md.find("fixed: batch_size=8, model=transformer_lm, model.size=xl, optimizer=adamw, "
                     "model: d_model 1600, d_ff 6400, 48 layers, 25 heads. Question: my_question."),
             std::string::npos) << md;

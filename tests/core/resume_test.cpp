@@ -53,14 +53,14 @@ TEST(Resume, KilledSweepResumesToUniqueCompleteRecords) {
   EXPECT_EQ(report.exit_code, 0) << report.output;
   EXPECT_NE(report.output.find("partial run: records for " + std::to_string(before.size()) + " of 8 points"),
             std::string::npos) << report.output;
-  EXPECT_NE(read_file(out / "reports" / "slow.md").find("Partial run: records for"), std::string::npos);
+  EXPECT_NE(read_file(out / "reports" / "slow" / "slow.md").find("Partial run: records for"), std::string::npos);
 
   const auto resumed = run_runner(file.string() + " --device cpu --resume " + out.string());
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   const auto after = finished_per_point(out / "results.jsonl");
   ASSERT_EQ(after.size(), 8u);
   for (const auto& [point, n] : after) EXPECT_EQ(n, 1) << "point " << point << " recorded " << n << " times";
-  EXPECT_EQ(read_file(out / "reports" / "slow.md").find("Partial run"), std::string::npos);
+  EXPECT_EQ(read_file(out / "reports" / "slow" / "slow.md").find("Partial run"), std::string::npos);
 }
 
 TEST(Resume, RefusesWhenTheResolvedConfigDiffers) {
@@ -88,7 +88,7 @@ TEST(Resume, CtrlCRecordsThePointInFlightAsInterruptedAndExits130) {
   EXPECT_EQ(records.back()["status"], "interrupted");
   EXPECT_NE(read_file(out / "log.txt").find("interrupted by SIGINT"), std::string::npos) << read_file(out / "log.txt");
   // The tables of the points finished before Ctrl-C are there, flagged partial.
-  EXPECT_NE(read_file(out / "reports" / "slow.md").find("Partial run"), std::string::npos) << r.output;
+  EXPECT_NE(read_file(out / "reports" / "slow" / "slow.md").find("Partial run"), std::string::npos) << r.output;
 
   EXPECT_EQ(run_runner(file.string() + " --device cpu --resume " + out.string()).exit_code, 0);
   const auto after = finished_per_point(out / "results.jsonl");
@@ -113,11 +113,11 @@ TEST(ReportDefault, ReRenderWritesIntoTheRunNotTheWorkingDirectory) {
   const auto file = write_file(dir / "slow.yaml", kSlow);
   const auto out = dir / "run";
   ASSERT_EQ(run_runner(file.string() + " --device cpu --set params.sleep_us=0 --out " + out.string()).exit_code, 0);
-  std::filesystem::remove(out / "reports" / "slow.md");
+  std::filesystem::remove(out / "reports" / "slow" / "slow.md");
   const auto cwd = fresh_dir("report-cwd");
   const auto r = run_runner("", "cd " + cwd.string() + " && " + RUNNER_EXE + " report " + out.string() + " ; exit $? ;");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(out / "reports" / "slow.md"));
+  EXPECT_TRUE(std::filesystem::exists(out / "reports" / "slow" / "slow.md"));
   EXPECT_FALSE(std::filesystem::exists(cwd / "reports"));
 }
 

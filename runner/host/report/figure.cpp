@@ -193,7 +193,8 @@ std::string figure_markdown(const FigureSpec& spec, const std::string& report_id
 }
 
 std::string figure_latex(const FigureSpec& spec, const std::string& report_id, const std::string& caption) {
-  const std::string file = "figures/" + figure_stem(spec, report_id) + ".pdf";
+  // Relative to the reports directory: the writeup there \input{}s <id>/<id>.tex, and LaTeX resolves from there.
+  const std::string file = report_id + "/figures/" + figure_stem(spec, report_id) + ".pdf";
   return "\\begin{figure}[ht]\\centering\n\\IfFileExists{" + file + "}{\\includegraphics[width=" + std::string(spec.panel.empty() ? "0.75" : "") + "\\linewidth]{" + file +
          "}}{\\fbox{\\parbox{0.9\\linewidth}{\\centering Figure not drawn: " + latex_escape(file) +
          " is missing (runner report draws it with matplotlib; see scripts/setup.sh).}}}\n\\caption{" +
@@ -202,11 +203,11 @@ std::string figure_latex(const FigureSpec& spec, const std::string& report_id, c
 }
 
 FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<StoredRecord>& records,
-                           const std::filesystem::path& reports_dir) {
+                           const std::filesystem::path& report_dir) {
   FigureOutcome outcome;
   // `runner report --check` compares tables and values; drawing is matplotlib's business.
   if (spec.figures.empty() || std::getenv("RUNNER_SKIP_FIGURES") != nullptr) return outcome;
-  const std::filesystem::path dir = reports_dir / "figures";
+  const std::filesystem::path dir = report_dir / "figures";
   std::filesystem::create_directories(dir);
   json job = {{"figures", json::array()}};
   for (const auto& figure : spec.figures) {

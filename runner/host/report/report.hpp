@@ -4,7 +4,7 @@
 //
 // Flow: parse_report_spec (experiment YAML) -> read_results -> build_table per
 // table -> to_markdown / to_latex / to_csv; write_report does all of it and keeps
-// the prose authors wrote in reports/<id>.md outside the runner markers.
+// the prose authors wrote in reports/<id>/<id>.md outside the runner markers.
 #pragma once
 #include <cstddef>
 #include <filesystem>
@@ -168,8 +168,9 @@ struct FigureOutcome {
 };
 // Runs `<python> scripts/figures/plot.py` once for all figures of the report. Python:
 // $RUNNER_PYTHON, else the interpreter the build was configured with.
+// Into <report_dir>/figures/ (report_dir: the report's own folder, <reports>/<id>).
 FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<StoredRecord>& records,
-                           const std::filesystem::path& reports_dir);
+                           const std::filesystem::path& report_dir);
 // Markdown image block and LaTeX figure environment (PDF, with a boxed note when the
 // file is absent, so the writeup still builds without matplotlib).
 std::string figure_markdown(const FigureSpec& spec, const std::string& report_id, const std::string& caption);
@@ -191,7 +192,7 @@ std::string merge_values(const std::string& markdown, const std::string& report_
 // \runnervalue{<id>.<name>}{text} lines; the writeup defines \runnervalue and \val.
 std::string values_latex(const std::string& report_id, const std::vector<RenderedValue>& values);
 
-// Writes <dir>/<id>.md (merged), <id>.tex and <id>.<table>.csv (and figures); returns their paths.
+// Writes <dir>/<id>/<id>.md (merged), <id>.tex and <id>.<table>.csv (and figures/); returns their paths.
 // `run` adds a smoke/partial-run sentence to every caption.
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const std::vector<StoredRecord>& records,

@@ -1,4 +1,4 @@
-// Reading results.jsonl and writing reports/<id>.md|.tex|.<table>.csv. The .md
+// Reading results.jsonl and writing reports/<id>/<id>.md|.tex|.<table>.csv. The .md
 // file belongs to the authors too: only text between runner markers is ours.
 #include <cerrno>
 #include <cstring>
@@ -117,8 +117,10 @@ std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>&
 
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const std::vector<StoredRecord>& records,
-                                                const std::filesystem::path& reports_dir,
+                                                const std::filesystem::path& reports_root,
                                                 const RunSummary& run) {
+  // One folder per report: a reports directory is scanned by report id.
+  const std::filesystem::path report_dir = reports_root / spec.id;
   std::vector<BuiltTable> tables;
   const std::string about_run = run_sentence(run, records);
   for (TableSpec table_spec : spec.tables) {
@@ -127,11 +129,11 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
     tables.push_back(build_table(table_spec, records));
     if (!about_run.empty()) tables.back().caption = about_run + " " + tables.back().caption;
   }
-  std::filesystem::create_directories(reports_dir);
+  std::filesystem::create_directories(report_dir);
   std::vector<std::filesystem::path> written;
 
   // Figures: drawn once per report; a missing matplotlib costs the figures, never the tables.
-  const FigureOutcome drawn = draw_figures(spec, records, reports_dir);
+  const FigureOutcome drawn = draw_figures(spec, records, report_dir);
   if (!drawn.problem.empty()) std::cerr << "warning: " << spec.id << ": " << drawn.problem << "\n";
   std::vector<std::pair<std::string, std::string>> figure_blocks;
   std::string figure_latex_text;
@@ -143,7 +145,7 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
     figure_latex_text += "\n" + figure_latex(figure, spec.id, caption);
   }
 
-  const std::filesystem::path markdown_path = reports_dir / (spec.id + ".md");
+  const std::filesystem::path markdown_path = report_dir / (spec.id + ".md");
   const std::string existing =
       std::filesystem::exists(markdown_path) ? read_text(markdown_path) : std::string();
   const std::vector<RenderedValue> values = compute_values(spec, tables);
@@ -162,15 +164,15 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   if (!spec.figures.empty()) latex += "% Figures need \\usepackage{graphicx}; paths are relative to the reports directory.\n";
   for (const auto& table : tables) latex += "\n" + to_latex(table, spec.id);
   latex += figure_latex_text;
-  written.push_back(reports_dir / (spec.id + ".tex"));
+  written.push_back(report_dir / (spec.id + ".tex"));
   write_text(written.back(), latex);
 
   if (!values.empty()) {
-    written.push_back(reports_dir / (spec.id + ".values.tex"));
+    written.push_back(report_dir / (spec.id + ".values.tex"));
     write_text(written.back(), values_latex(spec.id, values));
   }
   for (const auto& table : tables) {
-    written.push_back(reports_dir / (spec.id + "." + table.name + ".csv"));
+    written.push_back(report_dir / (spec.id + "." + table.name + ".csv"));
     write_text(written.back(), to_csv(table));
   }
   written.insert(written.end(), drawn.written.begin(), drawn.written.end());
