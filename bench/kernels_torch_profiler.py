@@ -18,7 +18,7 @@ compared with the runner's: exit 1 unless at least --min-overlap of the top
 --top names agree and the top kernel is the same (--report-only: print only).
 
   python bench/kernels_torch_profiler.py --device cuda --model.size small --model.context_length 128 \\
-      --mode train_step --runner-results reports/data/nsys_profile/results.jsonl --point train_step-0
+      --mode train_step --runner-results reports/nsys_profile/data/results.jsonl --point train_step-0
 """
 import argparse
 import os

@@ -8,7 +8,7 @@ kernels, shares within --tolerance percentage points).
       [--phase step] [--top 5] [--tolerance 3] [--markdown OUT.md]
 
 TRACE is the point's trace.json (or .json.gz), RESULTS the run's results.jsonl (or
-reports/data/<experiment>/results.jsonl). GPU traces: HTA's get_gpu_kernel_breakdown
+reports/<experiment>/data/results.jsonl). GPU traces: HTA's get_gpu_kernel_breakdown
 (kernels, memcpy and memset, every stream). CPU traces have no GPU kernels; there the
 runner's "kernels" are the aten ops with their self time, so the check takes HTA's
 parsed trace (its own parser and symbol table) and sums the cpu_op events' self time

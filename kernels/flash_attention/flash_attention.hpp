@@ -67,7 +67,7 @@ struct Options {
   bool deterministic_backward = false;
   // wgmma backward with dQ by atomics: the warp-specialized dK/dV/dQ kernel (a TMA producer
   // warpgroup fills a Q/dO ring, two consumer warpgroups compute at 240 registers; the default,
-  // 1.00-1.04x the fused one on every shape measured, reports/data/flash_backward_schedules/)
+  // 1.00-1.04x the fused one on every shape measured, reports/flash_backward_schedules/data/)
   // or, false, the fused one; layouts a tensor map cannot describe always run the fused kernel.
   bool warp_specialized_backward = true;
   // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2.

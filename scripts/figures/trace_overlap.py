@@ -6,7 +6,7 @@ overlaps compute kernels (JSON).
 
   scripts/figures/trace_overlap.py <trace.json> <out stem> [--title TEXT]
 writes <out stem>.svg, .png and .pdf (reports/writeup.tex includes the .pdf), e.g.
-  scripts/figures/trace_overlap.py runs/ddp_trace/artifacts/trace-0/rank0/trace.json reports/figures/ddp_overlap_trace
+  scripts/figures/trace_overlap.py runs/ddp_trace/artifacts/trace-0/rank0/trace.json reports/ddp_overlap_individual_parameters/figures/ddp_overlap_trace
 """
 import argparse
 import json

@@ -13,13 +13,13 @@
 #   scripts/gpu/fast_path.sh diff   OUT [--set ...]  experiments/step_kernel_diff.yaml (kernel classes
 #                                         per step, runner fast vs PyTorch compile + CUDA graph)
 #   scripts/gpu/fast_path.sh reports OUT  the four experiments with --reports reports,
-#                                         records copied to reports/data/<experiment>/
+#                                         records copied to reports/<experiment>/data/
 #   scripts/gpu/fast_path.sh slice OUT EXPERIMENT SIZE PRECISION [runner args]
 #                                         one size and precision of every context-256 part (a run
 #                                         fits one device call; run dir run-EXPERIMENT-SIZE-PRECISION)
 #   scripts/gpu/fast_path.sh merge OUT EXPERIMENT
 #                                         OUT/EXPERIMENT-*.results.jsonl (the slices) into
-#                                         reports/data/EXPERIMENT/, tables into reports/
+#                                         reports/EXPERIMENT/data/, tables into reports/<id>/
 #                                         (runs anywhere, RUNNER_BUILD_DIR=build on a CPU)
 # Extra arguments go to the runner (e.g. --set parts.cpp.sweep.model.size=[small]).
 # Run directories go under $RUN_ROOT (default OUT); OUT gets logs and results.jsonl copies.
@@ -38,7 +38,7 @@ run_experiment() {  # name, then runner arguments
   tail -5 "$out/$name.log"
   # Keep what was measured even when a point failed (exit 1).
   cp "$dir/results.jsonl" "$out/$name.results.jsonl" || true
-  cp "$dir/reports/$name.md" "$out/$name.md" || true
+  cp "$dir/reports/$name/$name.md" "$out/$name.md" || true
   return $status
 }
 case "$stage" in
@@ -75,8 +75,8 @@ case "$stage" in
   reports)
     for name in fused_adamw train_step_vs_pytorch torch_compile_model step_kernel_diff; do
       run_experiment "$name" --reports reports "$@" || echo "$name: some points failed (see $out/$name.log)"
-      mkdir -p "reports/data/$name"
-      cp "${RUN_ROOT:-$out}/run-$name/results.jsonl" "${RUN_ROOT:-$out}/run-$name/config.yaml" "reports/data/$name/"
+      mkdir -p "reports/$name/data"
+      cp "${RUN_ROOT:-$out}/run-$name/results.jsonl" "${RUN_ROOT:-$out}/run-$name/config.yaml" "reports/$name/data/"
     done
     ;;
   slice)
@@ -113,10 +113,10 @@ case "$stage" in
   merge)
     # Works where the slices' files were copied to (OUT), e.g. here after device calls.
     name="$1"
-    mkdir -p "reports/data/$name"
-    cp "$out/$name.config.yaml" "reports/data/$name/config.yaml"
-    cat "$out/$name"-*.results.jsonl > "reports/data/$name/results.jsonl"
-    "$build/runner" report "reports/data/$name" --reports reports
+    mkdir -p "reports/$name/data"
+    cp "$out/$name.config.yaml" "reports/$name/data/config.yaml"
+    cat "$out/$name"-*.results.jsonl > "reports/$name/data/results.jsonl"
+    "$build/runner" report "reports/$name/data" --reports reports
     ;;
   *) echo "usage: $0 build|tests|adamw|step|compile|reports|slice|merge OUT ..." >&2; exit 2 ;;
 esac

@@ -22,7 +22,7 @@
 #                        with a TAG, extra environment VAR=VALUE words from $RUNNER_ENV_TAG)
 #   resume:NAME          the same run, --resume (e.g. a run directory carried in .gpu/NAME)
 #   slice:EXP:SIZE:PREC  scripts/gpu/fast_path.sh slice: every part of one size and precision
-#   pack                 /tmp/runs and the logs -> $OUT/runs.tgz; files under reports/ that the
+#   pack                 /tmp/runs and the logs -> $OUT/runs.tgz; files under reports/ (reports/<id>/) that the
 #                        stages wrote -> $OUT/reports.tgz
 # A warm machine keeps build-gpu/ and /tmp between calls; a cold one needs `build` again.
 set -u

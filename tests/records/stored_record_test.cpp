@@ -34,7 +34,7 @@ std::string error_of(const fs::path& file, RecordTypes types) {
 
 TEST(StoredRecord, EveryCommittedRecordWritesBackAsTheSameLine) {
   std::size_t lines = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(kSource / "reports" / "data")) {
+  for (const auto& entry : fs::recursive_directory_iterator(kSource / "reports")) {
     if (entry.path().filename() != "results.jsonl") continue;
     std::ifstream in(entry.path());
     int line_no = 0;

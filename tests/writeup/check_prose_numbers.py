@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Every number typed by hand in reports/*.md and reports/writeup.tex is true.
+"""Every number typed by hand in reports/<id>/<id>.md and reports/writeup.tex is true.
 
 usage: check_prose_numbers.py <source dir> [--list]
 
 A number in a report's prose (outside the blocks `runner report` renders: tables, figures,
 values) must equal, within the rounding it is shown with, a number of that report's records
-or tables: a cell of reports/<id>.*.csv (full precision), a number of a block rendered into
-reports/<id>.md, or any number of the records of the runs that render the report (the
-reports/data/<run>/ whose config names the report) and of the runs its prose names
-(`reports/data/<run>`). A percentage may also match a fraction (x 100). The writeup is
+or tables: a cell of reports/<id>/<id>.*.csv (full precision), a number of a block rendered
+into reports/<id>/<id>.md, or any number of the records of the runs that render the report
+(the reports/<experiment>/data/ and reports/<experiment>/runs/<name>/ whose config names the
+report) and of the runs its prose names (`reports/<experiment>/data`,
+`reports/<experiment>/runs/<name>`, or `runs/<name>` from the report's own folder). A percentage may also match a fraction (x 100). The writeup is
 checked against every report. A number that is not a measurement (a version, a size the
 assignment fixes) is declared where it is used, with its reason:
     Markdown: <!-- constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch) -->
@@ -37,7 +38,9 @@ CONSTANT_ENTRY = re.compile(r"([-+]?[\d.,]+(?:e[-+]?\d+)?)\s*\(([^()]*(?:\([^()]
 NUMBER = re.compile(r"(?<![\w.^/\\@#-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE][-+]?\d+)?")
 POWER_OF_TEN = re.compile(r"\s*(?:·|×|\\times|\$\\times\$)\s*\$?10(?:\^\{?([-−]?\d+)\}?|([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))\$?")
 SUPERSCRIPTS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
-DATA_MENTION = re.compile(r"data/([A-Za-z0-9_]+)(\{[0-9A-Za-z_,]+\})?")
+# A run named in prose: reports/<experiment>/data, reports/<experiment>/runs/<name> (a {a,b}
+# list names several), or runs/<name> relative to the report's folder.
+DATA_MENTION = re.compile(r"reports/([A-Za-z0-9_]+)/(data|runs/[A-Za-z0-9_{},]+)|(?<![\w/])(runs/[A-Za-z0-9_{},]+)")
 
 
 def numbers_in(text):
@@ -116,36 +119,55 @@ class Pool:
         return False
 
 
-def expand_mention(name, braces):
-    if not braces:
+def expand_braces(name):
+    """a{b,c}d -> [abd, acd]."""
+    m = re.search(r"\{([^{}]*)\}", name)
+    if not m:
         return [name]
-    return [name + part for part in braces[1:-1].split(",")]
+    return [out for part in m.group(1).split(",") for out in expand_braces(name[:m.start()] + part + name[m.end():])]
+
+
+def mentioned_runs(text, report_id=None):
+    """The runs (folders relative to reports/) a text names; runs/<name> alone is relative to
+    the report's own folder."""
+    runs = []
+    for m in DATA_MENTION.finditer(text):
+        if m.group(1):
+            runs += [m.group(1) + "/" + r for r in expand_braces(m.group(2))]
+        elif report_id:
+            runs += [report_id + "/" + r for r in expand_braces(m.group(3))]
+    return runs
 
 
 class Reports:
     def __init__(self, root):
         self.root = root
         self.reports = os.path.join(root, "reports")
-        self.data = os.path.join(self.reports, "data")
         self.record_cache = {}
-        self.report_ids = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(self.reports, "*.md")))
-        self.runs_of = {}  # report id -> data dirs whose config renders it
-        for config in sorted(glob.glob(os.path.join(self.data, "*", "config.yaml"))):
+        self.report_ids = sorted(os.path.basename(os.path.dirname(p))
+                                 for p in glob.glob(os.path.join(self.reports, "*", "*.md"))
+                                 if os.path.basename(p) == os.path.basename(os.path.dirname(p)) + ".md")
+        self.runs_of = {}  # report id -> runs (folders relative to reports/) whose config renders it
+        for config in sorted(glob.glob(os.path.join(self.reports, "*", "data", "config.yaml")) +
+                             glob.glob(os.path.join(self.reports, "*", "runs", "*", "config.yaml"))):
             with open(config, encoding="utf-8") as f:
                 text = f.read()
             for report_id in re.findall(r"^\s*-?\s*id:\s*([A-Za-z0-9_-]+)\s*$", text, re.M):
-                self.runs_of.setdefault(report_id, []).append(os.path.basename(os.path.dirname(config)))
+                self.runs_of.setdefault(report_id, []).append(os.path.relpath(os.path.dirname(config), self.reports))
+
+    def md_path(self, report_id):
+        return os.path.join(self.reports, report_id, report_id + ".md")
 
     def record_numbers(self, run):
         if run not in self.record_cache:
             out = []
             # Text the run left beside its records (a cross-check's table, a log) counts too.
-            for extra in sorted(glob.glob(os.path.join(self.data, run, "*.md")) +
-                                glob.glob(os.path.join(self.data, run, "*.csv")) +
-                                glob.glob(os.path.join(self.data, run, "log.txt"))):
+            for extra in sorted(glob.glob(os.path.join(self.reports, run, "*.md")) +
+                                glob.glob(os.path.join(self.reports, run, "*.csv")) +
+                                glob.glob(os.path.join(self.reports, run, "log.txt"))):
                 with open(extra, encoding="utf-8", errors="replace") as f:
                     out.extend(v for v, _, _, _ in numbers_in(f.read()))
-            path = os.path.join(self.data, run, "results.jsonl")
+            path = os.path.join(self.reports, run, "results.jsonl")
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as f:
                     for line in f:
@@ -160,7 +182,7 @@ class Reports:
 
     def table_numbers(self, report_id):
         out = []
-        for path in glob.glob(os.path.join(self.reports, report_id + ".*.csv")):
+        for path in glob.glob(os.path.join(self.reports, report_id, report_id + ".*.csv")):
             with open(path, encoding="utf-8", newline="") as f:
                 for row in csv.reader(f):
                     for cell in row:
@@ -177,8 +199,7 @@ class Reports:
         rendered += "".join(m.group(2) for m in RENDERED_VALUE.finditer(text))
         pool.add(v for v, _, _, _ in numbers_in(rendered))
         runs = set(self.runs_of.get(report_id, []))
-        for m in DATA_MENTION.finditer(text):
-            runs.update(expand_mention(m.group(1), m.group(2)))
+        runs.update(mentioned_runs(text, report_id))
         for run in runs:
             pool.add(self.record_numbers(run))
         # Another report the prose names (`analytic_accounting.md`): its tables and values too.
@@ -190,7 +211,7 @@ class Reports:
         return pool
 
     def value_numbers(self, report_id):
-        path = os.path.join(self.reports, report_id + ".values.tex")
+        path = os.path.join(self.reports, report_id, report_id + ".values.tex")
         if not os.path.exists(path):
             return []
         with open(path, encoding="utf-8") as f:
@@ -280,8 +301,8 @@ def main():
     pending = read_pending(root)
     problems = []
     everything = Pool()
-    for md in sorted(glob.glob(os.path.join(reports.reports, "*.md"))):
-        report_id = os.path.basename(md)[:-3]
+    for report_id in reports.report_ids:
+        md = reports.md_path(report_id)
         with open(md, encoding="utf-8") as f:
             text = f.read()
         pool = reports.pool_for(report_id, text)
@@ -295,10 +316,9 @@ def main():
     if os.path.exists(tex):
         with open(tex, encoding="utf-8") as f:
             text = f.read()
-        for m in DATA_MENTION.finditer(text):
-            for run in expand_mention(m.group(1), m.group(2)):
-                everything.add(reports.record_numbers(run))
-        for values_file in glob.glob(os.path.join(reports.reports, "*.values.tex")):
+        for run in mentioned_runs(text):
+            everything.add(reports.record_numbers(run))
+        for values_file in glob.glob(os.path.join(reports.reports, "*", "*.values.tex")):
             with open(values_file, encoding="utf-8") as f:
                 everything.add(v for v, _, _, _ in numbers_in(f.read()))
         everything.finish()
@@ -323,7 +343,7 @@ def main():
     if problems:
         print(f"{len(problems)} number(s) typed by hand match nothing", file=sys.stderr)
         return 1
-    print("every number in the prose of reports/*.md and reports/writeup.tex matches its records")
+    print("every number in the prose of reports/<id>/<id>.md and reports/writeup.tex matches its records")
     return 0
 
 

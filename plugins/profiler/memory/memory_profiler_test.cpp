@@ -89,7 +89,7 @@ TEST_F(MemoryProfilerTest, CudaPointWritesSnapshotChartAndAttributesTheLargestAl
   ctx.run_dir = fresh_run_dir("cuda");
   ctx.point_name = "part-0";
   ctx.artifact_dir = ctx.run_dir / "artifacts" / ctx.point_name;
-  // figure_dir is confined to relative paths (it is usually reports/figures): one under the test's cwd.
+  // figure_dir is confined to relative paths (it is usually reports/<id>/figures): one under the test's cwd.
   const auto figures = std::filesystem::path("memory_profiler_test_figures") / ctx.run_dir.filename();
   auto profiler = make(ctx, "{figure_dir: " + figures.string() + ", figure_prefix: fig-}");
   runner::add_range_listener(profiler.get());

@@ -95,7 +95,7 @@ TEST(TransformerGradients, CountsEveryParameterOnceInBackwardOrder) {
 }
 
 TEST(BucketPacking, MatchesTheBucketCountsDdpBucketedRecorded) {
-  // reports/data/ddp_benchmarking: `buckets` of the XL runs at 1, 10, 100 and 1000 MiB.
+  // reports/ddp_benchmarking/data: `buckets` of the XL runs at 1, 10, 100 and 1000 MiB.
   const auto g = transformer_gradients(xl(), 4);
   const double mib = 1024.0 * 1024.0;
   EXPECT_EQ(pack_buckets(g, 1 * mib).size(), 435u);
@@ -163,23 +163,24 @@ TEST(Predict, EfficiencyFallsWhenTheNetworkIsSlowerThanBackward) {
 // The task on the committed records: XL one-GPU step and NCCL 2-rank all-reduces (2xH200).
 class ScalingTask : public runner::testing::TaskTest {
  protected:
+  // A run folder under reports/: <experiment>/data or <experiment>/runs/<name>.
   static std::string data(const std::string& run) {
-    return std::string(RUNNER_SOURCE_DIR) + "/reports/data/" + run + "/results.jsonl";
+    return std::string(RUNNER_SOURCE_DIR) + "/reports/" + run + "/results.jsonl";
   }
   std::string options(const std::string& extra) const {
     return "{model: {name: transformer_lm, size: xl, context_length: 256}, bucket_mb: 100, step_file: '" +
-           data("ddp_benchmarking") + "', step_part: single_gpu, step_where: ['rank='], fit_file: '" +
-           data("distributed_communication_single_node") + "', fit_part: nccl, fit_where: ['rank='], " + extra + "}";
+           data("ddp_benchmarking/data") + "', step_part: single_gpu, step_where: ['rank='], fit_file: '" +
+           data("distributed_communication_single_node/data") + "', fit_part: nccl, fit_where: ['rank='], " + extra + "}";
   }
 };
 
 TEST_F(ScalingTask, PredictsBesideTheMeasuredTwoGpuStep) {
   const auto r = run_task_once("scaling_model",
                                options("gpus: 2, interference: calibrated, calibration_file: '" +
-                                       data("ddp_benchmarking") +
+                                       data("ddp_benchmarking/data") +
                                        "', calibration_part: bucketed, calibration_where: ['ddp.bucket_size_mb=100', "
                                        "'rank='], calibration_baseline_part: single_gpu, calibration_baseline_where: "
-                                       "['rank='], measured_file: '" + data("ddp_benchmarking_rerun") +
+                                       "['rank='], measured_file: '" + data("ddp_benchmarking/runs/second_full_run") +
                                        "', measured_part: bucketed, measured_where: ['ddp.bucket_size_mb={bucket_mb}', "
                                        "'rank=']"));
   EXPECT_EQ(metric_number(r, "buckets"), metric_number(r, "measured_buckets"));
@@ -190,7 +191,7 @@ TEST_F(ScalingTask, PredictsBesideTheMeasuredTwoGpuStep) {
 }
 
 TEST_F(ScalingTask, KappaComesFromTheCalibrationRunWhateverTheModel) {
-  const std::string calibration = "interference: calibrated, calibration_file: '" + data("ddp_benchmarking") +
+  const std::string calibration = "interference: calibrated, calibration_file: '" + data("ddp_benchmarking/data") +
                                   "', calibration_part: bucketed, calibration_where: ['ddp.bucket_size_mb=100', "
                                   "'rank='], calibration_baseline_part: single_gpu, calibration_baseline_where: "
                                   "['rank='], calibration_model: {name: transformer_lm, size: xl, context_length: 256}";
@@ -198,8 +199,8 @@ TEST_F(ScalingTask, KappaComesFromTheCalibrationRunWhateverTheModel) {
   const auto big = run_task_once(
       "scaling_model",
       "{model: {name: transformer_lm, size: 2.7B, context_length: 256}, bucket_mb: 100, gpus: 8, step_file: '" +
-          data("train_step_vs_pytorch") + "', step_part: cpp, step_where: ['model.size=2.7B', 'precision=fp32'], " +
-          "fit_file: '" + data("distributed_communication_single_node") + "', fit_part: nccl, fit_where: ['rank='], " +
+          data("train_step_vs_pytorch/data") + "', step_part: cpp, step_where: ['model.size=2.7B', 'precision=fp32'], " +
+          "fit_file: '" + data("distributed_communication_single_node/data") + "', fit_part: nccl, fit_where: ['rank='], " +
           calibration + "}");
   EXPECT_DOUBLE_EQ(metric_number(big, "interference_ms_per_gb"), metric_number(xl, "interference_ms_per_gb"));
   for (const auto* r : {&xl, &big}) {
@@ -226,8 +227,8 @@ TEST_F(ScalingTask, ManyNodesCostEfficiency) {
 TEST_F(ScalingTask, AStepOfAnotherModelSizeIsRefused) {
   EXPECT_THROW(run_task_once("scaling_model",
                              "{model: {name: transformer_lm, size: large, context_length: 256}, step_file: '" +
-                                 data("ddp_benchmarking") + "', step_part: single_gpu, step_where: ['rank='], "
-                                 "fit_file: '" + data("distributed_communication_single_node") +
+                                 data("ddp_benchmarking/data") + "', step_part: single_gpu, step_where: ['rank='], "
+                                 "fit_file: '" + data("distributed_communication_single_node/data") +
                                  "', fit_part: nccl, fit_where: ['rank=']}"),
                std::invalid_argument);
 }
