@@ -11,6 +11,7 @@ Reads every reports/**/*.md and checks
   - each path quoted from the repository root in backticks, `reports/...`, `experiments/...`,
     `kernels/...`, `scripts/...` (a {a,b} list expands to each name; a path with a <placeholder>
     or a * names many files and is skipped).
+and that reports/README.md, the index, names every folder of reports/ (`<folder>/`).
 Prints one line per broken link, `file:line: target`, and exits 1 when there is any.
 """
 import glob
@@ -59,6 +60,14 @@ def broken_links(root):
                 for path in expand(quoted.rstrip(".,;:")):
                     if not os.path.exists(os.path.join(root, path)):
                         problems.append(f"{where}: `{path}` does not exist")
+    index = os.path.join(root, "reports", "README.md")
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as f:
+            text = f.read()
+        for folder in sorted(os.listdir(os.path.join(root, "reports"))):
+            if os.path.isdir(os.path.join(root, "reports", folder)) and not folder.startswith(".") \
+                    and f"`{folder}/`" not in text:
+                problems.append(f"reports/README.md: the index does not list `{folder}/`")
     return problems
 
 
