@@ -9,8 +9,14 @@ or tables: a cell of reports/<id>/<id>.*.csv (full precision), a number of a blo
 into reports/<id>/<id>.md, or any number of the records of the runs that render the report
 (the reports/<experiment>/data/ and reports/<experiment>/runs/<name>/ whose config names the
 report) and of the runs its prose names (`reports/<experiment>/data`,
-`reports/<experiment>/runs/<name>`, or `runs/<name>` from the report's own folder). A percentage may also match a fraction (x 100). The writeup is
-checked against every report. A number that is not a measurement (a version, a size the
+`reports/<experiment>/runs/<name>`, or `runs/<name>` from the report's own folder). A percentage may also match a fraction (x 100).
+The writeup is checked section by section (\section, \subsection, \question) and more strictly,
+because a paragraph there summarises reports that are re-rendered without it: a number must be a
+table cell, a rendered number or a value of a report the section cites (\ref{tab:<id>:...},
+\ref{fig:<id>:...}, \generated{<id>}, \val{<id>....}), or a number of a run the section names by
+path. Raw records of the cited reports do not count: among hundreds of records almost any
+number matches something, which is how numbers of an older run outlived a re-measurement. A number
+that is not a measurement (a version, a size the assignment fixes) is declared where it is used, with its reason: that is not a measurement (a version, a size the
 assignment fixes) is declared where it is used, with its reason:
     Markdown: <!-- constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch) -->
     LaTeX:    % constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch)
@@ -37,6 +43,8 @@ CONSTANTS_TEX = re.compile(r"^\s*%\s*constants:(.*)$", re.M)
 CONSTANT_ENTRY = re.compile(r"([-+]?[\d.,]+(?:e[-+]?\d+)?)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 NUMBER = re.compile(r"(?<![\w.^/\\@#-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE][-+]?\d+)?")
 POWER_OF_TEN = re.compile(r"\s*(?:·|×|\\times|\$\\times\$)\s*\$?10(?:\^\{?([-−]?\d+)\}?|([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))\$?")
+SECTION_START = re.compile(r"\\(?:section|subsection|question)\*?\{")
+CITATION = re.compile(r"\\(?:ref\{(?:tab|fig):|generated\{|val\{)([A-Za-z0-9_]+)[:.}]")
 SUPERSCRIPTS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 # A run named in prose: reports/<experiment>/data, reports/<experiment>/runs/<name> (a {a,b}
 # list names several), or runs/<name> relative to the report's folder.
@@ -59,6 +67,8 @@ def numbers_in(text):
             continue  # a date or a range written with a hyphen inside a name
         if after[:1] == ":" and after[1:2].isdigit():
             continue  # a time of day
+        if after[:1] == "!" or text[m.start() - 1:m.start()] == "!":
+            continue  # red!60!black: a colour mix
         if text[m.start() - 1:m.start()] == "\\" or after[:1] == "\\" and after[1:2].isalpha() and \
                 not text[m.end():].startswith(("\\times", "\\%", "\\,", "\\ ", "\\text", "\\mathrm", "\\,")):
             continue  # 0.9\linewidth
@@ -133,9 +143,9 @@ def mentioned_runs(text, report_id=None):
     runs = []
     for m in DATA_MENTION.finditer(text):
         if m.group(1):
-            runs += [m.group(1) + "/" + r for r in expand_braces(m.group(2))]
+            runs += [m.group(1) + "/" + r.rstrip("}") for r in expand_braces(m.group(2))]
         elif report_id:
-            runs += [report_id + "/" + r for r in expand_braces(m.group(3))]
+            runs += [report_id + "/" + r.rstrip("}") for r in expand_braces(m.group(3))]
     return runs
 
 
@@ -210,6 +220,23 @@ class Reports:
         pool.add(self.value_numbers(report_id))
         return pool
 
+    def cited_pool(self, block):
+        """What a writeup section may quote: the tables, rendered numbers and values of the
+        reports it cites, and the records of the runs it names by path."""
+        pool = Pool()
+        for report_id in set(CITATION.findall(block)) & set(self.report_ids):
+            pool.add(self.table_numbers(report_id))
+            pool.add(self.value_numbers(report_id))
+            with open(self.md_path(report_id), encoding="utf-8") as f:
+                md = f.read()
+            rendered = "".join(m.group(0) for m in RENDERED_BLOCK.finditer(md))
+            rendered += "".join(m.group(2) for m in RENDERED_VALUE.finditer(md))
+            pool.add(v for v, _, _, _ in numbers_in(rendered))
+        for run in mentioned_runs(block.replace("\\_", "_").replace("\\{", "{").replace("\\}", "}")):
+            pool.add(self.record_numbers(run))
+        pool.finish()
+        return pool
+
     def value_numbers(self, report_id):
         path = os.path.join(self.reports, report_id, report_id + ".values.tex")
         if not os.path.exists(path):
@@ -260,9 +287,11 @@ def strip_latex(text):
     return text
 
 
-def check(where, text, prose, pool, constants, listing):
+def check(where, text, prose, pool, constants, listing, start=0):
     bad = []
     for value, decimals, pos, token in numbers_in(prose):
+        if pos < start:
+            continue
         if decimals == 0 and value <= SMALL_INTEGER:
             continue
         percent = prose[pos + len(token):pos + len(token) + 3].lstrip().startswith(("%", "\\%"))
@@ -273,7 +302,7 @@ def check(where, text, prose, pool, constants, listing):
         if not ok:
             context = prose[max(0, pos - 40):pos + len(token) + 20].replace("\n", " ")
             bad.append(f"{where}:{line}: {token} matches no record, table or value of this report "
-                       f"(\"...{context.strip()}...\"); render it with {{{{value ...}}}} or declare it "
+                       f"(\"...{context.strip()}...\"); render it ({{{{value ...}}}} in Markdown, \\val{{}} in LaTeX) or declare it "
                        f"a constant with its reason")
     return bad
 
@@ -300,13 +329,11 @@ def main():
     reports = Reports(root)
     pending = read_pending(root)
     problems = []
-    everything = Pool()
     for report_id in reports.report_ids:
         md = reports.md_path(report_id)
         with open(md, encoding="utf-8") as f:
             text = f.read()
         pool = reports.pool_for(report_id, text)
-        everything.add(pool.values)
         pool.finish()
         where = os.path.relpath(md, root)
         constants, bad = constants_of(text, CONSTANTS_MD, where)
@@ -316,16 +343,14 @@ def main():
     if os.path.exists(tex):
         with open(tex, encoding="utf-8") as f:
             text = f.read()
-        for run in mentioned_runs(text):
-            everything.add(reports.record_numbers(run))
-        for values_file in glob.glob(os.path.join(reports.reports, "*", "*.values.tex")):
-            with open(values_file, encoding="utf-8") as f:
-                everything.add(v for v, _, _, _ in numbers_in(f.read()))
-        everything.finish()
         where = os.path.relpath(tex, root)
         constants, bad = constants_of(text, CONSTANTS_TEX, where)
         problems += bad
-        problems += check(where, text, strip_latex(text), everything, constants, listing)
+        prose = strip_latex(text)
+        starts = [m.start() for m in SECTION_START.finditer(text)]
+        for a, b in zip([0] + starts, starts + [len(text)]):
+            pool = reports.cited_pool(text[a:b])
+            problems += check(where, text, prose[:b], pool, constants, listing, start=a)
     used = set()
     kept = []
     for p in problems:

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""check_prose_numbers.py on small made-up trees: a writeup number that only a raw record of
+the cited report holds fails (the way an older run's numbers outlived a re-measurement), a
+table cell, a value or a named run's record passes, and a section quotes only what it cites.
+
+usage: check_prose_numbers_test.py <python> <check_prose_numbers.py>"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PYTHON, CHECK = sys.argv[1], sys.argv[2]
+REPORT_MD = "# demo\n\n<!-- runner:table t begin -->\n| a | b |\n|---|---:|\n| x | 41.5 |\n<!-- runner:table t end -->\n"
+
+
+def tree(writeup):
+    root = tempfile.mkdtemp(prefix="prose-numbers-")
+    for rid, cell in (("demo", "41.5"), ("other", "73.25")):
+        folder = os.path.join(root, "reports", rid)
+        os.makedirs(os.path.join(folder, "data"))
+        with open(os.path.join(folder, rid + ".md"), "w") as f:
+            f.write(REPORT_MD.replace("41.5", cell))
+        with open(os.path.join(folder, rid + ".t.csv"), "w") as f:
+            f.write(f"a,b\nx,{cell}\n")
+        with open(os.path.join(folder, rid + ".values.tex"), "w") as f:
+            f.write(f"\\runnervalue{{{rid}.v}}{{{'0.875' if rid == 'demo' else '0.5'}}}\n")
+        with open(os.path.join(folder, "data", "config.yaml"), "w") as f:
+            f.write(f"report:\n  id: {rid}\n")
+        with open(os.path.join(folder, "data", "results.jsonl"), "w") as f:
+            f.write(json.dumps({"metrics": {"ms": {"mean": 587.25 if rid == "demo" else 12.625}}}) + "\n")
+    with open(os.path.join(root, "reports", "writeup.tex"), "w") as f:
+        f.write(writeup)
+    return root
+
+
+def run(writeup):
+    return subprocess.run([PYTHON, CHECK, tree(writeup)], capture_output=True, text=True)
+
+
+def expect(name, writeup, ok):
+    r = run(writeup)
+    if (r.returncode == 0) != ok:
+        print(f"FAIL {name}: exit {r.returncode}, expected {'0' if ok else 'non-zero'}\n{r.stdout}{r.stderr}")
+        return False
+    print(f"ok   {name}")
+    return True
+
+
+cite = "\\section{A}\nIt takes NUMBER ms (Table~\\ref{tab:demo:t}).\n"
+results = [
+    expect("table cell of the cited report", cite.replace("NUMBER", "41.5"), True),
+    expect("value of the cited report", "\\section{A}\nRatio {} (\\val{demo.v}).\n".replace("{}", "0.875"), True),
+    expect("raw record of the cited report only", cite.replace("NUMBER", "587.25"), False),
+    expect("record of a run named by path", "\\section{A}\nIt takes 587.25 ms (\\texttt{reports/demo/data}).\n", True),
+    expect("another section's report", "\\section{A}\n\\generated{other}{}\n\\section{B}\n" + cite.replace("NUMBER", "73.25"), False),
+    expect("declared constant", "\\section{A}\n% constants: 587.25 (a made-up constant)\nIt takes 587.25 ms.\n", True),
+    expect("colour mix is no number", "\\section{A}\n\\fcolorbox{red!60!black}{x}\n", True),
+]
+sys.exit(0 if all(results) else 1)
