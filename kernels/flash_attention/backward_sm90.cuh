@@ -72,11 +72,12 @@ struct StepPlace {
 };
 
 // One step: S^T, dP^T -> P^T, dS^T; fused: dS^T to shared memory, dQ of step - 1 issued and
-// added (dq_prev: where the thread's dQ rows of step - 1 start); dV += P^T dO, dK += dS^T Q.
-// Every MMA of the step has finished on return, so the step's stage is free.
-template <typename T, int D, bool kFuseDq, typename DqPrev>
+// handed to dq_sink(acc_dq, r0 of step - 1) while dV += P^T dO, dK += dS^T Q run (the sink adds
+// it: atomics, or a shared-memory tile for a bulk reduce). Every MMA of the step has finished on
+// return, so the step's stage is free.
+template <typename T, int D, bool kFuseDq, typename DqSink>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
-                                          const StepPlace& at, DqPrev dq_prev) {
+                                          const StepPlace& at, DqSink dq_sink) {
   const int wg = at.wg, warp = at.warp, g = at.g, t = at.t;
   float st[kDkvQ / 2], dpt[kDkvQ / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
   sm90::wgmma_fence();
@@ -164,7 +165,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq) {
     sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
     sm90::pin(acc_dq);
-    if (at.step > 0) add_dq_rows(dq_prev(), acc_dq, r0 - kDkvQ + 16 * warp + g, lq, D, dq_col0<D>(wg), at.d);
+    if (at.step > 0) dq_sink(acc_dq, r0 - kDkvQ);
   }
   sm90::wgmma_wait<0>();
   sm90::pin(acc_dv);
@@ -174,15 +175,15 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
 }
 
 // The last step's dQ (fused), once both warpgroups' dS^T rows of it are in shared memory.
-template <typename T, int D>
-__device__ __forceinline__ void last_dq(const StepTiles& tiles, const StepPlace& at, float* dst) {
+template <typename T, int D, typename DqSink>
+__device__ __forceinline__ void last_dq(const StepTiles& tiles, const StepPlace& at, DqSink dq_sink) {
   float acc_dq[32];
   sm90::wgmma_fence();
   issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kDsBytes), at.wg);
   sm90::wgmma_commit();
   sm90::wgmma_wait<0>();
   sm90::pin(acc_dq);
-  add_dq_rows(dst, acc_dq, at.r0 + 16 * at.warp + at.g, at.lq, D, dq_col0<D>(at.wg), at.d);
+  dq_sink(acc_dq, at.r0);
 }
 
 }  // namespace kernels::flash::detail::bwd90

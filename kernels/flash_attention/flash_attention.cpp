@@ -199,7 +199,7 @@ using torch::autograd::variable_list;
 // The saved options travel as integers (AutogradContext::saved_data holds IValues).
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
-          o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward};
+          o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -210,6 +210,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.deterministic_backward = v[4] != 0;
   o.head_group = static_cast<int>(v[5]);
   o.warp_specialized_backward = v[6] != 0;
+  o.bulk_dq = v[7] != 0;
   return o;
 }
 
@@ -411,6 +412,9 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   const bool wgmma = use_wgmma(options.family, q_in);
   const bool fuse_dq = wgmma && !options.deterministic_backward;
   const int dk = kernel_head_dim(d, wgmma);
+  // The bulk-dQ kernel adds whole 64-row tiles into a tiled buffer (flash_launch.hpp, dq_tiled_offset).
+  const bool bulk_dq = fuse_dq && options.warp_specialized_backward && options.bulk_dq;
+  const std::int64_t dq_rows = bulk_dq ? (lq + 63) / 64 * 64 : lq;
 
   detail::BackwardArgs a{};
   at::Tensor q, k, v, o, dout, dq, dkt, dv;
@@ -434,7 +438,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   // fused backward's fp32 dQ buffer zeroed, in one pass over O and dO.
   const at::Tensor delta = at::empty({batch * heads, lq}, q.options().dtype(at::kFloat));
   at::Tensor dq_accum;
-  if (fuse_dq) dq_accum = at::empty({batch * heads * lq, dk}, q.options().dtype(at::kFloat));
+  if (fuse_dq) dq_accum = at::empty({batch * heads * dq_rows, dk}, q.options().dtype(at::kFloat));
   detail::DeltaArgs da{};
   da.out = o.data_ptr(), da.dout = dout.data_ptr();
   da.out_at = wgmma ? layout_of(o) : canonical_layout(o), da.dout_at = a.dout_at;
@@ -442,6 +446,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   da.bh = static_cast<int>(batch * heads), da.lq = static_cast<int>(lq);
   da.d = wgmma ? static_cast<int>(d) : dk, da.zeroed_cols = dk;
   da.dtype = dtype;
+  da.zeroed_tiled = bulk_dq;
   detail::launch_backward_delta(da, stream);
   check_launch("backward delta");
 
@@ -457,6 +462,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.head_group = options.head_group;
   if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
   a.warp_specialized = options.warp_specialized_backward;
+  a.bulk_dq = bulk_dq;
   detail::launch_backward(a, stream);
   check_launch("backward");
   if (!wgmma) {

@@ -70,6 +70,11 @@ struct Options {
   // 1.00-1.04x the fused one on every shape measured, reports/flash_backward_schedules/data/)
   // or, false, the fused one; layouts a tensor map cannot describe always run the fused kernel.
   bool warp_specialized_backward = true;
+  // warp-specialized backward only: each step's dQ tile goes through shared memory and is added
+  // into the fp32 buffer by a producer warp with the copy engine's bulk reduce
+  // (cp.reduce.async.bulk), so the consumer warpgroups issue no atomics (plugin option
+  // backward: warp_specialized_bulk_dq). Same numbers up to the order of the fp32 additions.
+  bool bulk_dq = false;
   // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2.
   int head_group = 0;
 };

@@ -352,14 +352,15 @@ class FlashWgmmaKernel : public FlashKernel {
     using S = flash::ForwardSchedule;
     struct Choice {
       S forward;
-      bool tma, pingpong, deterministic, ws_backward = false;
+      bool tma, pingpong, deterministic, ws_backward = false, bulk_dq = false;
     };
     std::vector<flash::Options> all;
     for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
                             Choice{S::pipelined, true, true, true}, Choice{S::warp_specialized, true, true, false},
                             Choice{S::warp_specialized, false, true, false},
                             Choice{S::warp_specialized, true, false, false},
-                            Choice{S::warp_specialized, true, true, false, true}}) {
+                            Choice{S::warp_specialized, true, true, false, true},
+                            Choice{S::warp_specialized, true, true, false, true, true}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
@@ -367,6 +368,7 @@ class FlashWgmmaKernel : public FlashKernel {
       o.pingpong = c.pingpong;
       o.deterministic_backward = c.deterministic;
       o.warp_specialized_backward = c.ws_backward;
+      o.bulk_dq = c.bulk_dq;
       all.push_back(o);
     }
     return all;
@@ -374,7 +376,10 @@ class FlashWgmmaKernel : public FlashKernel {
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
            (o.pingpong ? "" : " (no ping-pong)") + " backward " +
-           (o.deterministic_backward ? "deterministic" : o.warp_specialized_backward ? "warp_specialized" : "fused");
+           (o.deterministic_backward      ? "deterministic"
+            : !o.warp_specialized_backward ? "fused"
+            : o.bulk_dq                    ? "warp_specialized_bulk_dq"
+                                           : "warp_specialized");
   }
 };
 
@@ -444,6 +449,8 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
   warp_specialized.family = kWgmma;
   warp_specialized.forward_schedule = flash::ForwardSchedule::warp_specialized;
   warp_specialized.warp_specialized_backward = true;
+  flash::Options bulk_dq = warp_specialized;
+  bulk_dq.bulk_dq = true;
   for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false},
                         Case{1, 2, 2048, 2048, 128, true}, Case{2, 3, 2100, 2100, 64, true},
                         Case{1, 2, 1100, 1100, 128, false}}) {
@@ -452,6 +459,8 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
     expect_close(run_kernels(in, c.causal, kWgmma), want, 2e-2, name(c) + " seed " + std::to_string(seed));
     expect_close(run_kernels(in, c.causal, warp_specialized), want, 2e-2,
                  name(c) + " warp_specialized seed " + std::to_string(seed));
+    expect_close(run_kernels(in, c.causal, bulk_dq), want, 2e-2,
+                 name(c) + " warp_specialized_bulk_dq seed " + std::to_string(seed));
   }
 }
 
@@ -469,6 +478,13 @@ TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   Result c = run_kernels(in, true, kWgmma), d = run_kernels(in, true, kWgmma);
   EXPECT_TRUE(torch::equal(c.dk, d.dk) && torch::equal(c.dv, d.dv));
   EXPECT_LT(rel_err(c.dq, a.dq), 1e-2);
+  // dQ added by the copy engine's bulk reduce: dK and dV as the atomic kernel's, bit for bit.
+  flash::Options bulk = deterministic;
+  bulk.deterministic_backward = false;
+  bulk.warp_specialized_backward = bulk.bulk_dq = true;
+  Result e = run_kernels(in, true, bulk);
+  EXPECT_TRUE(torch::equal(c.dk, e.dk) && torch::equal(c.dv, e.dv));
+  EXPECT_LT(rel_err(e.dq, a.dq), 1e-2);
 }
 
 // On a Hopper GPU, auto runs the wgmma kernels where they apply and mma_sync elsewhere.

@@ -165,9 +165,12 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
     return bwd90::StepPlace{wg, warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, causal, scale_log2,
                             1 + wg};
   };
+  auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0, by atomics
+    bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, bwd90::dq_col0<D>(wg), a.d);
+  };
 
   for (int step = 0; step < steps; ++step) {
-    const int stage = step % kQStages, r0 = (first + step) * kDkvQ;
+    const int stage = step % kQStages;
     if (step + 1 < steps) sm90::cp_async_wait<1>();
     else sm90::cp_async_wait<0>();
     sm90::fence_proxy_async();
@@ -178,13 +181,13 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
     }
     const bwd90::StepTiles tiles{k_addr,        v_addr,         smem_addr(sQ(stage)), smem_addr(sDO(stage)),
                                  sL + stage * kDkvQ, sDelta + stage * kDkvQ, sDS};
-    bwd90::dkdv_step<T, D, kFuseDq>(acc_dk, acc_dv, tiles, place(step), [&] { return dq_dst(r0 - kDkvQ); });
+    bwd90::dkdv_step<T, D, kFuseDq>(acc_dk, acc_dv, tiles, place(step), add_dq);
   }
   if constexpr (kFuseDq) {
     if (steps > 0) {  // the last step's dQ
       __syncthreads();  // both warpgroups' dS^T rows are in shared memory
       const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, sDS};
-      bwd90::last_dq<T, D>(tiles, place(steps - 1), dq_dst((first + steps - 1) * kDkvQ));
+      bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
     }
   }
   cp_async_wait_all();  // with no query tile to visit, the K/V loads are still in flight
@@ -322,18 +325,21 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
 #endif
 }
 
-// dQ = scale * the fp32 sums of the fused kernel ([bh * lq, D] rows, the first d columns
-// used), rounded to T into the strided dq; four elements per thread.
+// dQ = scale * the fp32 sums of the fused kernel ([bh * lq, D] rows, or the bulk-dQ kernel's
+// tiles, dq_tiled_offset; the first d columns used), rounded to T into the strided dq; four
+// elements per thread.
 template <typename T, int D>
 __global__ void dq_from_accum_kernel(const __grid_constant__ BackwardArgs a) {
-  const int quads = a.d / 4;
+  const int quads = a.d / 4, q_tiles = (a.lq + 63) / 64;
   const long n = static_cast<long>(a.bh) * a.lq * quads;
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     const long row = i / quads;
     const int col = static_cast<int>(i % quads) * 4;
-    const float4 x = *reinterpret_cast<const float4*>(a.dq_accum + row * D + col);
     const long bh = row / a.lq;
+    const long long at =
+        a.bulk_dq ? dq_tiled_offset(bh, static_cast<int>(row % a.lq), col, q_tiles, D) : row * D + col;
+    const float4 x = *reinterpret_cast<const float4*>(a.dq_accum + at);
     auto* dst = static_cast<std::uint16_t*>(a.dq) + a.dq_at.head_start(bh) + (row % a.lq) * a.dq_at.row + col;
     *reinterpret_cast<uint2*>(dst) =
         make_uint2(pack2<T>(x.x * a.scale, x.y * a.scale), pack2<T>(x.z * a.scale, x.w * a.scale));
@@ -348,6 +354,10 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
   a.head_group = head_group(a.bh, 2LL * a.lq * a.d * 2 + 8LL * a.lq, args.head_group);
   if (a.dq_accum != nullptr) {
     if (!(a.warp_specialized && launch_dkdv_sm90_ws(args, stream))) {
+      if (a.bulk_dq) {  // zeroed in the tiled layout; the fused kernel adds into the row-major one
+        cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * a.bh * a.lq * D, stream);
+        a.bulk_dq = false;
+      }
       constexpr int smem = dkdv_shared_bytes<D, true>();
       auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

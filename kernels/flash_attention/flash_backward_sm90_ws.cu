@@ -18,6 +18,14 @@
 //    kStages steps ahead; no block-wide barrier after the start.
 // Shared memory: K, V 128 x D; kStages x (Q, dO) 64 x D; two dS^T [128 x 64] tiles; L and delta
 // per stage; the barriers: 196 KiB at D = 128 (3 stages), 148 KiB at D = 64 (5 stages).
+// Bulk dQ (kBulkDq, option backward: warp_specialized_bulk_dq): instead of float2 atomics from
+// the consumers' registers, each consumer warpgroup stores its step's dQ tile (64 queries x 64
+// columns, fp32) into its own 16 KiB shared buffer and arrives on a named barrier; warp 1 of
+// the producer warpgroup (the dQ writer) adds the tile into dq_accum with one
+// cp.reduce.async.bulk .add.f32 of 16 KiB (element-wise atomic in L2), waits until the copy
+// engine has read the buffer and hands it back through a second named barrier. dq_accum is
+// then tiled (flash_launch.hpp, dq_tiled_offset) so a tile is one contiguous 16 KiB run.
+// 228 KiB at D = 128 (3 stages + 32 KiB), 180 KiB at D = 64.
 // FLOPs and bytes: as the fused backward. Layouts no tensor map describes (a broadcast head
 // stride) run the fused kernel instead (launch_backward_sm90 decides). Measured speed: README.md.
 #include <cuda.h>
@@ -42,21 +50,32 @@ constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
 constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
 constexpr int kConsumerWarps = 8;  // arrivals that free a stage
 constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
+// Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
+// 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
+constexpr int kDqFullBarrier = 4, kDqEmptyBarrier = 6, kDqBarrierThreads = 160;
+constexpr int kDqTileBytes = kDkvQ * 64 * 4;  // one warpgroup's dQ tile of a step, fp32
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 struct Params {
   CUtensorMap q, dout, k, v;
   BackwardArgs a;
 };
 
-template <int D>
+template <int D, bool kBulkDq>
 struct Ring {
   static constexpr int kStages = D == 64 ? 5 : 3;
   static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
+  static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
   static constexpr int kBarriers = 1 + 2 * kStages;
   static constexpr int kSlots = 6;
   static constexpr int bytes() {
-    return 2 * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots + 8 * kBarriers +
-           1024;
+    return 2 * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots +
+           8 * kBarriers + 1024;
   }
 
   std::uint8_t* base;
@@ -66,7 +85,8 @@ struct Ring {
   __device__ std::uint8_t* q(int s) const { return base + 2 * kKBytes + s * 2 * kQBytes; }
   __device__ std::uint8_t* dout(int s) const { return q(s) + kQBytes; }
   __device__ std::uint8_t* ds() const { return base + 2 * kKBytes + 2 * kStages * kQBytes; }
-  __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes) + s * kDkvQ; }
+  __device__ float* dq(int wg) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + wg * kDqTileBytes); }
+  __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + kDqBytes) + s * kDkvQ; }
   __device__ float* delta(int s) const { return lse(kStages) + s * kDkvQ; }
   // The block's head offsets and first key (see flash_dkdv_sm90_kernel: re-read, not kept in registers).
   __device__ volatile long long* slot() const { return reinterpret_cast<long long*>(delta(kStages)); }
@@ -78,9 +98,10 @@ struct Ring {
   __device__ std::uint64_t* empty(int s) const { return bar(1 + kStages + s); }
 };
 
-template <int D>
-__device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, long bh, int k0, int first, int steps) {
-  using R = Ring<D>;
+template <int D, bool kBulkDq>
+__device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>& ring, long bh, int k0, int first,
+                                        int steps) {
+  using R = Ring<D, kBulkDq>;
   const BackwardArgs& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp > 0 || steps == 0) return;
@@ -113,9 +134,59 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, lo
   }
 }
 
-template <typename T, int D>
-__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D>& ring, int first, int steps, int wg) {
-  using R = Ring<D>;
+// Bulk dQ: warp 1 of the producer warpgroup adds the consumers' dQ tiles (one per warpgroup and
+// step, `steps` each) into dq_accum, in step order, with the copy engine.
+template <int D>
+__device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true>& ring, long bh, int first,
+                                         int steps) {
+  const int lane = threadIdx.x % 32;
+  if (steps == 0) return;
+  named_arrive(kDqEmptyBarrier + 0, kDqBarrierThreads);  // both buffers start free
+  named_arrive(kDqEmptyBarrier + 1, kDqBarrierThreads);
+  // At D = 128 warpgroup w adds columns 64w.. (the next chunk); at D = 64 both add into one chunk.
+  constexpr int kPanels = D / 64;
+  float* dst = a.dq_accum + (bh * ((a.lq + kDkvQ - 1) / kDkvQ) + first) * kPanels * (kDqTileBytes / 4);
+#pragma unroll 1
+  for (int step = 0; step < steps; ++step) {
+#pragma unroll
+    for (int wg = 0; wg < 2; ++wg) {
+      named_sync(kDqFullBarrier + wg, kDqBarrierThreads);
+      if (lane == 0) sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), ring.dq(wg),
+                                               kDqTileBytes);
+    }
+    if (lane == 0) {
+      sm90::bulk_commit_group();
+      sm90::bulk_wait_group_read<0>();  // the copy engine has read both buffers
+    }
+    __syncwarp();
+    if (step + 1 < steps) {
+      named_arrive(kDqEmptyBarrier + 0, kDqBarrierThreads);
+      named_arrive(kDqEmptyBarrier + 1, kDqBarrierThreads);
+    }
+    dst += kPanels * (kDqTileBytes / 4);
+  }
+  if (lane == 0) sm90::bulk_wait_group<0>();
+}
+
+// Bulk dQ, a consumer warpgroup: its dQ tile of a step into its shared buffer (fragment rows
+// 16 warp + g + 8r, columns 8i + 2t; 8-column blocks swizzled with the row, dq_tiled_offset),
+// then handed to the writer warp.
+__device__ __forceinline__ void stage_dq(float* buf, const float (&acc)[32], int wg, int warp, int g, int t) {
+  named_sync(kDqEmptyBarrier + wg, kDqBarrierThreads);
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      *reinterpret_cast<float2*>(buf + dq_chunk_index(16 * warp + g + 8 * r, 8 * i + 2 * t)) =
+          make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]);
+  sm90::fence_proxy_async();  // read next by the copy engine
+  named_arrive(kDqFullBarrier + wg, kDqBarrierThreads);
+}
+
+template <typename T, int D, bool kBulkDq>
+__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int first, int steps,
+                                        int wg) {
+  using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   volatile long long* slot = ring.slot();
   auto head_row0 = [&] { return static_cast<long>(slot[0]); };
@@ -135,22 +206,29 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D>& ri
                             2 + wg};
   };
   auto step_barrier = [] { asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory"); };
+  auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
+    if constexpr (kBulkDq) {
+      stage_dq(ring.dq(wg), acc_dq, wg, warp, g, t);
+    } else {
+      bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, bwd90::dq_col0<D>(wg), a.d);
+    }
+  };
 
   if (steps > 0) sm90::mbarrier_wait(ring.kv_full(), 0);
 #pragma unroll 1
   for (int step = 0; step < steps; ++step) {
-    const int s = step % R::kStages, r0 = (first + step) * kDkvQ;
+    const int s = step % R::kStages;
     sm90::mbarrier_wait(ring.full(s), (step / R::kStages) & 1);
     step_barrier();
     const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                  ring.delta(s), ring.ds()};
-    bwd90::dkdv_step<T, D, true>(acc_dk, acc_dv, tiles, place(step), [&] { return dq_dst(r0 - kDkvQ); });
+    bwd90::dkdv_step<T, D, true>(acc_dk, acc_dv, tiles, place(step), add_dq);
     if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
   }
   if (steps > 0) {  // the last step's dQ
     step_barrier();
     const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
-    bwd90::last_dq<T, D>(tiles, place(steps - 1), dq_dst((first + steps - 1) * kDkvQ));
+    bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
   }
 
   const int key = wg_key0() + 16 * warp + g;
@@ -159,11 +237,11 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D>& ri
   store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + slot[5], a.dv_at.row, key, a.lk, a.d, t, one);
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kBulkDq>
 __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  using R = Ring<D>;
+  using R = Ring<D, kBulkDq>;
   const R ring(smem_raw);
   const BackwardArgs& a = p.a;
   const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys;
@@ -191,19 +269,22 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
-    produce<D>(p, ring, bh, k0, first, steps);
+    if constexpr (kBulkDq) {
+      if (threadIdx.x / 32 == 1) write_dq<D>(a, ring, bh, first, steps);
+    }
+    produce<D, kBulkDq>(p, ring, bh, k0, first, steps);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume<T, D>(a, ring, first, steps, threadIdx.x / 128 - 1);
+    consume<T, D, kBulkDq>(a, ring, first, steps, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kBulkDq>
 bool launch(const BackwardArgs& args, cudaStream_t stream) {
-  constexpr int smem = Ring<D>::bytes();
+  constexpr int smem = Ring<D, kBulkDq>::bytes();
   Params p{};
   p.a = args;
   if (!(encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
@@ -213,7 +294,7 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
     return false;
   // Q, dO, L, delta of a head stream through the kernel.
   p.a.head_group = head_group(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq, args.head_group);
-  const auto kernel = flash_backward_sm90_ws<T, D>;
+  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int blocks = (args.lk + kDkvKeys - 1) / kDkvKeys * args.bh;
   kernel<<<blocks, kThreads, smem, stream>>>(p);
@@ -223,8 +304,8 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
 template <typename T>
 bool launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
   switch (a.d_kernel) {
-    case 64: return launch<T, 64>(a, stream);
-    case 128: return launch<T, 128>(a, stream);
+    case 64: return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
+    case 128: return a.bulk_dq ? launch<T, 128, true>(a, stream) : launch<T, 128, false>(a, stream);
     default:
       throw std::invalid_argument("flash backward (wgmma, warp-specialized): kernel head dim " +
                                   std::to_string(a.d_kernel) + " not compiled");

@@ -162,6 +162,9 @@ class FlashBshdKernel : public ::testing::Test {
     wgmma.tma_loads = false;
     all.push_back(wgmma);
     wgmma.tma_loads = true;
+    wgmma.bulk_dq = true;  // the warp-specialized backward adding dQ with the copy engine
+    all.push_back(wgmma);
+    wgmma.bulk_dq = false;
     wgmma.warp_specialized_backward = false;
     all.push_back(wgmma);
     return all;
@@ -177,7 +180,7 @@ std::string name(const Shape& s, torch::Dtype dtype, const flash::Options& o) {
   const bool schedule = o.family == flash::KernelFamily::wgmma && o.forward_schedule != flash::ForwardSchedule::automatic;
   return std::string(flash::to_string(o.family)) +
          (schedule ? std::string(" ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") : "") +
-         (o.warp_specialized_backward ? "" : " backward fused") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
+         (o.warp_specialized_backward ? (o.bulk_dq ? " backward bulk dQ" : "") : " backward fused") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
          " b" + std::to_string(s.batch) + " lq" + std::to_string(s.lq) + " lk" + std::to_string(s.lk) + " h" +
          std::to_string(s.heads) + " d" + std::to_string(s.d) + (s.causal ? " causal" : "");
 }
@@ -251,7 +254,8 @@ TEST_F(FlashBshdKernel, WarpSpecializedForwardTakesKeysBroadcastOverHeads) {
 }
 
 // The same broadcast keys through the warp-specialized backward: no tensor map, so it runs the
-// fused kernel instead; every gradient is still right.
+// fused kernel instead (with bulk dQ asked for, on a re-zeroed row-major buffer); every gradient
+// is still right.
 TEST_F(FlashBshdKernel, WarpSpecializedBackwardTakesKeysBroadcastOverHeads) {
   if (families().size() < 3) GTEST_SKIP() << "not an sm_90 GPU";
   const auto seed = fresh_seed();
@@ -259,16 +263,19 @@ TEST_F(FlashBshdKernel, WarpSpecializedBackwardTakesKeysBroadcastOverHeads) {
   const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   const Views in{torch::randn({2, 150, 4, 64}, opts), torch::randn({2, 150, 1, 64}, opts).expand({2, 150, 4, 64}),
                  torch::randn({2, 150, 1, 64}, opts).expand({2, 150, 4, 64})};
-  flash::Options o;
-  o.family = flash::KernelFamily::wgmma;
-  o.warp_specialized_backward = true;
-  const auto fwd = flash::forward_bshd(in.q, in.k, in.v, true, o);
-  const auto dout = torch::randn_like(fwd.out);
-  const Expected want = textbook(in, dout, fwd.out, true);
-  const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, true, o);
-  EXPECT_LT(rel_err(g.dq, want.dq), 2e-2) << "dq seed " << seed;
-  EXPECT_LT(rel_err(g.dk, want.dk), 2e-2) << "dk seed " << seed;
-  EXPECT_LT(rel_err(g.dv, want.dv), 2e-2) << "dv seed " << seed;
+  for (const bool bulk_dq : {false, true}) {
+    flash::Options o;
+    o.family = flash::KernelFamily::wgmma;
+    o.warp_specialized_backward = true;
+    o.bulk_dq = bulk_dq;
+    const auto fwd = flash::forward_bshd(in.q, in.k, in.v, true, o);
+    const auto dout = torch::randn_like(fwd.out);
+    const Expected want = textbook(in, dout, fwd.out, true);
+    const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, true, o);
+    EXPECT_LT(rel_err(g.dq, want.dq), 2e-2) << "dq seed " << seed << " bulk_dq " << bulk_dq;
+    EXPECT_LT(rel_err(g.dk, want.dk), 2e-2) << "dk seed " << seed << " bulk_dq " << bulk_dq;
+    EXPECT_LT(rel_err(g.dv, want.dv), 2e-2) << "dv seed " << seed << " bulk_dq " << bulk_dq;
+  }
 }
 
 // The differentiable op: autograd's gradients are backward_bshd's, and the [batch, heads,

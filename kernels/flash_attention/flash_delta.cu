@@ -56,7 +56,9 @@ __global__ void backward_delta_kernel(const __grid_constant__ DeltaArgs a, int l
       for (int i = 0; i < 8; ++i) sum += x.at(i) * y.at(i);
     }
     if (a.zeroed != nullptr && col < a.zeroed_cols) {
-      float4* z = reinterpret_cast<float4*>(a.zeroed + row * a.zeroed_cols + col);
+      const long long at = a.zeroed_tiled ? dq_tiled_offset(bh, static_cast<int>(s), col, (a.lq + 63) / 64, a.zeroed_cols)
+                                          : row * a.zeroed_cols + col;
+      float4* z = reinterpret_cast<float4*>(a.zeroed + at);
       z[0] = z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
     }
   }

@@ -67,7 +67,26 @@ struct BackwardArgs {
   // fused only: the warp-specialized dK/dV/dQ kernel (flash_backward_sm90_ws.cu) where TMA
   // can read the layouts, else the fused one.
   bool warp_specialized = false;
+  // warp-specialized only: each step's dQ tile is staged in shared memory and added into
+  // dq_accum by a producer warp with cp.reduce.async.bulk (no atomics in the consumers);
+  // dq_accum is then in the tiled layout of dq_tiled_offset, bh * ceil(lq / 64) * 64 rows.
+  // A layout no tensor map describes runs the fused kernel, which re-zeroes the buffer and
+  // uses the row-major layout (launch_backward_sm90 clears this flag for the conversion).
+  bool bulk_dq = false;
 };
+
+// Where element (row, col) of head bh sits in the bulk-dQ backward's fp32 accumulator: one
+// 64 x 64 chunk (16 KiB, what one cp.reduce.async.bulk adds) per 64-row query tile and 64
+// columns, [bh][query tile][column panel][64 rows][64 columns]; inside a row the 8-column
+// blocks are XOR-swizzled with row % 8, so the consumers' fragment stores into the shared
+// copy of a chunk hit every bank equally. Eight columns from a multiple of 8 stay contiguous.
+RUNNER_FLASH_HD int dq_chunk_index(int row, int col) {  // row, col < 64
+  return row * 64 + (((col / 8) ^ (row % 8)) * 8) + col % 8;
+}
+RUNNER_FLASH_HD long long dq_tiled_offset(long long bh, int row, int col, int q_tiles, int d_kernel) {
+  const long long chunk = (bh * q_tiles + row / 64) * (d_kernel / 64) + col / 64;
+  return chunk * 4096 + dq_chunk_index(row % 64, col % 64);
+}
 
 // Heads per group of the kernels' block order (tile_scheduler.hpp) for operands of
 // `bytes_per_head` streamed per head, sized to the current device's L2; `requested` > 0
@@ -88,6 +107,7 @@ struct DeltaArgs {
   float* zeroed;
   int bh, lq, d, zeroed_cols;
   DType dtype;
+  bool zeroed_tiled = false;  // zeroed is in dq_tiled_offset's layout (zeroed_cols = the kernel head dim)
 };
 void launch_backward_delta(const DeltaArgs& a, cudaStream_t stream);
 

@@ -80,6 +80,27 @@ TEST(TileOrder, GroupsFillHalfTheL2) {
 }
 
 #ifdef RUNNER_WITH_CUDA
+// The bulk-dQ backward's accumulator layout: every (head, row, column) has its own float, the
+// rows of a head fill whole 64 x 64 chunks, and each 8-column block stays contiguous (the
+// conversion reads four floats at once; the delta pass zeroes eight).
+TEST(DqTiledLayout, EveryElementOnceInsideTheHeadsChunks) {
+  for (int d_kernel : {64, 128}) {
+    const int bh = 3, lq = 130, q_tiles = (lq + 63) / 64;
+    const long long size = 1LL * bh * q_tiles * 64 * d_kernel;
+    std::set<long long> seen;
+    for (int h = 0; h < bh; ++h)
+      for (int row = 0; row < lq; ++row)
+        for (int col = 0; col < d_kernel; ++col) {
+          const long long at = detail::dq_tiled_offset(h, row, col, q_tiles, d_kernel);
+          ASSERT_TRUE(at >= 0 && at < size) << "d " << d_kernel << " head " << h << " row " << row << " col " << col;
+          ASSERT_TRUE(seen.insert(at).second) << "d " << d_kernel << " head " << h << " row " << row << " col " << col;
+          if (col % 8 != 0) EXPECT_EQ(at, detail::dq_tiled_offset(h, row, col - 1, q_tiles, d_kernel) + 1);
+          // a head's rows stay inside its own chunks
+          EXPECT_EQ(at / (1LL * q_tiles * 64 * d_kernel), h);
+        }
+  }
+}
+
 class FlashOrderGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -148,6 +169,19 @@ TEST_F(FlashOrderGpu, DeltaPassMatchesTheTensorOpFormula) {
       const double err = ((delta.to(torch::kDouble) - want).norm() / want.norm()).item<double>();
       EXPECT_LT(err, 1e-6) << "dtype " << dtype << " d " << d;
       EXPECT_TRUE(torch::equal(zeroed, torch::zeros_like(zeroed))) << "dtype " << dtype << " d " << d;
+      // The bulk-dQ buffer: every element a row < seq reads is zeroed, in dq_tiled_offset's layout.
+      const int q_tiles = (seq + 63) / 64;
+      auto tiled = torch::full({batch * heads * q_tiles * 64 * zeroed_cols}, std::nanf(""), opts.dtype(torch::kFloat));
+      a.zeroed = tiled.data_ptr<float>(), a.zeroed_tiled = true;
+      detail::launch_backward_delta(a, c10::cuda::getCurrentCUDAStream());
+      const auto host = tiled.cpu();
+      const float* z = host.data_ptr<float>();
+      long bad = 0;
+      for (int h = 0; h < batch * heads; ++h)
+        for (int row = 0; row < seq; ++row)
+          for (int col = 0; col < zeroed_cols; ++col)
+            bad += z[detail::dq_tiled_offset(h, row, col, q_tiles, zeroed_cols)] != 0.f;
+      EXPECT_EQ(bad, 0) << "tiled: dtype " << dtype << " d " << d;
     }
   }
 }

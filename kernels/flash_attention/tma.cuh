@@ -1,7 +1,8 @@
 // Hopper's asynchronous copy machinery for the warp-specialized kernels: mbarriers (arrive,
 // expect a byte count, wait on a phase parity), tensor-memory-accelerator tile loads
-// (cp.async.bulk.tensor, completing on an mbarrier), cp.async arrivals on an mbarrier, and
-// setmaxnreg (moves registers between the warpgroups of a block; sm_90a).
+// (cp.async.bulk.tensor, completing on an mbarrier), cp.async arrivals on an mbarrier, bulk
+// reductions into global memory (cp.reduce.async.bulk), and setmaxnreg (moves registers
+// between the warpgroups of a block; sm_90a).
 //
 // A ring stage's "full" barrier completes once per fill (its producer arrivals plus, for
 // TMA, the bytes it announced); the "empty" barrier once the consumers are done with it.
@@ -64,6 +65,25 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, s
 }
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+
+// Copy-engine reduction from shared memory into global memory: dst[i] += src[i] for `bytes`
+// (a multiple of 16, both 16-byte aligned) of fp32, each element added atomically. Tracked by
+// the issuing thread's bulk groups: commit, then wait until the source has been read (.read:
+// the buffer may be rewritten) or until the writes are done.
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const float* src, unsigned bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(smem_addr(src)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // Registers per thread of the executing warpgroup (all its warps execute it, same N).

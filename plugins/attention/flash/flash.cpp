@@ -70,11 +70,14 @@ runner::PluginManifest make_manifest() {
                        "warpgroups through an mbarrier ring; auto: the fastest measured"),
       runner::opt_bool("pingpong", true,
                        "warp_specialized forward: the two consumer warpgroups take turns issuing their MMAs"),
-      runner::opt_enum("backward", {"auto", "fused", "deterministic", "warp_specialized"}, "auto",
+      runner::opt_enum("backward", {"auto", "fused", "deterministic", "warp_specialized", "warp_specialized_bulk_dq"},
+                       "auto",
                        "wgmma backward: dQ summed with atomics inside the dK/dV kernel (fused; last bits vary "
                        "between runs), or a second kernel (deterministic: 1.4x the FLOPs, bit-for-bit repeatable); "
                        "warp_specialized: the fused kernel fed by a TMA producer warpgroup through an mbarrier "
-                       "ring; auto: the fastest measured (warp_specialized)"),
+                       "ring; warp_specialized_bulk_dq: the same with each step's dQ tile added from shared memory "
+                       "by the copy engine (cp.reduce.async.bulk) instead of atomics; auto: the fastest measured "
+                       "(warp_specialized)"),
       runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2")
           .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
@@ -83,7 +86,9 @@ runner::PluginManifest make_manifest() {
     o.forward_schedule = flash::parse_forward_schedule(p.text("forward_schedule"));
     o.pingpong = p.flag("pingpong");
     o.deterministic_backward = p.text("backward") == "deterministic";
-    o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto";
+    o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
+                                  p.text("backward") == "warp_specialized_bulk_dq";
+    o.bulk_dq = p.text("backward") == "warp_specialized_bulk_dq";
     o.head_group = static_cast<int>(p.integer("head_group"));
     return std::make_unique<FlashAttention>(o);
   };

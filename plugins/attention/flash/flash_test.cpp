@@ -74,7 +74,7 @@ TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
 }
 
 // kernel: wgmma, the Hopper kernels, in the default and the warp-specialized forward schedule
-// (and the fused backward beside the default warp-specialized one):
+// (and the fused and bulk-dQ backwards beside the default warp-specialized one):
 // checked where they run (sm_90), skipped points elsewhere.
 TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
   const auto probe = torch::zeros({1, 1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
@@ -84,7 +84,8 @@ TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
                         {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}};
   const auto seed = attention_check::fresh_seed();
   for (const char* options : {"{kernel: wgmma}", "{kernel: wgmma, forward_schedule: warp_specialized}",
-                              "{kernel: wgmma, forward_schedule: warp_specialized, backward: fused}"}) {
+                              "{kernel: wgmma, forward_schedule: warp_specialized, backward: fused}",
+                              "{kernel: wgmma, backward: warp_specialized_bulk_dq}"}) {
     auto wgmma = attention_check::load(registry_, "flash", options);
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
