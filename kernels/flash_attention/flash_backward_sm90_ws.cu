@@ -54,11 +54,11 @@ constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads;
 // 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
 constexpr int kDqFullBarrier = 4, kDqEmptyBarrier = 6, kDqBarrierThreads = 160;
 constexpr int kDqTileBytes = kDkvQ * 64 * 4;  // one warpgroup's dQ tile of a step, fp32
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+__device__ __forceinline__ void dq_barrier_sync(int id) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kDqBarrierThreads) : "memory");
 }
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+__device__ __forceinline__ void dq_barrier_arrive(int id) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(kDqBarrierThreads) : "memory");
 }
 
 struct Params {
@@ -141,8 +141,9 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
                                          int steps) {
   const int lane = threadIdx.x % 32;
   if (steps == 0) return;
-  named_arrive(kDqEmptyBarrier + 0, kDqBarrierThreads);  // both buffers start free
-  named_arrive(kDqEmptyBarrier + 1, kDqBarrierThreads);
+  const std::uint32_t buf0 = smem_addr(ring.dq(0));
+  dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
+  dq_barrier_arrive(kDqEmptyBarrier + 1);
   // At D = 128 warpgroup w adds columns 64w.. (the next chunk); at D = 64 both add into one chunk.
   constexpr int kPanels = D / 64;
   float* dst = a.dq_accum + (bh * ((a.lq + kDkvQ - 1) / kDkvQ) + first) * kPanels * (kDqTileBytes / 4);
@@ -150,9 +151,10 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   for (int step = 0; step < steps; ++step) {
 #pragma unroll
     for (int wg = 0; wg < 2; ++wg) {
-      named_sync(kDqFullBarrier + wg, kDqBarrierThreads);
-      if (lane == 0) sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), ring.dq(wg),
-                                               kDqTileBytes);
+      dq_barrier_sync(kDqFullBarrier + wg);
+      if (lane == 0)
+        sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), buf0 + wg * kDqTileBytes,
+                                  kDqTileBytes);
     }
     if (lane == 0) {
       sm90::bulk_commit_group();
@@ -160,8 +162,8 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
     }
     __syncwarp();
     if (step + 1 < steps) {
-      named_arrive(kDqEmptyBarrier + 0, kDqBarrierThreads);
-      named_arrive(kDqEmptyBarrier + 1, kDqBarrierThreads);
+      dq_barrier_arrive(kDqEmptyBarrier + 0);
+      dq_barrier_arrive(kDqEmptyBarrier + 1);
     }
     dst += kPanels * (kDqTileBytes / 4);
   }
@@ -171,16 +173,20 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
 // Bulk dQ, a consumer warpgroup: its dQ tile of a step into its shared buffer (fragment rows
 // 16 warp + g + 8r, columns 8i + 2t; 8-column blocks swizzled with the row, dq_tiled_offset),
 // then handed to the writer warp.
-__device__ __forceinline__ void stage_dq(float* buf, const float (&acc)[32], int wg, int warp, int g, int t) {
-  named_sync(kDqEmptyBarrier + wg, kDqBarrierThreads);
+// buf: the buffer's shared-memory address; element (row, col) at 4 dq_chunk_index(row, col)
+// bytes, which for rows 16 warp + g + 8r (row % 8 = g) is the expression below.
+__device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[32], int wg, int warp, int g, int t) {
+  dq_barrier_sync(kDqEmptyBarrier + wg);
+  const std::uint32_t row = buf + ((16 * warp + g) * 64 + 2 * t) * 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-      *reinterpret_cast<float2*>(buf + dq_chunk_index(16 * warp + g + 8 * r, 8 * i + 2 * t)) =
-          make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]);
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(row + r * 8 * 64 * 4 + ((i ^ g) << 5)),
+                   "f"(acc[4 * i + 2 * r]), "f"(acc[4 * i + 2 * r + 1])
+                   : "memory");
   sm90::fence_proxy_async();  // read next by the copy engine
-  named_arrive(kDqFullBarrier + wg, kDqBarrierThreads);
+  dq_barrier_arrive(kDqFullBarrier + wg);
 }
 
 template <typename T, int D, bool kBulkDq>
@@ -208,7 +214,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   auto step_barrier = [] { asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory"); };
   auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
     if constexpr (kBulkDq) {
-      stage_dq(ring.dq(wg), acc_dq, wg, warp, g, t);
+      stage_dq(smem_addr(ring.dq(wg)), acc_dq, wg, warp, g, t);
     } else {
       bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, bwd90::dq_col0<D>(wg), a.d);
     }
@@ -269,10 +275,15 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
-    if constexpr (kBulkDq) {
-      if (threadIdx.x / 32 == 1) write_dq<D>(a, ring, bh, first, steps);
+    // Warp 1 adds the dQ tiles (bulk dQ), warp 0 loads; separate branches, so neither keeps the
+    // other's values live at 24 registers.
+    bool dq_writer = false;
+    if constexpr (kBulkDq) dq_writer = threadIdx.x / 32 == 1;
+    if (dq_writer) {
+      if constexpr (kBulkDq) write_dq<D>(a, ring, bh, first, steps);
+    } else {
+      produce<D, kBulkDq>(p, ring, bh, k0, first, steps);
     }
-    produce<D, kBulkDq>(p, ring, bh, k0, first, steps);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
     consume<T, D, kBulkDq>(a, ring, first, steps, threadIdx.x / 128 - 1);

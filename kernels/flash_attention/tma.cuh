@@ -71,9 +71,10 @@ __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
 // (a multiple of 16, both 16-byte aligned) of fp32, each element added atomically. Tracked by
 // the issuing thread's bulk groups: commit, then wait until the source has been read (.read:
 // the buffer may be rewritten) or until the writes are done.
-__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, const float* src, unsigned bytes) {
-  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
-               "r"(smem_addr(src)), "r"(bytes)
+// src: a shared-memory address (smem_addr).
+__device__ __forceinline__ void bulk_reduce_add_f32(float* dst, std::uint32_t src, unsigned bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
