@@ -73,8 +73,10 @@ struct Options {
   // warp-specialized backward only: each step's dQ tile goes through shared memory and is added
   // into the fp32 buffer by a producer warp with the copy engine's bulk reduce
   // (cp.reduce.async.bulk), so the consumer warpgroups issue no atomics (plugin option
-  // backward: warp_specialized_bulk_dq). Same numbers up to the order of the fp32 additions.
-  bool bulk_dq = false;
+  // backward: warp_specialized_bulk_dq; the default since it measured faster than the atomics on
+  // every shape of reports/flash_backward_bulk_dq/). Same numbers up to the order of the fp32
+  // additions.
+  bool bulk_dq = true;
   // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2.
   int head_group = 0;
 };

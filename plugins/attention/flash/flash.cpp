@@ -77,7 +77,7 @@ runner::PluginManifest make_manifest() {
                        "warp_specialized: the fused kernel fed by a TMA producer warpgroup through an mbarrier "
                        "ring; warp_specialized_bulk_dq: the same with each step's dQ tile added from shared memory "
                        "by the copy engine (cp.reduce.async.bulk) instead of atomics; auto: the fastest measured "
-                       "(warp_specialized)"),
+                       "(warp_specialized_bulk_dq: reports/flash_backward_bulk_dq/)"),
       runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2")
           .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
@@ -88,7 +88,7 @@ runner::PluginManifest make_manifest() {
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
                                   p.text("backward") == "warp_specialized_bulk_dq";
-    o.bulk_dq = p.text("backward") == "warp_specialized_bulk_dq";
+    o.bulk_dq = p.text("backward") == "warp_specialized_bulk_dq" || p.text("backward") == "auto";
     o.head_group = static_cast<int>(p.integer("head_group"));
     return std::make_unique<FlashAttention>(o);
   };
