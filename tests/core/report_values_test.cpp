@@ -65,24 +65,166 @@ TEST(ReportValues, APivotColumnTheRecordsLackIsMissingNotMisnamed) {
   EXPECT_EQ(compute_values(s, tables_of(s, {record({{"ddp", "none"}, {"impl", "naive"}}, ms(2))}))[0].text, "2");
 }
 
-TEST(ReportValues, SpecMistakesNameTheValue) {
+// The message a spec (parse, before any run) or a render throws; "(no error)" if none.
+std::string error_of(const std::string& yaml, const std::vector<json>& recs = records(), bool all_points = true) {
+  try {
+    const ReportSpec s = spec(yaml);
+    compute_values(s, tables_of(s, recs), all_points);
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ReportValues, SpecMistakesAreFoundBeforeARunAndNameTheValue) {
   const auto error = [](const std::string& expr) {
-    const ReportSpec s = spec("{id: r, tables: [{name: step, rows: [ddp], columns: [{header: step, metric: step_ms}]}], "
-                              "values: [{name: v, expr: '" + expr + "'}]}");
-    try {
-      compute_values(s, tables_of(s, records()));
-    } catch (const SpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
+    return error_of("{id: r, tables: [{name: step, rows: [ddp], columns: [{header: step, metric: step_ms}]}], "
+                    "values: [{name: v, expr: '" + expr + "'}]}");
   };
-  EXPECT_NE(error("cell(\"stpe\", \"none\", \"step\")").find("report r: value 'v': expr"), std::string::npos);
-  EXPECT_NE(error("cell(\"stpe\", \"none\", \"step\")").find("no table 'stpe'"), std::string::npos);
-  EXPECT_NE(error("cell(\"step\", \"none\", \"time\")").find("no column 'time'"), std::string::npos);
+  // Found by parsing alone (no records): file, line, key and what to fix.
+  EXPECT_NE(error("cell(\"stpe\", \"none\", \"step\")").find("test.yaml:1:"), std::string::npos);
+  EXPECT_NE(error("cell(\"stpe\", \"none\", \"step\")").find("report.values[0].expr: expr"), std::string::npos);
+  EXPECT_NE(error("cell(\"stpe\", \"none\", \"step\")").find("no table 'stpe' in this report; did you mean 'step'?"),
+            std::string::npos);
+  // A columns: table's headers are known before its records.
+  EXPECT_NE(error("cell(\"step\", \"none\", \"stpe\")").find("no column 'stpe'; did you mean 'step'?"),
+            std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", \"time\")").find("no column 'time'"), std::string::npos);
   EXPECT_NE(error("later + 1").find("'later' is no value declared above it"), std::string::npos);
   EXPECT_NE(error("exp(1)").find("unknown function 'exp'"), std::string::npos);
+  EXPECT_NE(error("colum_max(1)").find("did you mean 'column_max'?"), std::string::npos);
   EXPECT_NE(error("1 +").find("expected a number"), std::string::npos);
   EXPECT_NE(error("(1").find("expected ')'"), std::string::npos);
+  EXPECT_NE(error("max()").find("expected a number"), std::string::npos);
+  EXPECT_NE(error("column_max(\"step\")").find("column_max(\"table\", \"column\", \"key=value\"...)"),
+            std::string::npos);
+  // Filters: a row key of the table, an operator, a value (a number for < <= > >=).
+  EXPECT_NE(error("column_max(\"step\", \"step\", \"dp=none\")")
+                .find("filter \"dp=none\": table 'step' has no row key 'dp'; did you mean 'ddp'?"),
+            std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", \"step\", \"ddp\")").find("expected key=value"), std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", \"step\", \"ddp=\")").find("no value after '='"), std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", \"step\", \"ddp<=1o24\")").find("'1o24' is no number"),
+            std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", \"step\", \"ddp!none\")").find("write key!=value"), std::string::npos);
+  EXPECT_EQ(error("column_max(\"step\", \"step\", \"ddp = none | naive\")"), "(no error)");
+}
+
+// rows [size, precision]: step_ms by size and precision; `fast` only where recorded.
+const char* kGrid =
+    "{id: g, tables: [{name: step, rows: [model.size, precision], columns: ["
+    "{id: eager, header: eager, metric: step_ms, where: {impl: eager}}, "
+    "{id: fast, header: fast, metric: step_ms, where: {impl: fast}}, "
+    "{header: fast / eager, ratio: [fast, eager]}]}], values: [";
+json grid_record(const std::string& size, const std::string& precision, const std::string& impl, double v) {
+  return record({{"model.size", size}, {"precision", precision}, {"impl", impl}}, ms(v));
+}
+std::vector<json> grid() {
+  std::vector<json> out;
+  double v = 10;
+  for (const char* size : {"small", "medium", "large"})
+    for (const char* precision : {"fp32", "bf16"}) {
+      out.push_back(grid_record(size, precision, "eager", v));
+      out.push_back(grid_record(size, precision, "fast", v / 2 + (precision[0] == 'b' ? 1 : 0)));
+      v *= 2;
+    }
+  return out;  // eager: small 10/20, medium 40/80, large 160/320 (fp32/bf16); fast = eager/2, +1 on bf16
+}
+std::string grid_value(const std::string& expr, const std::vector<json>& recs = grid(), bool all_points = true) {
+  const ReportSpec s = spec(std::string(kGrid) + "{name: v, expr: '" + expr + "', format: '%.4g'}]}");
+  return compute_values(s, tables_of(s, recs), all_points).at(0).text;
+}
+
+TEST(ReportValues, ColumnAggregatesOverTheRowsAFilterOnRowKeysKeeps) {
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\")"), "320");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"eager\")"), "10");
+  EXPECT_EQ(grid_value("column_mean(\"step\", \"eager\")"), "105");  // 630 / 6
+  // One condition: a row key equal to one of '|'-separated values (the text the row shows).
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\", \"precision=fp32\")"), "160");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"eager\", \"precision=bf16\")"), "20");
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\", \"model.size=small|medium\")"), "80");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"eager\", \"model.size!=small\")"), "40");
+  // Several conditions: all of them.
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\", \"precision=fp32\", \"model.size!=large\")"), "40");
+  // Ratio columns, as the table computes them (fast / eager: bf16 rows 0.55, 0.5125, 0.503125).
+  EXPECT_EQ(grid_value("column_max(\"step\", \"fast / eager\", \"precision=bf16\")"), "0.55");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"fast / eager\", \"precision=bf16\")"), "0.5031");
+  // Exact text: "bf" is not "bf16".
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\", \"precision=bf\")", grid(), false), "–");
+}
+
+TEST(ReportValues, NumericFiltersCompareRowKeysAsNumbers) {
+  std::vector<json> recs;
+  for (int seq : {128, 256, 1024, 4096}) recs.push_back(record({{"seq", seq}}, ms(seq / 8.0)));
+  const auto value = [&](const std::string& expr) {
+    const ReportSpec s = spec("{id: r, tables: [{name: t, rows: [seq], columns: [{header: ms, metric: step_ms}]}], "
+                              "values: [{name: v, expr: '" + expr + "'}]}");
+    return compute_values(s, tables_of(s, recs)).at(0).text;
+  };
+  EXPECT_EQ(value("column_max(\"t\", \"ms\", \"seq<=1024\")"), "128");
+  EXPECT_EQ(value("column_max(\"t\", \"ms\", \"seq<1024\")"), "32");
+  EXPECT_EQ(value("column_min(\"t\", \"ms\", \"seq>128\")"), "32");
+  EXPECT_EQ(value("column_min(\"t\", \"ms\", \"seq >= 1024\")"), "128");
+  EXPECT_EQ(value("column_min(\"t\", \"ms\", \"seq>=1e3\", \"seq<4096\")"), "128");
+  // A row key that is no number cannot be compared as one.
+  EXPECT_NE(error_of(std::string(kGrid) + "{name: v, expr: 'column_max(\"step\", \"eager\", \"model.size<2\")'}]}",
+                     grid())
+                .find("row key model.size of table 'step' is 'small', no number; compare it with = or !="),
+            std::string::npos);
+}
+
+TEST(ReportValues, AnEmptyCellAmongTheKeptRowsRendersADashNeverAZero) {
+  std::vector<json> recs = grid();
+  recs.erase(recs.begin() + 3);  // small bf16 has no fast record: its fast and fast / eager cells are "–"
+  EXPECT_EQ(grid_value("column_max(\"step\", \"fast\")", recs), "–");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"fast / eager\", \"precision=bf16\")", recs), "–");
+  EXPECT_EQ(grid_value("column_mean(\"step\", \"fast\", \"precision=bf16\")", recs), "–");
+  // A filter that leaves the empty row out reads the rest.
+  EXPECT_EQ(grid_value("column_max(\"step\", \"fast\", \"precision=fp32\")", recs), "80");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"fast\", \"precision=bf16\", \"model.size!=small\")", recs), "41");
+  // min and max: any number of arguments; one dash makes the result a dash, wherever it stands.
+  EXPECT_EQ(grid_value("max(3, 9, 4, 1)"), "9");
+  EXPECT_EQ(grid_value("min(3, 9, 4, 1)"), "1");
+  EXPECT_EQ(grid_value("max(7)"), "7");
+  EXPECT_EQ(grid_value("max(1, column_max(\"step\", \"fast\"))", recs), "–");
+  EXPECT_EQ(grid_value("min(column_max(\"step\", \"fast\"), 1)", recs), "–");
+}
+
+TEST(ReportValues, AFilterThatKeepsNoRowIsAMistakeUnlessPointsAreMissing) {
+  const std::string yaml =
+      std::string(kGrid) + "{name: short, expr: 'column_max(\"step\", \"eager\", \"precision=bf61\")'}]}";
+  const std::string error = error_of(yaml, grid());
+  EXPECT_NE(error.find("report g: value 'short': "), std::string::npos) << error;
+  EXPECT_NE(error.find("no row of table 'step' matches \"precision=bf61\" (precision is one of fp32, bf16); "
+                       "fix the filter"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+  // Without a filter: a table with no rows.
+  EXPECT_NE(error_of(std::string(kGrid) + "{name: v, expr: 'column_min(\"step\", \"eager\")'}]}", {})
+                .find("table 'step' has no rows"),
+            std::string::npos);
+  // A smoke or partial run may lack those rows: the value renders a dash.
+  EXPECT_EQ(error_of(yaml, grid(), false), "(no error)");
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\", \"precision=bf61\")", grid(), false), "–");
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\")", {}, false), "–");
+}
+
+TEST(ReportValues, ASmokeOrPartialRunRendersADashWhereAFilterKeepsNoRow) {
+  const auto dir = testing::fresh_dir("values-smoke");
+  std::filesystem::create_directories(dir / "g");
+  testing::write_file(dir / "g" / "g.md", "# G\n\nAt most {{value v}} ms.\n");
+  const ReportSpec s = spec(std::string(kGrid) + "{name: v, expr: 'column_max(\"step\", \"eager\", \"precision=bf16\")'}]}");
+  const std::vector<json> fp32_only = {grid_record("small", "fp32", "eager", 10)};
+  EXPECT_THROW(write_report(s, stored(fp32_only), dir), SpecError);
+  RunSummary smoke;
+  smoke.smoke = true;
+  write_report(s, stored(fp32_only), dir, smoke);
+  EXPECT_NE(testing::read_file(dir / "g" / "g.md").find("At most <!-- runner:value v -->–<!-- runner:value end --> ms."),
+            std::string::npos);
+  RunSummary partial;
+  partial.planned_points = 2;
+  EXPECT_NO_THROW(write_report(s, stored(fp32_only), dir, partial));
 }
 
 TEST(ReportValues, SpecChecksNamesAndFormats) {

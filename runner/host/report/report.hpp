@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -81,8 +82,9 @@ struct FigureSpec {
 // A number the prose quotes (`{{value name}}` in <id>.md, \val{<id>.name} in LaTeX),
 // computed from the report's tables at full precision: numbers, earlier values by name,
 // + - * / ^, cell("table", "row keys", "column"), sum("table", "column"),
-// slope/intercept("table", "x column", "y column") (least squares), sqrt, abs, ceil,
-// floor, min, max.
+// slope/intercept("table", "x column", "y column") (least squares),
+// column_min/column_max/column_mean("table", "column", "key=value"...) over the rows a
+// filter on row keys keeps, sqrt, abs, ceil, floor, min and max (any number of arguments).
 struct ValueSpec {
   std::string name;    // [a-z0-9_]+, unique in the report
   std::string expr;
@@ -184,7 +186,14 @@ struct RenderedValue {
   std::string text;  // formatted with the value's format
 };
 // In declaration order; a SpecError names the report, the value and what is wrong.
-std::vector<RenderedValue> compute_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables);
+// `all_points`: the records hold every planned point, so a column aggregate whose filter
+// keeps no row is a mistake; false (a smoke or partial run): that value renders "–".
+std::vector<RenderedValue> compute_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables,
+                                          bool all_points = true);
+// Before a run: every value's expression against the spec's tables without records (syntax,
+// functions, table names, a columns: table's headers, filters' row keys, earlier names);
+// calls fail(index of the value, what is wrong), which throws.
+void check_values(const ReportSpec& spec, const std::function<void(std::size_t, const std::string&)>& fail);
 // Replaces `{{value name}}` and the text between <!-- runner:value name --> and
 // <!-- runner:value end --> by the value's text (between those markers).
 std::string merge_values(const std::string& markdown, const std::string& report_id,

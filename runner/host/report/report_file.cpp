@@ -148,7 +148,9 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   const std::filesystem::path markdown_path = report_dir / (spec.id + ".md");
   const std::string existing =
       std::filesystem::exists(markdown_path) ? read_text(markdown_path) : std::string();
-  const std::vector<RenderedValue> values = compute_values(spec, tables);
+  // A smoke or partial run may lack the rows a value's filter names: that value renders "–".
+  const bool all_points = !run.smoke && recorded_points(records) >= run.planned_points;
+  const std::vector<RenderedValue> values = compute_values(spec, tables, all_points);
   try {
     write_text(markdown_path,
                merge_values(merge_markdown_blocks(merge_markdown(existing, spec.title, tables), "figure", figure_blocks),

@@ -25,12 +25,23 @@ std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const
   return specs;
 }
 
+// `file`: where the specs come from, named by a value's mistake found only with the records
+// (a filter that keeps no row).
 void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<StoredRecord>& records,
-                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run) {
+                   const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run,
+                   const std::string& file) {
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
-    for (const auto& spec : specs)
-      for (const auto& path : report::write_report(spec, records, dir, run)) std::cerr << "wrote " << path.string() << "\n";
+    for (const auto& spec : specs) {
+      try {
+        for (const auto& path : report::write_report(spec, records, dir, run))
+          std::cerr << "wrote " << path.string() << "\n";
+      } catch (const report::SpecError& e) {
+        if (std::string(e.what()).rfind("report " + spec.id + ": value '", 0) == 0)
+          throw report::SpecError(file + ": " + e.what());
+        throw;
+      }
+    }
   }
 }
 
@@ -44,7 +55,7 @@ void write_run_reports(const YAML::Node& report_node, const std::string& experim
   const auto records = report::read_results(results);
   if (const std::string about = report::run_sentence(run, records); !about.empty())
     std::cerr << "warning: " << results.parent_path().string() << ": " << lower_first(about) << "\n";
-  write_reports(specs, records, reports_dirs, run);
+  write_reports(specs, records, reports_dirs, run, experiment_file);
 }
 
 int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
@@ -98,7 +109,7 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
       records.push_back(std::move(r));
     }
   }
-  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary);
+  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary, first_config);
   return 0;
 }
 

@@ -306,6 +306,10 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
     if (!names.insert(spec.tables.back().name).second)
       parser.fail(tables[i]["name"], path + ".name", "duplicate table name in this report");
   }
+  check_values(spec, [&](std::size_t i, const std::string& what) {
+    const std::string path = "report.values[" + std::to_string(i) + "].expr";
+    parser.fail(report_node["values"][i]["expr"], path, what);
+  });
   return spec;
 }
 
