@@ -2,10 +2,13 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -35,6 +38,23 @@ std::string read_note(const std::filesystem::path& file) {
   while (std::getline(in, line))
     if (!line.empty()) last = line;
   return last;
+}
+
+// When a rank's error note was written, in ns; a rank that died without one (a signal, an
+// abort) counts as the earliest: peers that lose it write notes afterwards.
+std::int64_t note_time(const std::string& file) {
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0) return INT64_MIN;
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+// How long a launcher whose rank only lost a peer waits for another node to post the cause.
+constexpr auto kPeerLossWait = std::chrono::seconds(1);
+
+// Gloo's words for a peer that went away (its process died or closed the connection).
+bool lost_a_peer(const std::string& note) {
+  return note.find("Connection closed by peer") != std::string::npos ||
+         note.find("Connection reset by peer") != std::string::npos;
 }
 
 std::string describe(int status) {
@@ -238,10 +258,44 @@ int supervise_ranks(const LaunchSpec& spec) {
     --live;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!ok && failed_rank < 0 && !stopping) {
+      // Ranks that fail together (one dies, its peers lose their connection to it) can all be
+      // gone by now, and waitpid returns them in any order: blame the earliest error note among
+      // those already exited. No waiting here: the other nodes learn of this failure at once.
+      std::vector<std::pair<int, int>> failed{{local, status}};
+      for (int st = 0;;) {
+        const pid_t other = waitpid(-1, &st, WNOHANG);
+        if (other <= 0) break;
+        for (int r = 0; r < spec.nproc; ++r)
+          if (pids[r] == other) {
+            pids[r] = -1;
+            --live;
+            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) failed.emplace_back(r, st);
+          }
+      }
+      auto note_of = [&](int r) { return error_dir + "/rank" + std::to_string(global_rank(spec, r)) + ".txt"; };
+      const auto first = std::min_element(failed.begin(), failed.end(), [&](const auto& a, const auto& b) {
+        return note_time(note_of(a.first)) < note_time(note_of(b.first));
+      });
+      local = first->first;
+      status = first->second;
       failed_rank = global_rank(spec, local);
       failed_status = status;
       const std::string rank = std::to_string(failed_rank);
       std::string note = read_note(std::filesystem::path(error_dir) / ("rank" + rank + ".txt"));
+      // A rank that only lost its connection to a peer failed because of that peer: when the
+      // peer is on another node, that node's launcher posts the cause within moments.
+      if (poll && lost_a_peer(note)) {
+        const auto until = std::chrono::steady_clock::now() + kPeerLossWait;
+        while ((failed_elsewhere = failure_elsewhere(*store)).empty() && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (!failed_elsewhere.empty()) {
+          write_stderr_line("runner launch: " + node + "another node failed: " + failed_elsewhere +
+                            " (rank " + rank + " lost its connection to it); stopping this node's ranks");
+          failed_rank = -1;
+          begin_stop();
+          continue;
+        }
+      }
       const std::string what = "rank " + rank + " " + describe(status) +
                                (note.empty() ? std::string(" (it left no error message; see its output above)")
                                              : ": " + note);
