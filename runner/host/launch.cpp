@@ -223,6 +223,18 @@ int supervise_ranks(const LaunchSpec& spec) {
     stop_all(SIGTERM);
     kill_deadline = std::chrono::steady_clock::now() + kGracePeriod;
   };
+  // The error note a local rank leaves when it fails.
+  auto note_path = [&](int local) { return error_dir + "/rank" + std::to_string(global_rank(spec, local)) + ".txt"; };
+  // A child that exited: its local rank (no longer live), or -1 for a process not ours.
+  auto reap = [&](pid_t pid) {
+    for (int r = 0; r < spec.nproc; ++r)
+      if (pids[r] == pid) {
+        pids[r] = -1;
+        --live;
+        return r;
+      }
+    return -1;
+  };
   // With one node, waitpid blocks; with several, the store is polled between waits.
   const bool poll = spec.nnodes > 1;
   while (live > 0) {
@@ -250,12 +262,8 @@ int supervise_ranks(const LaunchSpec& spec) {
       if (errno == EINTR) continue;
       break;
     }
-    int local = -1;
-    for (int r = 0; r < spec.nproc; ++r)
-      if (pids[r] == pid) local = r;
+    int local = reap(pid);
     if (local < 0) continue;
-    pids[local] = -1;
-    --live;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!ok && failed_rank < 0 && !stopping) {
       // Ranks that fail together (one dies, its peers lose their connection to it) can all be
@@ -265,23 +273,16 @@ int supervise_ranks(const LaunchSpec& spec) {
       for (int st = 0;;) {
         const pid_t other = waitpid(-1, &st, WNOHANG);
         if (other <= 0) break;
-        for (int r = 0; r < spec.nproc; ++r)
-          if (pids[r] == other) {
-            pids[r] = -1;
-            --live;
-            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) failed.emplace_back(r, st);
-          }
+        const int r = reap(other);
+        if (r >= 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) failed.emplace_back(r, st);
       }
-      auto note_of = [&](int r) { return error_dir + "/rank" + std::to_string(global_rank(spec, r)) + ".txt"; };
       const auto first = std::min_element(failed.begin(), failed.end(), [&](const auto& a, const auto& b) {
-        return note_time(note_of(a.first)) < note_time(note_of(b.first));
+        return note_time(note_path(a.first)) < note_time(note_path(b.first));
       });
       local = first->first;
       status = first->second;
-      failed_rank = global_rank(spec, local);
-      failed_status = status;
-      const std::string rank = std::to_string(failed_rank);
-      std::string note = read_note(std::filesystem::path(error_dir) / ("rank" + rank + ".txt"));
+      const std::string rank = std::to_string(global_rank(spec, local));
+      std::string note = read_note(note_path(local));
       // A rank that only lost its connection to a peer failed because of that peer: when the
       // peer is on another node, that node's launcher posts the cause within moments.
       if (poll && lost_a_peer(note)) {
@@ -291,11 +292,12 @@ int supervise_ranks(const LaunchSpec& spec) {
         if (!failed_elsewhere.empty()) {
           write_stderr_line("runner launch: " + node + "another node failed: " + failed_elsewhere +
                             " (rank " + rank + " lost its connection to it); stopping this node's ranks");
-          failed_rank = -1;
           begin_stop();
           continue;
         }
       }
+      failed_rank = global_rank(spec, local);
+      failed_status = status;
       const std::string what = "rank " + rank + " " + describe(status) +
                                (note.empty() ? std::string(" (it left no error message; see its output above)")
                                              : ": " + note);
@@ -307,7 +309,7 @@ int supervise_ranks(const LaunchSpec& spec) {
   // POSIX, not std::filesystem::remove_all: libtorch.so exports an incompatible copy
   // of that symbol, which the dynamic linker may bind here (it crashed).
   for (int r = 0; r < spec.nproc; ++r)
-    unlink((error_dir + "/rank" + std::to_string(global_rank(spec, r)) + ".txt").c_str());
+    unlink(note_path(r).c_str());
   rmdir(error_dir.c_str());
   if (failed_rank >= 0) return exit_code_of(failed_status);
   if (g_stop_signal) return 128 + g_stop_signal;
