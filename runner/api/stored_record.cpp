@@ -323,6 +323,8 @@ std::vector<StoredRecord> read_records(const std::filesystem::path& results_json
         break;
       }
       throw std::runtime_error(where + "malformed JSON: " + e.what());
+    } catch (const json::exception& e) {  // a number past double's range (1e999): out_of_range, not a parse_error
+      throw std::runtime_error(where + "unreadable JSON: " + e.what() + " (not a record the runner writes)");
     } catch (const std::runtime_error& e) {  // nested too deep
       throw std::runtime_error(where + e.what());
     }

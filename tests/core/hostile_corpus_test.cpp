@@ -110,6 +110,18 @@ TEST(HostileCorpus, RecordsOfTheWrongJsonTypesAreNamedWithFileAndLine) {
   }
 }
 
+TEST(HostileCorpus, ANumberPastDoublesRangeIsNamedWithFileAndLine) {
+  const auto file = kHostile / "records" / "number_overflow.jsonl";
+  try {
+    report::read_results(file);
+    FAIL() << "read";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(file.string() + ":2: unreadable JSON: ", 0), 0u) << what;
+    EXPECT_NE(what.find("(not a record the runner writes)"), std::string::npos) << what;
+  }
+}
+
 TEST(HostileCorpus, ResumeRefusesASymlinkedResultsFile) {
   const auto dir = fresh_dir("hostile-symlink");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");

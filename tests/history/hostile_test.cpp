@@ -1,7 +1,8 @@
 // The history and compare against hostile input and faults (issue 28): resumed
 // runs and parallel imports reach the store once, relative queries find a
 // baseline when newer runs exist, and record files that nest too deeply, hold
-// wrong JSON types or nothing at all get one line naming the file.
+// wrong JSON types, numbers past double's range or nothing at all get one line
+// naming the file.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -151,6 +152,19 @@ TEST(HistoryHostile, DeeplyNestedRecordsAreRefusedWithTheFileAndLine) {
   // A million levels in any field.
   const std::string million = "{\"x\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
   EXPECT_THROW(parse_record_line(million), std::runtime_error);
+}
+
+// nlohmann throws out_of_range, not parse_error, for a number past double's range:
+// once uncaught, it ended the importing process (found by fuzz.short_run).
+TEST(HistoryHostile, ANumberPastDoublesRangeIsRefusedWithTheFileAndLine) {
+  const auto dir = fresh_dir("hostile-overflow");
+  const auto run = run_dir_from(dir / "run", "number_overflow.jsonl");
+  HistoryStore store(dir / "h.sqlite");
+  const std::string import = error_of([&] { store.import_run_dir(run); });
+  EXPECT_EQ(import.rfind((run / "results.jsonl").string() + ":2: unreadable JSON: ", 0), 0u) << import;
+  EXPECT_NE(import.find("number overflow"), std::string::npos) << import;
+  EXPECT_TRUE(store.runs({}).empty());
+  EXPECT_EQ(error_of([&] { resolve_side(run.string(), &store, nullptr, ""); }), import);
 }
 
 TEST(HistoryHostile, WrongJsonTypesReadAsTextNotATypeError) {
