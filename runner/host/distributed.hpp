@@ -21,6 +21,7 @@
 
 #include "runner/stored_record.hpp"
 
+#include "launch_env.hpp"
 #include "runner/context.hpp"
 
 namespace c10d { class Store; }
@@ -30,19 +31,6 @@ namespace runner {
 struct Point;
 struct Experiment;
 class PluginRegistry;
-
-struct LaunchEnv {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int node_rank = 0;  // which node (launcher) this rank runs on
-  int nodes = 1;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  std::string launcher;      // "runner launch", "torchrun", "srun"
-  bool agent_store = false;  // the launcher hosts the TCPStore; every rank is a client
-  std::string store_prefix;  // torchrun's per-attempt key prefix on the agent's store
-};
 
 // nullopt without launcher variables (or with a world of one). Throws
 // ConfigError naming the variable when the values do not make sense.

@@ -13,7 +13,7 @@
 #include <functional>
 #include <thread>
 
-#include "distributed.hpp"
+#include "launch_env.hpp"
 
 namespace runner {
 

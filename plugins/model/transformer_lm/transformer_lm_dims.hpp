@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runner/model_sizes.hpp"
 #include "runner/params.hpp"
 
 namespace plugins::transformer_lm {
@@ -23,18 +24,9 @@ struct TransformerDims {
   std::int64_t d_head() const { return d_model / num_heads; }
 };
 
-struct NamedSize {
-  const char* name;
-  std::int64_t d_model, d_ff, num_layers, num_heads;
-};
-
-inline constexpr std::array<NamedSize, 5> kModelSizes{{
-    {"small", 768, 3072, 12, 12},
-    {"medium", 1024, 4096, 24, 16},
-    {"large", 1280, 5120, 36, 20},
-    {"xl", 1600, 6400, 48, 25},
-    {"2.7B", 2560, 10240, 32, 32},
-}};
+// The named sizes are the API's (runner/model_sizes.hpp): report captions read them too.
+using NamedSize = runner::NamedModelSize;
+using runner::kModelSizes;
 
 // Throws std::invalid_argument naming the offending option.
 inline void check_dims(const TransformerDims& d) {

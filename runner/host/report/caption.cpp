@@ -11,10 +11,9 @@
 #include <string_view>
 
 #include "report/record_fields.hpp"
-// Header-only, shared with the task plugins that build analytic tables: the named sizes'
-// dimensions, so a caption can say what model.size=xl resolved to (records keep the
-// options as given, where 0 means "from the size").
-#include "../../../plugins/model/transformer_lm/transformer_lm_dims.hpp"
+// The named sizes' dimensions, so a caption can say what model.size=xl resolved to
+// (records keep the options as given, where 0 means "from the size").
+#include "runner/model_sizes.hpp"
 
 namespace runner::report::detail {
 namespace {
@@ -152,7 +151,7 @@ std::string model_dims(const json& params) {
   long long d_model = 0, d_ff = 0, layers = 0, heads = 0;
   const auto size = params.find("model.size");
   if (size != params.end() && size->is_string())
-    for (const auto& s : plugins::transformer_lm::kModelSizes)
+    for (const auto& s : kModelSizes)
       if (*size == s.name) d_model = s.d_model, d_ff = s.d_ff, layers = s.num_layers, heads = s.num_heads;
   if (integer("model.d_model")) d_model = integer("model.d_model");
   if (integer("model.d_ff")) d_ff = integer("model.d_ff");
