@@ -52,7 +52,7 @@ Kernel classes (experiments/step_kernel_diff.yaml):
   --kernel-classes RULES  after the measurement, --profile-steps more steps under torch.profiler;
                     every kernel, memcpy and memset they ran (a CUDA graph's too; on a CPU every
                     aten op's self time) is sorted by profiler/kernels' class rules file RULES
-                    (bench/kernels_torch_profiler.py's class_metrics), and the record gets
+                    (bench/kernel_classes.py's class_metrics), and the record gets
                     kernel_ms, kernels_per_step and <class>_kernel_ms, <class>_kernels, share_<class>
                     per step, as profiler/kernels records for the runner's step (the record is
                     labelled table: phases, phase: step, as that profiler's)
@@ -363,11 +363,8 @@ def stats_metric(unit, values, sizes):
 
 def profile_classes(args, step, sync, cuda):
     """Kernel time and count per class over --profile-steps steps under torch.profiler."""
-    # It imports this script as train_step_pytorch: hand it this very module, so the import does
-    # not run the script's top level again (which would re-patch the reference's attention).
-    sys.modules.setdefault("train_step_pytorch", sys.modules[__name__])
-    import kernels_torch_profiler as kernel_profile
-    rules, classes = kernel_profile.load_class_rules(args.kernel_classes)
+    import kernel_classes
+    rules, classes = kernel_classes.load_class_rules(args.kernel_classes)
     if args.profile_steps < 1:
         raise SystemExit("--profile-steps must be >= 1")
     activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
@@ -376,8 +373,8 @@ def profile_classes(args, step, sync, cuda):
         for _ in range(args.profile_steps):
             step(PhaseTimer(Marks(False, 0)))
             sync()
-    work = kernel_profile.device_work(prof.events(), cuda)
-    metrics = kernel_profile.class_metrics(work, rules, classes, args.profile_steps)
+    work = kernel_classes.device_work(prof.events(), cuda)
+    metrics = kernel_classes.class_metrics(work, rules, classes, args.profile_steps)
     metrics["profiled_steps"] = {"unit": "count", "value": args.profile_steps}
     return metrics
 
