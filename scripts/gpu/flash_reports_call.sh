@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One device call that re-measures the flash reports whose kernels changed since their records:
+# experiments/flash_backward.yaml and experiments/flash_benchmarking.yaml (the default backward,
+# `backward: auto`, is the bulk-dQ warp-specialized one since version 11), after the flash kernel
+# tests of the version in the tree. From the project root on the GPU host with the kit staged
+# (../shared/gpu/prepare); every stage is cut at what the budget leaves. Runs and logs come back in
+# $OUT/flash-reports.tgz; the last lines printed are the summary.
+#
+#   bash scripts/gpu/flash_reports_call.sh [BUDGET_S] [EXPERIMENT...]
+#        (default 380 s; experiments flash_backward flash_benchmarking)
+set -u
+budget="${1:-380}"; shift || true
+experiments=("$@"); (( ${#experiments[@]} )) || experiments=(flash_backward flash_benchmarking)
+t0=$SECONDS
+export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+runs=/tmp/runs; logs=$runs/logs
+mkdir -p "$logs"
+left() { echo $(( budget - (SECONDS - t0) )); }
+cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }  # min(wanted, left), never 0
+log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
+verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
+pack() { tar -C $runs -czf "$OUT/flash-reports.tgz" . 2>/dev/null; }
+tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
+bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
+timeout -k 10 "$(cap 200)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
+  attention_naive attention_flash_tiled task_attention_bench kernels_flash_attention_tests >> "$logs/build.log" 2>&1
+log "build rc=$?"
+# The warp-specialized kernels (the defaults) first: a hang costs this stage only.
+timeout -k 5 "$(cap 60)" "$tests" --gtest_filter='FlashWgmmaKernel.*:FlashBshdKernel.*' > "$logs/tests-wgmma.log" 2>&1
+log "wgmma + bshd kernel tests rc=$? $(verdict "$logs/tests-wgmma.log")"
+pack
+for exp in "${experiments[@]}"; do
+  timeout -k 10 "$(cap 150)" build-gpu/runner "experiments/$exp.yaml" --out "$runs/$exp" > "$logs/$exp.log" 2>&1
+  log "$exp rc=$? $(grep -c '"status":"ok"' "$runs/$exp/results.jsonl" 2>/dev/null) ok points"
+  pack
+done
+if (( $(left) > 40 )); then
+  timeout -k 5 "$(cap 40)" "$tests" --gtest_filter='-FlashWgmmaKernel.*:FlashBshdKernel.*' > "$logs/tests-rest.log" 2>&1
+  log "other kernel tests rc=$? $(verdict "$logs/tests-rest.log")"
+fi
+pack
+cat "$logs/stages.txt"
