@@ -10,16 +10,8 @@
 #   bash scripts/gpu/flash_bulk_dq_call.sh [BUDGET_S]      (default 440)
 set -u
 budget="${1:-440}"
-t0=$SECONDS
-export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-export LD_LIBRARY_PATH=/tmp/gpu-prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib
-runs=/tmp/runs; logs=$runs/logs; exp=flash_backward_bulk_dq
-mkdir -p "$logs"
-left() { echo $(( budget - (SECONDS - t0) )); }
-cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }  # min(wanted, left), never 0
-log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
-verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
+source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
+exp=flash_backward_bulk_dq
 tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
 first='FlashWgmmaKernel.*:FlashBshdKernel.*'
 pack() { tar -C $runs -czf "$OUT/bulk-dq.tgz" logs $exp $exp-b 2>/dev/null; }

@@ -11,14 +11,7 @@
 set -u
 budget="${1:-380}"; shift || true
 experiments=("$@"); (( ${#experiments[@]} )) || experiments=(flash_backward flash_benchmarking)
-t0=$SECONDS
-export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-runs=/tmp/runs; logs=$runs/logs
-mkdir -p "$logs"
-left() { echo $(( budget - (SECONDS - t0) )); }
-cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }  # min(wanted, left), never 0
-log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
-verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
+source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
 pack() { tar -C $runs -czf "$OUT/flash-reports.tgz" . 2>/dev/null; }
 tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
 

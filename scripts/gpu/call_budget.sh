@@ -1,0 +1,17 @@
+# Sourced by the one-call device scripts (scripts/gpu/flash_*_call.sh) after they set
+# `budget` (seconds the whole call may take): the environment every stage runs in,
+# /tmp/runs/logs, and the helpers that cut each stage at what the budget leaves.
+#   left          seconds left of the budget
+#   cap N         min(N, left), never below 1: a `timeout` for the next stage
+#   log TEXT      "[elapsed s] TEXT", also appended to $logs/stages.txt
+#   verdict LOG   the gtest PASSED/FAILED summary lines of LOG on one line
+t0=$SECONDS
+export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+export LD_LIBRARY_PATH=/tmp/gpu-prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib
+runs=/tmp/runs; logs=$runs/logs
+mkdir -p "$logs"
+left() { echo $(( budget - (SECONDS - t0) )); }
+cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }
+log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
+verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
