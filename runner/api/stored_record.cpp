@@ -291,12 +291,16 @@ json parse_record_line(const std::string& line) {
   // nlohmann parses iteratively, but copies, compares and dumps recurse: a
   // 100,000-deep array would overflow the stack later. No record nests deeper
   // than a few levels.
-  return json::parse(line, [](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxRecordDepth)
-      throw std::runtime_error("nested more than " + std::to_string(kMaxRecordDepth) +
-                               " levels deep (not a record the runner writes)");
-    return true;
-  });
+  try {
+    return json::parse(line, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxRecordDepth)
+        throw std::runtime_error("nested more than " + std::to_string(kMaxRecordDepth) +
+                                 " levels deep (not a record the runner writes)");
+      return true;
+    });
+  } catch (const json::out_of_range& e) {  // a number past double's range (1e6875): not a parse_error
+    throw std::runtime_error(std::string("unreadable JSON: ") + e.what() + " (not a record the runner writes)");
+  }
 }
 
 std::vector<StoredRecord> read_records(const std::filesystem::path& results_jsonl, RecordTypes types,
@@ -323,9 +327,7 @@ std::vector<StoredRecord> read_records(const std::filesystem::path& results_json
         break;
       }
       throw std::runtime_error(where + "malformed JSON: " + e.what());
-    } catch (const json::exception& e) {  // a number past double's range (1e999): out_of_range, not a parse_error
-      throw std::runtime_error(where + "unreadable JSON: " + e.what() + " (not a record the runner writes)");
-    } catch (const std::runtime_error& e) {  // nested too deep
+    } catch (const std::runtime_error& e) {  // nested too deep, or a number past double's range
       throw std::runtime_error(where + e.what());
     }
     if (!line.is_object()) throw std::runtime_error(where + "expected one JSON object per line");

@@ -162,6 +162,10 @@ TEST(StoredRecord, TheReaderNamesFileAndLine) {
   const auto deep = kSource / "tests" / "hostile" / "records" / "deep_params.jsonl";
   EXPECT_EQ(error_of(deep, RecordTypes::lenient),
             deep.string() + ":1: nested more than 64 levels deep (not a record the runner writes)");
+  // nlohmann's out_of_range for a number past double's range reaches callers as runtime_error.
+  EXPECT_THROW(parse_record_line(R"({"x": 1e6875})"), std::runtime_error);
+  const auto overflow = write_lines("overflow.jsonl", good + "\n" R"({"x": 1e6875})" "\n" + good + "\n");
+  EXPECT_EQ(error_of(overflow, RecordTypes::lenient).rfind(overflow.string() + ":2: unreadable JSON: ", 0), 0u);
   const auto metric = write_lines("metric.jsonl", R"({"metrics":{"t":{"n":"many"}}})" "\n");
   EXPECT_EQ(error_of(metric, RecordTypes::checked),
             metric.string() + ":1: metrics.t.n is text, expected an integer (not a record the runner writes)");

@@ -2,7 +2,6 @@
 // that task plugins can build analytic tables (memory, FLOPs) without linking
 // this plugin. Sizes are the spec's "Model under test" table.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -25,7 +24,6 @@ struct TransformerDims {
 };
 
 // The named sizes are the API's (runner/model_sizes.hpp): report captions read them too.
-using NamedSize = runner::NamedModelSize;
 using runner::kModelSizes;
 
 // Throws std::invalid_argument naming the offending option.
@@ -55,7 +53,7 @@ inline TransformerDims dims_from_params(const runner::Params& params) {
   const std::string& size = params.text("size");
   if (size != "custom") {
     bool found = false;
-    for (const NamedSize& s : kModelSizes) {
+    for (const runner::NamedModelSize& s : kModelSizes) {
       if (size == s.name) {
         d.d_model = s.d_model;
         d.d_ff = s.d_ff;

@@ -91,7 +91,9 @@ std::string check_record_types(const nlohmann::json& line);
 // would recurse deep enough to overflow the stack).
 constexpr int kMaxRecordDepth = 64;
 // One results.jsonl line parsed: throws nlohmann's parse_error, or runtime_error
-// "nested more than 64 levels deep (not a record the runner writes)".
+// "nested more than 64 levels deep (not a record the runner writes)" or
+// "unreadable JSON: <nlohmann's out_of_range> (not a record the runner writes)"
+// (a number past double's range).
 nlohmann::json parse_record_line(const std::string& line);
 
 // How read_records treats a line whose fields have the wrong JSON types:
