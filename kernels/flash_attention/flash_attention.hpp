@@ -77,7 +77,8 @@ struct Options {
   // every shape of reports/flash_backward_bulk_dq/). Same numbers up to the order of the fp32
   // additions.
   bool bulk_dq = true;
-  // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2.
+  // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2 (the
+  // warp-specialized kernels without a causal mask: at most the heads their resident blocks cover).
   int head_group = 0;
 };
 

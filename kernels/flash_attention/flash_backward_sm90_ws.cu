@@ -303,11 +303,16 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
         encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys) &&
         encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys)))
     return false;
-  // Q, dO, L, delta of a head stream through the kernel.
-  p.a.head_group = head_group(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq, args.head_group);
+  // Q, dO, L, delta of a head stream through the kernel, and its fp32 dQ accumulator is added
+  // to in the L2 (atomics or bulk reduce) by every key tile.
   const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  const int blocks = (args.lk + kDkvKeys - 1) / kDkvKeys * args.bh;
+  int per_sm = 1;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+  const int key_tiles = (args.lk + kDkvKeys - 1) / kDkvKeys;
+  p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
+                                        args.head_group, key_tiles, args.causal, per_sm);
+  const int blocks = key_tiles * args.bh;
   kernel<<<blocks, kThreads, smem, stream>>>(p);
   return true;
 }

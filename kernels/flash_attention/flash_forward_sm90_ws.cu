@@ -292,13 +292,16 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D>::bytes();
   Params p{};
   p.a = args;
-  p.a.head_group = head_group(args.bh, 2LL * args.lk * args.d * 2, args.head_group);  // K and V of a head
   p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&
             encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kTileK) &&
             encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kTileK);
   const auto kernel = flash_forward_sm90_ws<T, D>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  int per_sm = 1;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;
+  p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.causal,
+                                        per_sm);  // K and V of a head
   kernel<<<tiles * args.bh, kThreads, smem, stream>>>(p);
 }
 

@@ -79,6 +79,21 @@ TEST(TileOrder, GroupsFillHalfTheL2) {
   EXPECT_EQ(detail::heads_per_group(2, 8LL << 20, l2, 7), 2);
 }
 
+TEST(TileOrder, WithoutAMaskNoMoreHeadsThanTheBlocksInFlightCover) {
+  // 132 SMs, one block each; seq 2048 in 128-key tiles = 16 tiles a head: 9 heads run at once.
+  EXPECT_EQ(detail::cap_to_heads_in_flight(48, 16, 132, /*causal=*/false, 0), 9);
+  EXPECT_EQ(detail::cap_to_heads_in_flight(6, 64, 132, false, 0), 3);     // seq 8192: 64 tiles a head
+  EXPECT_EQ(detail::cap_to_heads_in_flight(4, 16, 132, false, 0), 4);     // never more than the L2 group
+  EXPECT_EQ(detail::cap_to_heads_in_flight(16, 1024, 132, false, 0), 1);  // a head has more tiles than SMs
+  EXPECT_EQ(detail::cap_to_heads_in_flight(16, 16, 264, false, 0), 16);   // two blocks an SM: 17, capped at 16
+}
+
+TEST(TileOrder, CausalOrRequestedGroupsAreNotCapped) {
+  EXPECT_EQ(detail::cap_to_heads_in_flight(48, 16, 132, /*causal=*/true, 0), 48);  // longest-first wants them all
+  EXPECT_EQ(detail::cap_to_heads_in_flight(48, 16, 132, false, 48), 48);          // the head_group option wins
+  EXPECT_EQ(detail::cap_to_heads_in_flight(48, 0, 132, false, 0), 48);            // nothing to divide by
+}
+
 #ifdef RUNNER_WITH_CUDA
 // The bulk-dQ backward's accumulator layout: every (head, row, column) has its own float, the
 // rows of a head fill whole 64 x 64 chunks, and each 8-column block stays contiguous (the

@@ -78,7 +78,7 @@ runner::PluginManifest make_manifest() {
                        "ring; warp_specialized_bulk_dq: the same with each step's dQ tile added from shared memory "
                        "by the copy engine (cp.reduce.async.bulk) instead of atomics; auto: the fastest measured "
                        "(warp_specialized_bulk_dq: reports/flash_backward_bulk_dq/)"),
-      runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2")
+      runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2 (without a causal mask, at most the heads the resident blocks cover)")
           .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     flash::Options o;
