@@ -30,6 +30,12 @@ def point(params):
     return tuple(params.get(k) for k in ("d_head", "causal", "batch", "seq"))
 
 
+def value(metrics, key):
+    if key not in metrics:
+        return float("nan")
+    return metrics[key]["value"] if "value" in metrics[key] else metrics[key]["median"]
+
+
 def main(dirs):
     print(f"{'run':<24} {'part':<16} {'d, causal, batch, seq':<24} {'variant':<40} {'fwd':>6} {'bwd':>6} {'f+b':>6} "
           f"{'/cudnn':>6}")
@@ -44,7 +50,8 @@ def main(dirs):
             if not r.get("part", "").startswith(("perf_bar", "bar")) or r.get("status") != "ok":
                 continue
             m = r["metrics"]
-            rows.append((r["part"], point(r["params"]), variant(r["params"]), *(m[k]["value"] if "value" in m[k] else m[k]["median"]
+            # execution: cuda_graph records have no backward of their own (forward and forward+backward only).
+            rows.append((r["part"], point(r["params"]), variant(r["params"]), *(value(m, k)
                          for k in ("forward_tflops", "backward_tflops", "fwd_bwd_tflops"))))
         base = {(part, p): fb for part, p, v, _, _, fb in rows if v == "sdpa/cudnn"}
         base.update({(part, p): fb for part, p, v, _, _, fb in rows if v in ("sdpa", "sdpa/auto") and (part, p) not in base})
