@@ -1,10 +1,12 @@
-# Sourced by the one-call device scripts (scripts/gpu/flash_*_call.sh) after they set
+# Sourced by the one-call device scripts (scripts/gpu/*_call.sh, stages.sh) after they set
 # `budget` (seconds the whole call may take): the environment every stage runs in,
 # /tmp/runs/logs, and the helpers that cut each stage at what the budget leaves.
 #   left          seconds left of the budget
 #   cap N         min(N, left), never below 1: a `timeout` for the next stage
 #   log TEXT      "[elapsed s] TEXT", also appended to $logs/stages.txt
 #   verdict LOG   the gtest PASSED/FAILED summary lines of LOG on one line
+#   build_targets CAP TARGET...   configure build-gpu (configure.sh), then build TARGETs cut at
+#                 min(CAP, left); output in $logs/build.log; the status is the build's
 t0=$SECONDS
 export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
@@ -15,3 +17,8 @@ left() { echo $(( budget - (SECONDS - t0) )); }
 cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }
 log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
 verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
+build_targets() {
+  local wanted="$1"; shift
+  bash scripts/gpu/configure.sh build-gpu "$logs/build.log" || return 1
+  timeout -k 10 "$(cap "$wanted")" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$logs/build.log" 2>&1
+}

@@ -132,12 +132,13 @@ case "$stage" in
     for f in "$out/$name"-*.results.jsonl; do
       [[ " ${slices[*]-} " =~ " $f " ]] || slices+=("$f")
     done
+    cfg=$("$build/runner" "experiments/$name.yaml" --cfg)
     {
-      "$build/runner" "experiments/$name.yaml" --cfg | head -n 1
+      head -n 1 <<< "$cfg"
       echo "# merged from slices (scripts/gpu/fast_path.sh slice), one runner run each:"
       for f in "${slices[@]}"; do echo "#   $(basename "$f" .results.jsonl)"; done
       [[ -z "${MERGE_NOTE:-}" ]] || printf '%s\n' "$MERGE_NOTE" | sed 's/^/# /'
-      "$build/runner" "experiments/$name.yaml" --cfg | tail -n +2
+      tail -n +2 <<< "$cfg"
     } > "reports/$name/data/config.yaml"
     cat "${slices[@]}" > "reports/$name/data/results.jsonl"
     for f in "${slices[@]}"; do cat "${f%.results.jsonl}.log" 2>/dev/null; done > "reports/$name/data/log.txt"

@@ -16,9 +16,8 @@ first='FlashWgmmaKernel.*:FlashBshdKernel.*'
 pack() { tar -C $runs -czf "$OUT/flash-backward.tgz" logs $exp 2>/dev/null; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
-timeout -k 10 "$(cap 200)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
-  task_attention_bench kernels_flash_attention_tests attention_flash_tests >> "$logs/build.log" 2>&1
+build_targets 200 runner attention_flash attention_sdpa \
+  task_attention_bench kernels_flash_attention_tests attention_flash_tests
 log "build rc=$?"
 
 timeout -k 10 "$(cap 100)" "$tests" --gtest_filter="$first" > "$logs/tests-wgmma.log" 2>&1

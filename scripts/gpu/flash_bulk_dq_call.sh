@@ -17,9 +17,8 @@ first='FlashWgmmaKernel.*:FlashBshdKernel.*'
 pack() { tar -C $runs -czf "$OUT/bulk-dq.tgz" logs $exp $exp-b 2>/dev/null; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
-timeout -k 10 "$(cap 210)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
-  task_attention_bench kernels_flash_attention_tests attention_flash_tests >> "$logs/build.log" 2>&1
+build_targets 210 runner attention_flash attention_sdpa \
+  task_attention_bench kernels_flash_attention_tests attention_flash_tests
 log "build rc=$?"
 cuobjdump -res-usage build-gpu/kernels/flash_attention/libkernels_flash_attention.a 2>/dev/null |
   grep -A1 'flash_backward_sm90_ws' | grep -E 'Function|REG' > "$logs/res-usage.txt"

@@ -11,9 +11,8 @@
 set -u
 budget="${1:-300}"
 source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
-bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
-timeout -k 10 "$(cap 210)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
-  task_attention_bench >> "$logs/build.log" 2>&1
+build_targets 210 runner attention_flash attention_sdpa \
+  task_attention_bench
 log "build rc=$?"
 for execution in eager cuda_graph; do
   (( $(left) > 30 )) || { log "$execution skipped (left $(left) s)"; continue; }

@@ -14,9 +14,8 @@ exp=flash_head_group
 pack() { tar -C $runs -czf "$OUT/head-group.tgz" logs $exp 2>/dev/null; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
-timeout -k 10 "$(cap 210)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
-  task_attention_bench >> "$logs/build.log" 2>&1
+build_targets 210 runner attention_flash attention_sdpa \
+  task_attention_bench
 log "build rc=$?"
 timeout -k 10 "$(cap 150)" build-gpu/runner experiments/$exp.yaml --out $runs/$exp > "$logs/bench.log" 2>&1
 log "$exp rc=$? $(grep -c '"status":"ok"' $runs/$exp/results.jsonl) ok points"

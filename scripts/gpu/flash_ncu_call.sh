@@ -10,9 +10,8 @@ set -u
 budget="${1:-240}"; shift || true
 source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
 pack() { tar -C $runs -czf "$OUT/ncu.tgz" logs 2>/dev/null; }
-bash scripts/gpu/configure.sh build-gpu "$logs/build.log"
-timeout -k 10 "$(cap 210)" cmake --build build-gpu -j "$(nproc)" --target runner attention_flash attention_sdpa \
-  task_attention_bench >> "$logs/build.log" 2>&1
+build_targets 210 runner attention_flash attention_sdpa \
+  task_attention_bench
 log "build rc=$?"
 for kernel in flash_forward_sm90_ws flash_backward_sm90_ws; do
   (( $(left) > 45 )) || { log "ncu $kernel skipped (left $(left) s)"; continue; }

@@ -27,30 +27,17 @@
 # A warm machine keeps build-gpu/ and /tmp between calls; a cold one needs `build` again.
 set -u
 budget="$1"; shift
-t0=$SECONDS
-export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-prefix=/tmp/gpu-prefix
-export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib
+source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"  # environment, left, cap, log, build_targets
 export RUNNER_PYTHON="${RUNNER_PYTHON:-$(command -v python3)}"
-logs=/tmp/runs/logs
-mkdir -p "$logs"
 touch /tmp/runs/.stamp
-left() { echo $(( budget - (SECONDS - t0) )); }
-limit() { local t; t=$(left); (( t < 1 )) && t=1; echo "$t"; }  # never 0: `timeout 0` means no limit
-log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
-
-build_targets() {
-  bash scripts/gpu/configure.sh build-gpu "$logs/build.log" || return 1
-  timeout "$(limit)" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$logs/build.log" 2>&1
-}
+limit() { cap "$budget"; }  # what is left, never 0: `timeout 0` means no limit
 
 for stage in "$@"; do
   log "$stage (left $(left) s)"
   case "$stage" in
-    build) build_targets runner runner_torch runner_plugins flash_attention_ops; log "build rc=$?" ;;
+    build) build_targets "$budget" runner runner_torch runner_plugins flash_attention_ops; log "build rc=$?" ;;
     build_tests)
-      build_targets kernels_flash_attention_tests flash_attention_ops kernels_adamw_tests kernels_rmsnorm_tests \
+      build_targets "$budget" kernels_flash_attention_tests flash_attention_ops kernels_adamw_tests kernels_rmsnorm_tests \
         kernels_rope_tests kernels_swiglu_tests kernels_cross_entropy_tests optimizer_adamw_tests \
         task_train_step_tests attention_flash_tests attention_sdpa_tests model_transformer_lm_tests \
         task_optimizer_step_tests profiler_kernels_tests profiler_memory_tests attention_aoti attention_aoti_tests
@@ -67,7 +54,7 @@ for stage in "$@"; do
         timeout "$(limit)" python3 -X faulthandler python/test_flash_attention_op.py > "$logs/pyop.log" 2>&1
       log "pyop rc=$?" ;;
     flash)
-      build_targets kernels_flash_attention_tests
+      build_targets "$budget" kernels_flash_attention_tests
       timeout "$(limit)" build-gpu/kernels/flash_attention/kernels_flash_attention_tests > "$logs/flash-tests.log" 2>&1
       log "flash tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$logs/flash-tests.log" | tr '\n' ' ')" ;;
     ncu:*)
