@@ -307,8 +307,12 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   // to in the L2 (atomics or bulk reduce) by every key tile.
   const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  int per_sm = 1;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+  // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
+  static const int per_sm = [&] {
+    int n = 1;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem);
+    return n;
+  }();
   const int key_tiles = (args.lk + kDkvKeys - 1) / kDkvKeys;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
                                         args.head_group, key_tiles, args.causal, per_sm);

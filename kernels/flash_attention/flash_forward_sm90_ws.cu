@@ -297,8 +297,12 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
             encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kTileK);
   const auto kernel = flash_forward_sm90_ws<T, D>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  int per_sm = 1;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+  // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
+  static const int per_sm = [&] {
+    int n = 1;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem);
+    return n;
+  }();
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.causal,
                                         per_sm);  // K and V of a head
