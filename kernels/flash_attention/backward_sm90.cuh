@@ -71,26 +71,52 @@ struct StepPlace {
   int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused: its dS^T rows stored)
 };
 
+// The warpgroup's 64 rows of K and V as A fragments (kRegisterKv). At D = 64 every MMA of the
+// step is 64 wide, so S^T and dP^T read as many A bytes (K, V) from shared memory as B bytes;
+// with K and V in registers, loaded once per block, they read only Q and dO. The warp-
+// specialized kernel's consumers have the registers for it at D = 64 (not at 128).
+template <int D>
+struct KvFragments {
+  std::uint32_t k[D / 16][4], v[D / 16][4];
+};
+
+// Turns of the warpgroups that do not take turns (the fused kernel, ping-pong off).
+struct NoTurns {
+  __device__ void wait() const {}
+  __device__ void pass(bool) const {}
+};
+
 // One step: S^T, dP^T -> P^T, dS^T; fused: dS^T to shared memory, dQ of step - 1 issued and
 // handed to dq_sink(acc_dq, r0 of step - 1) while dV += P^T dO, dK += dS^T Q run (the sink adds
 // it: atomics, or a shared-memory tile for a bulk reduce). Every MMA of the step has finished on
-// return, so the step's stage is free.
-template <typename T, int D, bool kFuseDq, typename DqSink>
+// return, so the step's stage is free. A step has two issue points for `turns` (sm90::Turns):
+// S^T with dP^T, and dQ with dV and dK; `last` says this is the warpgroup's last step.
+// kRegisterKv: S^T and dP^T take K and V from `kv`, and dK += dS^T Q takes dS^T from registers.
+template <typename T, int D, bool kFuseDq, bool kRegisterKv = false, typename DqSink, typename Turn = NoTurns>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
-                                          const StepPlace& at, DqSink dq_sink) {
+                                          const StepPlace& at, const KvFragments<D>& kv, DqSink dq_sink,
+                                          const Turn& turns = {}, bool last = false) {
   const int wg = at.wg, warp = at.warp, g = at.g, t = at.t;
   float st[kDkvQ / 2], dpt[kDkvQ / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
+  turns.wait();
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.q, 0, kk),
-                        kk > 0);
+    if constexpr (kRegisterKv)
+      Wgmma<T, kDkvQ>::rs(st, kv.k[kk], sm90::k_major<kDkvQ>(tiles.q, 0, kk), kk > 0);
+    else
+      Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.q, 0, kk),
+                          kk > 0);
   sm90::wgmma_commit();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.dout, 0, kk),
-                        kk > 0);
+    if constexpr (kRegisterKv)
+      Wgmma<T, kDkvQ>::rs(dpt, kv.v[kk], sm90::k_major<kDkvQ>(tiles.dout, 0, kk), kk > 0);
+    else
+      Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.dout, 0, kk),
+                          kk > 0);
   sm90::wgmma_commit();
+  turns.pass(false);
   sm90::wgmma_wait<1>();  // S^T is done; dP^T still runs under the exponentials
   sm90::pin(st);
 
@@ -141,6 +167,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   sm90::pin(acc_dv);
   sm90::pin(acc_dk);
   float acc_dq[32];
+  turns.wait();
   sm90::wgmma_fence();
   if constexpr (kFuseDq) {
     // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
@@ -150,7 +177,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
 #pragma unroll
   for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<kDkvQ>(tiles.dout, kk), 1);
-  if constexpr (kFuseDq) {
+  if constexpr (kFuseDq && !kRegisterKv) {
     // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
     // keeps dQ's accumulators, dK, dV and P^T within the register file.
     const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes);
@@ -162,6 +189,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
     for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
   }
   sm90::wgmma_commit();
+  turns.pass(last);
   if constexpr (kFuseDq) {
     sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
     sm90::pin(acc_dq);

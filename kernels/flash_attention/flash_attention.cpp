@@ -199,7 +199,8 @@ using torch::autograd::variable_list;
 // The saved options travel as integers (AutogradContext::saved_data holds IValues).
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
-          o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq};
+          o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
+          o.backward_pingpong};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -211,6 +212,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.head_group = static_cast<int>(v[5]);
   o.warp_specialized_backward = v[6] != 0;
   o.bulk_dq = v[7] != 0;
+  o.backward_pingpong = v[8] != 0;
   return o;
 }
 
@@ -463,6 +465,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
   a.warp_specialized = options.warp_specialized_backward;
   a.bulk_dq = bulk_dq;
+  a.pingpong = options.backward_pingpong;
   detail::launch_backward(a, stream);
   check_launch("backward");
   if (!wgmma) {

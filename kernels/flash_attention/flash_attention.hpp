@@ -77,6 +77,11 @@ struct Options {
   // every shape of reports/flash_backward_bulk_dq/). Same numbers up to the order of the fp32
   // additions.
   bool bulk_dq = true;
+  // warp-specialized backward only: the two consumer warpgroups take turns issuing their MMAs
+  // (named barriers), so one computes P^T and dS^T while the other's MMAs run; at d = 64, where
+  // neither reads the other's dS^T, they also stop meeting once per step (plugin option
+  // backward_pingpong).
+  bool backward_pingpong = true;
   // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2 (the
   // warp-specialized kernels without a causal mask: at most the heads their resident blocks cover).
   int head_group = 0;

@@ -352,7 +352,7 @@ class FlashWgmmaKernel : public FlashKernel {
     using S = flash::ForwardSchedule;
     struct Choice {
       S forward;
-      bool tma, pingpong, deterministic, ws_backward = false, bulk_dq = false;
+      bool tma, pingpong, deterministic, ws_backward = false, bulk_dq = false, backward_pingpong = true;
     };
     std::vector<flash::Options> all;
     for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
@@ -360,7 +360,9 @@ class FlashWgmmaKernel : public FlashKernel {
                             Choice{S::warp_specialized, false, true, false},
                             Choice{S::warp_specialized, true, false, false},
                             Choice{S::warp_specialized, true, true, false, true},
-                            Choice{S::warp_specialized, true, true, false, true, true}}) {
+                            Choice{S::warp_specialized, true, true, false, true, true},
+                            Choice{S::warp_specialized, true, true, false, true, true, false},
+                            Choice{S::warp_specialized, true, true, false, true, false, false}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
@@ -369,6 +371,7 @@ class FlashWgmmaKernel : public FlashKernel {
       o.deterministic_backward = c.deterministic;
       o.warp_specialized_backward = c.ws_backward;
       o.bulk_dq = c.bulk_dq;
+      o.backward_pingpong = c.backward_pingpong;
       all.push_back(o);
     }
     return all;
@@ -379,7 +382,8 @@ class FlashWgmmaKernel : public FlashKernel {
            (o.deterministic_backward      ? "deterministic"
             : !o.warp_specialized_backward ? "fused"
             : o.bulk_dq                    ? "warp_specialized_bulk_dq"
-                                           : "warp_specialized");
+                                           : "warp_specialized") +
+           (o.warp_specialized_backward && !o.deterministic_backward && !o.backward_pingpong ? " (no ping-pong)" : "");
   }
 };
 
@@ -421,7 +425,7 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
   const Case cases[] = {{1, 2, 1, 65, 64, false},     {1, 2, 2, 2, 64, true},      {2, 3, 37, 37, 64, false},   {2, 2, 129, 129, 64, true},
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
-                        {1, 2, 128, 128, 128, true}};
+                        {1, 2, 128, 128, 128, true},  {1, 2, 40, 300, 64, true}};  // last: key blocks with no query
   for (const flash::Options& o : schedules())
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
@@ -451,6 +455,8 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
   warp_specialized.warp_specialized_backward = true;
   flash::Options bulk_dq = warp_specialized;
   bulk_dq.bulk_dq = true;
+  flash::Options no_pingpong = bulk_dq;
+  no_pingpong.backward_pingpong = false;
   for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false},
                         Case{1, 2, 2048, 2048, 128, true}, Case{2, 3, 2100, 2100, 64, true},
                         Case{1, 2, 1100, 1100, 128, false}}) {
@@ -461,6 +467,8 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
                  name(c) + " warp_specialized seed " + std::to_string(seed));
     expect_close(run_kernels(in, c.causal, bulk_dq), want, 2e-2,
                  name(c) + " warp_specialized_bulk_dq seed " + std::to_string(seed));
+    expect_close(run_kernels(in, c.causal, no_pingpong), want, 2e-2,
+                 name(c) + " warp_specialized_bulk_dq (no backward ping-pong) seed " + std::to_string(seed));
   }
 }
 

@@ -54,6 +54,7 @@ constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads;
 // 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
 constexpr int kDqFullBarrier = 4, kDqEmptyBarrier = 6, kDqBarrierThreads = 160;
 constexpr int kDqTileBytes = kDkvQ * 64 * 4;  // one warpgroup's dQ tile of a step, fp32
+constexpr int kTurnBarrier = 8;  // ping-pong (BackwardArgs::pingpong): sm90::Turns on barriers 8 and 9
 __device__ __forceinline__ void dq_barrier_sync(int id) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kDqBarrierThreads) : "memory");
 }
@@ -147,23 +148,21 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   // At D = 128 warpgroup w adds columns 64w.. (the next chunk); at D = 64 both add into one chunk.
   constexpr int kPanels = D / 64;
   float* dst = a.dq_accum + (bh * ((a.lq + kDkvQ - 1) / kDkvQ) + first) * kPanels * (kDqTileBytes / 4);
+  // Each buffer goes back as soon as the copy engine has read it, so a warpgroup ahead of the
+  // other (ping-pong) does not wait for the other's tile to be added before it stores its next.
 #pragma unroll 1
   for (int step = 0; step < steps; ++step) {
 #pragma unroll
     for (int wg = 0; wg < 2; ++wg) {
       dq_barrier_sync(kDqFullBarrier + wg);
-      if (lane == 0)
+      if (lane == 0) {
         sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), buf0 + wg * kDqTileBytes,
                                   kDqTileBytes);
-    }
-    if (lane == 0) {
-      sm90::bulk_commit_group();
-      sm90::bulk_wait_group_read<0>();  // the copy engine has read both buffers
-    }
-    __syncwarp();
-    if (step + 1 < steps) {
-      dq_barrier_arrive(kDqEmptyBarrier + 0);
-      dq_barrier_arrive(kDqEmptyBarrier + 1);
+        sm90::bulk_commit_group();
+        sm90::bulk_wait_group_read<0>();  // the copy engine has read the buffer
+      }
+      __syncwarp();
+      if (step + 1 < steps) dq_barrier_arrive(kDqEmptyBarrier + wg);
     }
     dst += kPanels * (kDqTileBytes / 4);
   }
@@ -211,7 +210,13 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, a.causal, scale_log2,
                             2 + wg};
   };
-  auto step_barrier = [] { asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory"); };
+  // At D = 64 a warpgroup's dQ reads only its own dS^T rows (bwd90::kSplitKeys), so with ping-pong,
+  // which already keeps the warpgroups within one issue point of each other, they need not meet.
+  const bool meet = !(bwd90::kSplitKeys<D> && a.pingpong);
+  auto step_barrier = [meet] {
+    if (meet) asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory");
+  };
+  const sm90::Turns turns{a.pingpong && steps > 0, wg, kTurnBarrier};
   auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
     if constexpr (kBulkDq) {
       stage_dq(smem_addr(ring.dq(wg)), acc_dq, wg, warp, g, t);
@@ -220,7 +225,16 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     }
   };
 
+  turns.start();
   if (steps > 0) sm90::mbarrier_wait(ring.kv_full(), 0);
+  constexpr bool kRegisterKv = bwd90::kSplitKeys<D>;  // D = 64: see bwd90::KvFragments
+  bwd90::KvFragments<D> kv;
+  if constexpr (kRegisterKv) {
+    if (steps > 0) {
+      sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(), 64 * wg + 16 * warp, g, t);
+      sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(), 64 * wg + 16 * warp, g, t);
+    }
+  }
 #pragma unroll 1
   for (int step = 0; step < steps; ++step) {
     const int s = step % R::kStages;
@@ -228,7 +242,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     step_barrier();
     const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                  ring.delta(s), ring.ds()};
-    bwd90::dkdv_step<T, D, true>(acc_dk, acc_dv, tiles, place(step), add_dq);
+    bwd90::dkdv_step<T, D, true, kRegisterKv>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns,
+                                              step + 1 == steps);
     if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
   }
   if (steps > 0) {  // the last step's dQ

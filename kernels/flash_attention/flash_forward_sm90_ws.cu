@@ -18,7 +18,7 @@
 //    schedule of flash_forward_sm90.cu), and hand stages back through "empty" mbarriers: K_j
 //    once S_j has landed, V_{j-1} once its product has. No block-wide barrier after the start:
 //    the producer runs up to kStages tiles ahead of the slower consumer, and with ping-pong
-//    (Turns, below) the consumers take turns issuing MMAs, so one exponentiates while the
+//    (sm90::Turns) the consumers take turns issuing MMAs, so one exponentiates while the
 //    other's MMAs run.
 // Shared memory: Q 128 x D + kStages x (K + V) 128 x D in bf16/fp16, plus 1 + 4 kStages
 // mbarriers: 160 KiB at D = 128 (2 stages), 112 KiB at D = 64 (3 stages).
@@ -144,27 +144,9 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, lo
   }
 }
 
-// Ping-pong between the consumer warpgroups (ForwardArgs::pingpong): each issues its MMAs
-// only after the other has issued its own, so the tensor cores run one warpgroup's MMAs
-// while the other exponentiates instead of both finishing together and both then leaving
-// them idle. Named barrier 1 + w is warpgroup w's turn: its 128 threads sync on it, the other
-// warpgroup's 128 threads arrive. Both warpgroups pass the same key_tiles + 1 issue points;
-// warpgroup 1 arrives once before its first and not after its last, so every barrier
-// completes as often as it is synced on and none is left half-arrived at exit.
-struct Turns {
-  bool on;
-  int wg;
-  __device__ void start() const {
-    if (on && wg == 1) arrive(1);
-  }
-  __device__ void wait() const {
-    if (on) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + wg) : "memory");
-  }
-  __device__ void pass(bool last) const {
-    if (on && !(last && wg == 1)) arrive(1 + (1 - wg));
-  }
-  static __device__ void arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
-};
+// Ping-pong between the consumer warpgroups (ForwardArgs::pingpong, sm90::Turns on named
+// barriers 1 and 2): both pass the same key_tiles + 1 issue points.
+constexpr int kTurnBarrier = 1;
 
 // One consumer warpgroup (wg 0 or 1 of the two): 64 query rows through every key tile.
 template <typename T, int D>
@@ -190,7 +172,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 
-  const Turns turns{a.pingpong, wg};
+  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier};
   turns.start();
   wait_full(ring.q_full(), 0);
   wait_full(ring.k_full(0), 0);

@@ -73,6 +73,9 @@ struct BackwardArgs {
   // A layout no tensor map describes runs the fused kernel, which re-zeroes the buffer and
   // uses the row-major layout (launch_backward_sm90 clears this flag for the conversion).
   bool bulk_dq = false;
+  // warp-specialized only: the two consumer warpgroups take turns issuing their MMAs (S^T with
+  // dP^T; dQ with dV and dK), so one's exponentials and dS^T run under the other's MMAs.
+  bool pingpong = false;
 };
 
 // Where element (row, col) of head bh sits in the bulk-dQ backward's fp32 accumulator: one

@@ -1,8 +1,8 @@
 // Hopper's asynchronous copy machinery for the warp-specialized kernels: mbarriers (arrive,
 // expect a byte count, wait on a phase parity), tensor-memory-accelerator tile loads
 // (cp.async.bulk.tensor, completing on an mbarrier), cp.async arrivals on an mbarrier, bulk
-// reductions into global memory (cp.reduce.async.bulk), and setmaxnreg (moves registers
-// between the warpgroups of a block; sm_90a).
+// reductions into global memory (cp.reduce.async.bulk), setmaxnreg (moves registers
+// between the warpgroups of a block; sm_90a), and the turns two consumer warpgroups take.
 //
 // A ring stage's "full" barrier completes once per fill (its producer arrivals plus, for
 // TMA, the bytes it announced); the "empty" barrier once the consumers are done with it.
@@ -96,5 +96,29 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
+
+// Ping-pong between two consumer warpgroups: each issues its MMAs only after the other has
+// issued its own, so the tensor cores run one warpgroup's MMAs while the other does its
+// element-wise work, instead of both finishing together and both then leaving them idle.
+// Named barrier `first + w` is warpgroup w's turn: its 128 threads sync on it, the other
+// warpgroup's 128 threads arrive. Both warpgroups must pass the same number of issue points
+// (wait, issue, pass); warpgroup 1 arrives once before its first and not after its last, so
+// every barrier completes as often as it is synced on and none is left half-arrived at exit.
+// Strict alternation keeps at most one arrival pending on either barrier.
+struct Turns {
+  bool on;
+  int wg;     // 0 or 1: which consumer warpgroup this thread belongs to
+  int first;  // the first of the two named barriers
+  __device__ void start() const {
+    if (on && wg == 1) arrive(first);
+  }
+  __device__ void wait() const {
+    if (on) asm volatile("bar.sync %0, 256;\n" ::"r"(first + wg) : "memory");
+  }
+  __device__ void pass(bool last) const {
+    if (on && !(last && wg == 1)) arrive(first + 1 - wg);
+  }
+  static __device__ void arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+};
 
 }  // namespace kernels::flash::detail::sm90

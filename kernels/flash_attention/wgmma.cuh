@@ -112,6 +112,22 @@ __device__ __forceinline__ void to_a_fragments(std::uint32_t (&a)[N / 16][4], co
   }
 }
 
+// Rows row0..row0 + 15 of an SW128 tile of ROWS rows (16-bit elements), contraction columns
+// 16kk.., as this warp's A fragments: an operand that stays in shared memory for the whole
+// kernel read into registers once, so its MMAs read only B from shared memory. For lane
+// 4g + t, fragment j holds row row0 + g + 8(j & 1), columns 16kk + 8(j >> 1) + 2t, + 1; the
+// eight rows of a load keep g apart, so the swizzle puts their words in 32 different banks.
+template <int ROWS, int D>
+__device__ __forceinline__ void load_a_fragments(std::uint32_t (&a)[D / 16][4], const std::uint8_t* tile, int row0,
+                                                 int g, int t) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      a[kk][j] = *reinterpret_cast<const std::uint32_t*>(
+          tile + sw128::offset<ROWS>(row0 + g + 8 * (j & 1), 16 * kk + 8 * (j >> 1) + 2 * t));
+}
+
 // D[64 x N] (+)= A B, one warpgroup. ss: A and B from shared memory (both K-major);
 // rs_mn: A from registers, B from shared memory MN-major; ss_tt: both from shared memory,
 // both MN-major (A's M runs along the stored row, as B's N does). accumulate = 0 overwrites D.
@@ -123,6 +139,8 @@ struct Wgmma {
   static __device__ void ss_tt(float (&d)[N / 2], std::uint64_t a, std::uint64_t b, int accumulate);
   // A K-major and B MN-major, both from shared memory (trans-b = 1).
   static __device__ void ss_mn(float (&d)[N / 2], std::uint64_t a, std::uint64_t b, int accumulate);
+  // A from registers, B from shared memory K-major (trans-b = 0); N = 64 only.
+  static __device__ void rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t b, int accumulate);
 };
 
 template <>
@@ -144,6 +162,15 @@ __device__ __forceinline__ void Wgmma<__nv_bfloat16, 64>::rs_mn(float (&d)[32], 
 }
 
 template <>
+__device__ __forceinline__ void Wgmma<__nv_bfloat16, 64>::rs(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+template <>
 __device__ __forceinline__ void Wgmma<__half, 64>::ss(float (&d)[32], std::uint64_t a, std::uint64_t b, int accumulate) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -157,6 +184,15 @@ __device__ __forceinline__ void Wgmma<__half, 64>::rs_mn(float (&d)[32], const s
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+template <>
+__device__ __forceinline__ void Wgmma<__half, 64>::rs(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }

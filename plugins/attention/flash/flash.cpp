@@ -78,6 +78,9 @@ runner::PluginManifest make_manifest() {
                        "ring; warp_specialized_bulk_dq: the same with each step's dQ tile added from shared memory "
                        "by the copy engine (cp.reduce.async.bulk) instead of atomics; auto: the fastest measured "
                        "(warp_specialized_bulk_dq: reports/flash_backward_bulk_dq/)"),
+      runner::opt_bool("backward_pingpong", true,
+                       "warp-specialized backward: the two consumer warpgroups take turns issuing their MMAs "
+                       "(one computes P and dS while the other's MMAs run)"),
       runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2 (without a causal mask, at most the heads the resident blocks cover)")
           .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
@@ -89,6 +92,7 @@ runner::PluginManifest make_manifest() {
     o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
                                   p.text("backward") == "warp_specialized_bulk_dq";
     o.bulk_dq = p.text("backward") == "warp_specialized_bulk_dq" || p.text("backward") == "auto";
+    o.backward_pingpong = p.flag("backward_pingpong");
     o.head_group = static_cast<int>(p.integer("head_group"));
     return std::make_unique<FlashAttention>(o);
   };
