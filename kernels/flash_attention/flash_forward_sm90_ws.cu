@@ -158,7 +158,6 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   const bool releases = thread % 32 == 0;  // one arrival per warp frees a stage
   const bool generic_fills = !a.tma;       // cp.async wrote through the generic proxy; wgmma reads through the async one
   const float scale_log2 = a.scale * kLog2e;
-  const std::uint32_t q_tile = smem_addr(ring.q());
   auto wait_full = [&](std::uint64_t* bar, int j) {
     sm90::mbarrier_wait(bar, (j / R::kStages) & 1);
     if (generic_fills) sm90::fence_proxy_async();
@@ -175,11 +174,15 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   const sm90::Turns turns{a.pingpong, wg, kTurnBarrier};
   turns.start();
   wait_full(ring.q_full(), 0);
+  // The warpgroup's Q rows as A fragments, read once: each S = Q K^T then reads only K from
+  // shared memory, whose bandwidth the two warpgroups' MMAs and the K/V fills nearly use up.
+  std::uint32_t q[D / 16][4];
+  sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
   wait_full(ring.k_full(0), 0);
   float s[kTileK / 2];
   turns.wait();
   sm90::wgmma_fence();
-  fwd90::issue_scores<T, D>(s, q_tile, 64 * wg, smem_addr(ring.k(0)));
+  fwd90::issue_scores<T, D>(s, q, smem_addr(ring.k(0)));
   sm90::wgmma_commit();
   turns.pass(false);
   sm90::wgmma_wait<0>();
@@ -197,7 +200,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
     turns.wait();
     sm90::pin(o);
     sm90::wgmma_fence();
-    fwd90::issue_scores<T, D>(s, q_tile, 64 * wg, smem_addr(ring.k(sk)));
+    fwd90::issue_scores<T, D>(s, q, smem_addr(ring.k(sk)));
     sm90::wgmma_commit();
     fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
     sm90::wgmma_commit();

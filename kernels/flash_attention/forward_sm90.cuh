@@ -26,6 +26,16 @@ __device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], std::uint32
                                kk > 0);
 }
 
+// The same with the warpgroup's Q rows as A fragments in registers (sm90::load_a_fragments):
+// only K is read from shared memory.
+template <typename T, int D>
+__device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], const std::uint32_t (&q)[D / 16][4],
+                                             std::uint32_t k_tile) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    sm90::Wgmma<T, kTileK>::rs(s, q[kk], sm90::k_major<kTileK>(k_tile, 0, kk), kk > 0);
+}
+
 // O += P V (issued, not waited for).
 template <typename T, int D>
 __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[kTileK / 16][4],
