@@ -15,7 +15,10 @@
 //    threads (both warpgroups' dS^T of the step before is in shared memory for dQ, and the
 //    dS^T buffer this step overwrites is no longer read), run the step, and hand the stage
 //    back: one arrival per consumer warp on its "empty" barrier. The producer runs up to
-//    kStages steps ahead; no block-wide barrier after the start.
+//    kStages steps ahead; no block-wide barrier after the start. With ping-pong
+//    (BackwardArgs::pingpong) the two warpgroups alternate the step's two MMA issue points
+//    (sm90::Turns), and at D = 64, where neither reads the other's dS^T, skip the step barrier;
+//    at D = 64 the warpgroup's K and V rows also sit in registers (bwd90::KvFragments).
 // Shared memory: K, V 128 x D; kStages x (Q, dO) 64 x D; two dS^T [128 x 64] tiles; L and delta
 // per stage; the barriers: 196 KiB at D = 128 (3 stages), 148 KiB at D = 64 (5 stages).
 // Bulk dQ (kBulkDq, option backward: warp_specialized_bulk_dq): instead of float2 atomics from
