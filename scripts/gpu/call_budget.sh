@@ -13,6 +13,14 @@ site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
 export LD_LIBRARY_PATH=/tmp/gpu-prefix/usr/lib/x86_64-linux-gnu:$site/torch/lib:$site/nvidia/nccl/lib
 runs=/tmp/runs; logs=$runs/logs
 mkdir -p "$logs"
+# The commit the records name (scripts/gpu/stamp_commit.sh, run before the call): the host's copy
+# of the git metadata may be older than the tree it was sent with.
+if [[ -f .gpu/commit ]]; then
+  export RUNNER_GIT_COMMIT="$(< .gpu/commit)"
+  echo "[0s] records name commit $RUNNER_GIT_COMMIT (.gpu/commit)" >> "$logs/stages.txt"
+else
+  echo "[0s] no .gpu/commit (scripts/gpu/stamp_commit.sh): records name the host copy's git metadata" >> "$logs/stages.txt"
+fi
 left() { echo $(( budget - (SECONDS - t0) )); }
 cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }
 log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call that times two trees of the flash kernels side by side: the tree it runs in
 # ("new") and a copy of another tree at BASE (a folder with the project's sources, e.g. made by
-# `git archive REV | tar -x -C runs/base`, carried to the device). Both build runner and the
+# `git archive REV | tar -x -C runs/base`, carried to the device; BASE/.commit, one line, is what
+# its records name as their commit, e.g. `git rev-parse --short=12 REV > runs/base/.commit`). Both build runner and the
 # attention plugins (BASE into BASE/build-gpu); the new tree's flash kernel tests run; then
 # EXPERIMENT runs ROUNDS times per tree, alternating base, new, base, new, ... so drift in the
 # GPU's clocks falls on both. Extra arguments go to every runner run (e.g. --set
@@ -27,10 +28,14 @@ pack
 for round in $(seq 1 "$rounds"); do
   for tree in base new; do
     (( $(left) > 30 )) || { log "$tree-$round skipped (left $(left) s)"; continue; }
-    bin=build-gpu/runner; [[ $tree == base ]] && bin="$base/build-gpu/runner"
+    bin=build-gpu/runner; commit="${RUNNER_GIT_COMMIT:-}"
+    if [[ $tree == base ]]; then
+      bin="$base/build-gpu/runner"
+      commit="base tree $(cat "$base/.commit" 2>/dev/null || echo "(no $base/.commit)")"
+    fi
     rm -rf "$runs/$tree-$round"
-    timeout -k 10 "$(cap 150)" "$bin" "experiments/$exp.yaml" --out "$runs/$tree-$round" "$@" \
-      > "$logs/$tree-$round.log" 2>&1
+    RUNNER_GIT_COMMIT="$commit" timeout -k 10 "$(cap 150)" "$bin" "experiments/$exp.yaml" \
+      --out "$runs/$tree-$round" "$@" > "$logs/$tree-$round.log" 2>&1
     log "$tree-$round rc=$? $(grep -c '"status":"ok"' "$runs/$tree-$round/results.jsonl" 2>/dev/null) ok points"
     pack
   done
