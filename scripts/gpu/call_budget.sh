@@ -5,8 +5,12 @@
 #   cap N         min(N, left), never below 1: a `timeout` for the next stage
 #   log TEXT      "[elapsed s] TEXT", also appended to $logs/stages.txt
 #   verdict LOG   the gtest PASSED/FAILED summary lines of LOG on one line
+#   stage_fits N LABEL   true while more than N seconds are left; else logs "LABEL skipped
+#                 (left S s)" and fails, so a stage loop writes `stage_fits 45 "$x" || continue`
 #   build_targets CAP TARGET...   configure build-gpu (configure.sh), then build TARGETs cut at
 #                 min(CAP, left); output in $logs/build.log; the status is the build's
+#   bench_targets  what an attention_bench experiment needs: runner, the flash and SDPA
+#                 plugins, the task
 t0=$SECONDS
 export RUNNER_HISTORY=off NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
@@ -25,6 +29,8 @@ left() { echo $(( budget - (SECONDS - t0) )); }
 cap() { local t; t=$(left); (( t > $1 )) && t=$1; (( t < 1 )) && t=1; echo "$t"; }
 log() { echo "[$(( SECONDS - t0 ))s] $*" | tee -a "$logs/stages.txt"; }
 verdict() { grep -hE '^\[  (PASSED|FAILED) ' "$@" | tr '\n' ' '; }
+stage_fits() { (( $(left) > $1 )) && return 0; log "$2 skipped (left $(left) s)"; return 1; }
+bench_targets=(runner attention_flash attention_sdpa task_attention_bench)
 build_targets() {
   local wanted="$1"; shift
   bash scripts/gpu/configure.sh build-gpu "$logs/build.log" || return 1

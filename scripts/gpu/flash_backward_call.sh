@@ -16,8 +16,7 @@ first='FlashWgmmaKernel.*:FlashBshdKernel.*'
 pack() { tar -C $runs -czf "$OUT/flash-backward.tgz" logs $exp 2>/dev/null; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-build_targets 200 runner attention_flash attention_sdpa \
-  task_attention_bench kernels_flash_attention_tests attention_flash_tests
+build_targets 200 "${bench_targets[@]}" kernels_flash_attention_tests attention_flash_tests
 log "build rc=$?"
 
 timeout -k 10 "$(cap 100)" "$tests" --gtest_filter="$first" > "$logs/tests-wgmma.log" 2>&1
@@ -35,7 +34,7 @@ log "plugin tests rc=$? $(verdict "$logs/tests-plugin.log")"
 
 # Nsight Compute, one launch of each dK/dV/dQ kernel at seq 16384, causal, d 128 (a few sections).
 for backward in fused warp_specialized; do
-  (( $(left) > 50 )) || { log "ncu $backward skipped (left $(left) s)"; continue; }
+  stage_fits 50 "ncu $backward" || continue
   timeout -k 10 "$(cap 60)" ncu --section SpeedOfLight --section LaunchStats --section WarpStateStats \
     --kernel-name regex:'flash_dkdv_sm90_kernel|flash_backward_sm90_ws' --launch-skip 1 --launch-count 1 \
     build-gpu/runner experiments/$exp.yaml --out $runs/ncu-$backward \

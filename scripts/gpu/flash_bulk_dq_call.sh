@@ -17,8 +17,7 @@ first='FlashWgmmaKernel.*:FlashBshdKernel.*'
 pack() { tar -C $runs -czf "$OUT/bulk-dq.tgz" logs $exp $exp-b 2>/dev/null; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-build_targets 210 runner attention_flash attention_sdpa \
-  task_attention_bench kernels_flash_attention_tests attention_flash_tests
+build_targets 210 "${bench_targets[@]}" kernels_flash_attention_tests attention_flash_tests
 log "build rc=$?"
 cuobjdump -res-usage build-gpu/kernels/flash_attention/libkernels_flash_attention.a 2>/dev/null |
   grep -A1 'flash_backward_sm90_ws' | grep -E 'Function|REG' > "$logs/res-usage.txt"
@@ -56,7 +55,7 @@ fi
 
 # Nsight Compute, one launch of the dK/dV/dQ kernel at seq 16384, causal, d 128.
 for backward in warp_specialized_bulk_dq warp_specialized; do
-  (( $(left) > 50 )) || { log "ncu $backward skipped (left $(left) s)"; continue; }
+  stage_fits 50 "ncu $backward" || continue
   timeout -k 10 "$(cap 70)" ncu --section SpeedOfLight --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis --kernel-name regex:'flash_backward_sm90_ws' --launch-skip 1 --launch-count 1 \
     build-gpu/runner experiments/$exp.yaml --out $runs/ncu-$backward \

@@ -11,11 +11,10 @@
 set -u
 budget="${1:-300}"
 source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
-build_targets 210 runner attention_flash attention_sdpa \
-  task_attention_bench
+build_targets 210 "${bench_targets[@]}"
 log "build rc=$?"
 for execution in eager cuda_graph; do
-  (( $(left) > 30 )) || { log "$execution skipped (left $(left) s)"; continue; }
+  stage_fits 30 "$execution" || continue
   rm -rf "$runs/$execution"
   timeout -k 10 "$(cap 150)" build-gpu/runner experiments/flash_benchmarking.yaml --out "$runs/$execution" \
     --set parts.grid.enabled=false --set parts.perf_bar.enabled=false --set parts.perf_bar_device.enabled=false \

@@ -14,14 +14,13 @@ exp=flash_head_group
 pack() { tar -C $runs -czf "$OUT/head-group.tgz" logs $exp 2>/dev/null; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-build_targets 210 runner attention_flash attention_sdpa \
-  task_attention_bench
+build_targets 210 "${bench_targets[@]}"
 log "build rc=$?"
 timeout -k 10 "$(cap 150)" build-gpu/runner experiments/$exp.yaml --out $runs/$exp > "$logs/bench.log" 2>&1
 log "$exp rc=$? $(grep -c '"status":"ok"' $runs/$exp/results.jsonl) ok points"
 pack
 for group in ${NCU_GROUPS:-0 8}; do
-  (( $(left) > 40 )) || { log "ncu head_group $group skipped (left $(left) s)"; continue; }
+  stage_fits 40 "ncu head_group $group" || continue
   timeout -k 10 "$(cap 60)" ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --kernel-name regex:'flash_backward_sm90_ws' --launch-skip 1 --launch-count 1 \
     build-gpu/runner experiments/$exp.yaml --out $runs/ncu-$group --set parts.seq8192.enabled=false \

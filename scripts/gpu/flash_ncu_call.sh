@@ -10,11 +10,10 @@ set -u
 budget="${1:-240}"; shift || true
 source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
 pack() { tar -C $runs -czf "$OUT/ncu.tgz" logs 2>/dev/null; }
-build_targets 210 runner attention_flash attention_sdpa \
-  task_attention_bench
+build_targets 210 "${bench_targets[@]}"
 log "build rc=$?"
 for kernel in flash_forward_sm90_ws flash_backward_sm90_ws; do
-  (( $(left) > 45 )) || { log "ncu $kernel skipped (left $(left) s)"; continue; }
+  stage_fits 45 "ncu $kernel" || continue
   rm -rf "$runs/run-$kernel"
   timeout -k 10 "$(cap 90)" ncu --set full --import-source yes --kernel-name regex:"$kernel" --launch-skip 1 \
     --launch-count 1 -o "$logs/$kernel" build-gpu/runner experiments/flash_head_group.yaml --out "$runs/run-$kernel" \

@@ -16,8 +16,7 @@ pack() { tar -C $runs -czf "$OUT/flash-reports.tgz" . 2>/dev/null; }
 tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-build_targets 200 runner attention_flash attention_sdpa \
-  attention_naive attention_flash_tiled task_attention_bench kernels_flash_attention_tests
+build_targets 200 "${bench_targets[@]}" attention_naive attention_flash_tiled kernels_flash_attention_tests
 log "build rc=$?"
 # The warp-specialized kernels (the defaults) first: a hang costs this stage only.
 timeout -k 5 "$(cap 60)" "$tests" --gtest_filter='FlashWgmmaKernel.*:FlashBshdKernel.*' > "$logs/tests-wgmma.log" 2>&1

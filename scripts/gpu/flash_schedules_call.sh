@@ -14,8 +14,7 @@ tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
 first='FlashWgmmaKernel.*:FlashBshdKernel.*:FlashForwardSchedule.*'
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-build_targets 240 runner attention_flash attention_sdpa \
-  task_attention_bench kernels_flash_attention_tests attention_flash_tests
+build_targets 240 "${bench_targets[@]}" kernels_flash_attention_tests attention_flash_tests
 log "build rc=$?"
 
 timeout -k 10 "$(cap 100)" "$tests" --gtest_filter="$first" > "$logs/tests-wgmma.log" 2>&1
@@ -32,7 +31,7 @@ log "plugin tests rc=$? $(verdict "$logs/tests-plugin.log")"
 
 # Nsight Compute, one launch of each forward schedule at seq 16384, causal, d 128.
 for schedule in pipelined warp_specialized; do
-  (( $(left) > 70 )) || { log "ncu $schedule skipped (left $(left) s)"; continue; }
+  stage_fits 70 "ncu $schedule" || continue
   timeout -k 10 "$(cap 90)" ncu --set full --kernel-name regex:flash_forward_sm90 --launch-skip 1 --launch-count 1 \
     build-gpu/runner experiments/flash_forward_schedules.yaml --out $runs/ncu-$schedule \
     --set parts.bar_schedules_batch.enabled=false --set 'parts.bar_schedules.sweep.seq=[16384]' \

@@ -13,13 +13,12 @@ set -u
 budget="$1"; base="$2"; exp="$3"; rounds="${4:-2}"; shift 4 2>/dev/null || shift $#
 source "$(dirname "${BASH_SOURCE[0]}")/call_budget.sh"
 pack() { tar -C $runs -czf "$OUT/tree-ab.tgz" . 2>/dev/null; }
-targets=(runner attention_flash attention_sdpa task_attention_bench)
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
-build_targets 200 "${targets[@]}" kernels_flash_attention_tests
+build_targets 200 "${bench_targets[@]}" kernels_flash_attention_tests
 log "new build rc=$?"
 ( cd "$base" && bash scripts/gpu/configure.sh build-gpu "$logs/build-base.log" &&
-  timeout -k 10 "$(cap 200)" cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >> "$logs/build-base.log" 2>&1 )
+  timeout -k 10 "$(cap 200)" cmake --build build-gpu -j "$(nproc)" --target "${bench_targets[@]}" >> "$logs/build-base.log" 2>&1 )
 log "base build rc=$?"
 tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
 timeout -k 5 "$(cap 60)" "$tests" --gtest_filter='FlashWgmmaKernel.*:FlashBshdKernel.*' > "$logs/tests-wgmma.log" 2>&1
@@ -27,7 +26,7 @@ log "new tree: wgmma + bshd kernel tests rc=$? $(verdict "$logs/tests-wgmma.log"
 pack
 for round in $(seq 1 "$rounds"); do
   for tree in base new; do
-    (( $(left) > 30 )) || { log "$tree-$round skipped (left $(left) s)"; continue; }
+    stage_fits 30 "$tree-$round" || continue
     bin=build-gpu/runner; commit="${RUNNER_GIT_COMMIT:-}"
     if [[ $tree == base ]]; then
       bin="$base/build-gpu/runner"
