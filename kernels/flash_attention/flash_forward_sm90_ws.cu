@@ -175,7 +175,8 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   turns.start();
   wait_full(ring.q_full(), 0);
   // The warpgroup's Q rows as A fragments, read once: each S = Q K^T then reads only K from
-  // shared memory, whose bandwidth the two warpgroups' MMAs and the K/V fills nearly use up.
+  // shared memory (version 15; it measured within the spread of version 14, so shared-memory
+  // reads were not what bound this kernel).
   std::uint32_t q[D / 16][4];
   sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
   wait_full(ring.k_full(0), 0);

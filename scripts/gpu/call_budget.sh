@@ -8,7 +8,8 @@
 #   stage_fits N LABEL   true while more than N seconds are left; else logs "LABEL skipped
 #                 (left S s)" and fails, so a stage loop writes `stage_fits 45 "$x" || continue`
 #   build_targets CAP TARGET...   configure build-gpu (configure.sh), then build TARGETs cut at
-#                 min(CAP, left); output in $logs/build.log; the status is the build's
+#                 min(CAP, left); output in $build_log (default $logs/build.log); the status is
+#                 the build's. In another tree: ( cd TREE && build_log=FILE build_targets ... )
 #   bench_targets  what an attention_bench experiment needs: runner, the flash and SDPA
 #                 plugins, the task
 t0=$SECONDS
@@ -33,6 +34,7 @@ stage_fits() { (( $(left) > $1 )) && return 0; log "$2 skipped (left $(left) s)"
 bench_targets=(runner attention_flash attention_sdpa task_attention_bench)
 build_targets() {
   local wanted="$1"; shift
-  bash scripts/gpu/configure.sh build-gpu "$logs/build.log" || return 1
-  timeout -k 10 "$(cap "$wanted")" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$logs/build.log" 2>&1
+  local out="${build_log:-$logs/build.log}"
+  bash scripts/gpu/configure.sh build-gpu "$out" || return 1
+  timeout -k 10 "$(cap "$wanted")" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$out" 2>&1
 }

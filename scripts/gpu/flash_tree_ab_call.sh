@@ -17,8 +17,7 @@ pack() { tar -C $runs -czf "$OUT/tree-ab.tgz" . 2>/dev/null; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv,noheader >> "$logs/stages.txt"
 build_targets 200 "${bench_targets[@]}" kernels_flash_attention_tests
 log "new build rc=$?"
-( cd "$base" && bash scripts/gpu/configure.sh build-gpu "$logs/build-base.log" &&
-  timeout -k 10 "$(cap 200)" cmake --build build-gpu -j "$(nproc)" --target "${bench_targets[@]}" >> "$logs/build-base.log" 2>&1 )
+( cd "$base" && build_log="$logs/build-base.log" build_targets 200 "${bench_targets[@]}" )
 log "base build rc=$?"
 tests=build-gpu/kernels/flash_attention/kernels_flash_attention_tests
 timeout -k 5 "$(cap 60)" "$tests" --gtest_filter='FlashWgmmaKernel.*:FlashBshdKernel.*' > "$logs/tests-wgmma.log" 2>&1
