@@ -7,6 +7,10 @@ over ranks, torch.optim.AdamW with the C++ defaults, torch.nn.parallel.
 DistributedDataParallel with its defaults (bucket_cap_mb 25 unless
 --bucket-cap-mb, gradient_as_bucket_view False unless --gradient-as-bucket-view),
 NCCL on the rank's GPU (Gloo on the CPU with --device cpu, for smoke tests).
+--precision bf16 runs the forward and loss under torch.autocast (bf16), as the C++
+task does; --sdpa swaps in F.scaled_dot_product_attention and --fused-adamw
+torch.optim.AdamW(fused=True), the fastest eager step PyTorch DDP offers (DDP's
+all-reduce hooks rule out capturing the step in one CUDA graph).
 Phases as in the C++ task: forward, backward
 (zero_grad(set_to_none) + loss.backward(), during which DDP all-reduces) and
 optimizer, CUDA events, synchronize after every step. Prints one record line.
@@ -37,6 +41,8 @@ def parse_args():
     p.add_argument("--bucket-cap-mb", type=float, default=25.0)
     p.add_argument("--gradient-as-bucket-view", action="store_true")
     p.add_argument("--store-prefix", default="ddp_pytorch")
+    p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True)")
+    p.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
     p.add_argument("--model.size", dest="size", default="xl", choices=list(single.SIZES) + ["custom"])
     for name in ("d_model", "d_ff", "num_layers", "num_heads"):
         p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
@@ -60,18 +66,22 @@ def main():
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    prefix = f"{args.store_prefix}/{args.size}/{args.bucket_cap_mb}/{args.batch_size}"
+    prefix = f"{args.store_prefix}/{args.size}/{args.bucket_cap_mb}/{args.batch_size}/{args.precision}"
     rank, world_size, _ = torch_dist.init(prefix, "nccl" if cuda else "gloo", device)
     if args.batch_size % world_size:
         raise SystemExit(f"--batch-size {args.batch_size} does not split over {world_size} ranks")
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    autocast_dtype = single.AUTOCAST_DTYPES.get(args.precision)
+    if args.sdpa:
+        single.reference.causal_attention = single.sdpa_causal_attention
     torch.manual_seed(args.seed)
     generator = torch.Generator(device=device).manual_seed(args.seed)
     model = single.build_model(args, device, generator)
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None,
                                               bucket_cap_mb=args.bucket_cap_mb,
                                               gradient_as_bucket_view=args.gradient_as_bucket_view)
-    optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                                  fused=True if args.fused_adamw else None)
     tokens = torch.randint(args.vocab_size, (args.batch_size, args.context_length + 1), generator=generator,
                            device=device)
     local = args.batch_size // world_size
@@ -80,8 +90,10 @@ def main():
     state = {}
 
     def forward():
-        logits = ddp(inputs)
-        state["loss"] = nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size), targets.reshape(-1))
+        with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            logits = ddp(inputs)
+            state["loss"] = nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size),
+                                                        targets.reshape(-1))
 
     def backward():
         optimizer.zero_grad(set_to_none=True)

@@ -181,6 +181,13 @@ const json* StoredRecord::label_or_param(const std::string& key) const {
     const auto found = section->find(key);
     if (found != section->end()) return &*found;
   }
+  // "env.<field>": the environment the record was taken in (world_size, gpu, ...),
+  // so a table can split rows by it; no label or param key starts with "env.".
+  constexpr std::string_view kEnv = "env.";
+  if (key.size() > kEnv.size() && key.compare(0, kEnv.size(), kEnv) == 0 && env.is_object()) {
+    const auto found = env.find(key.substr(kEnv.size()));
+    if (found != env.end()) return &*found;
+  }
   return nullptr;
 }
 

@@ -124,6 +124,10 @@ TEST(StoredRecord, KeysTheCodecDoesNotModelAreKept) {
   EXPECT_EQ(encode_record(r), line);
   EXPECT_EQ(*r.label_or_param("n"), 4);
   EXPECT_EQ(r.label_or_param("missing"), nullptr);
+  EXPECT_EQ(*r.label_or_param("env.device"), "cpu");  // the environment, by its prefix only
+  EXPECT_EQ(r.label_or_param("device"), nullptr);
+  EXPECT_EQ(r.label_or_param("env.missing"), nullptr);
+  EXPECT_EQ(r.label_or_param("env."), nullptr);
 }
 
 TEST(StoredRecord, NullNumbersReadAsNaNAndWriteAsNull) {

@@ -47,7 +47,7 @@ struct TableSpec {
   std::string name;  // [a-z0-9_]+, unique in the report
   std::string title, question, part, caption;
   std::map<std::string, std::string> where;  // params/labels must equal these
-  std::vector<std::string> rows;             // row keys (labels first, then params)
+  std::vector<std::string> rows;             // row keys (labels first, then params; env.<field>)
   std::vector<ColumnSpec> columns;           // either columns ...
   std::string pivot;                         // ... or pivot key + metric
   std::string metric;

@@ -58,7 +58,8 @@ struct StoredRecord {
   // The relative standard error of a stats metric's mean: as stored, else
   // std / sqrt(n) / |mean| for n >= 2 and mean != 0; nullopt otherwise.
   std::optional<double> rel_stderr(const std::string& metric_name) const;
-  // A key's value from the labels, else the params; nullptr when neither has it.
+  // A key's value from the labels, else the params; "env.<field>" reads the
+  // environment. nullptr when none has it.
   const nlohmann::json* label_or_param(const std::string& key) const;
 };
 
