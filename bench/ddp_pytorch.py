@@ -9,8 +9,11 @@ DistributedDataParallel with its defaults (bucket_cap_mb 25 unless
 NCCL on the rank's GPU (Gloo on the CPU with --device cpu, for smoke tests).
 --precision bf16 runs the forward and loss under torch.autocast (bf16), as the C++
 task does; --sdpa swaps in F.scaled_dot_product_attention and --fused-adamw
-torch.optim.AdamW(fused=True), the fastest eager step PyTorch DDP offers (DDP's
-all-reduce hooks rule out capturing the step in one CUDA graph).
+torch.optim.AdamW(fused=True); --compile-blocks compiles every transformer block, the
+final norm and the loss (torch.compile, default mode) before DDP wraps the model, as
+bench/train_step_pytorch.py's fastest single-GPU step does (DDP's all-reduce hooks rule
+out capturing the step in one CUDA graph). The record's label `variant` is eager or
+compile(blocks).
 Phases as in the C++ task: forward, backward
 (zero_grad(set_to_none) + loss.backward(), during which DDP all-reduces) and
 optimizer, CUDA events, synchronize after every step. Prints one record line.
@@ -43,6 +46,7 @@ def parse_args():
     p.add_argument("--store-prefix", default="ddp_pytorch")
     p.add_argument("--sdpa", action="store_true", help="F.scaled_dot_product_attention(is_causal=True)")
     p.add_argument("--fused-adamw", action="store_true", help="torch.optim.AdamW(fused=True)")
+    p.add_argument("--compile-blocks", action="store_true", help="torch.compile each block, the final norm and the loss")
     p.add_argument("--model.size", dest="size", default="xl", choices=list(single.SIZES) + ["custom"])
     for name in ("d_model", "d_ff", "num_layers", "num_heads"):
         p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
@@ -66,7 +70,8 @@ def main():
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    prefix = f"{args.store_prefix}/{args.size}/{args.bucket_cap_mb}/{args.batch_size}/{args.precision}"
+    prefix = (f"{args.store_prefix}/{args.size}/{args.bucket_cap_mb}/{args.batch_size}/{args.precision}/"
+              f"{args.sdpa}/{args.fused_adamw}/{args.compile_blocks}")
     rank, world_size, _ = torch_dist.init(prefix, "nccl" if cuda else "gloo", device)
     if args.batch_size % world_size:
         raise SystemExit(f"--batch-size {args.batch_size} does not split over {world_size} ranks")
@@ -77,6 +82,14 @@ def main():
     torch.manual_seed(args.seed)
     generator = torch.Generator(device=device).manual_seed(args.seed)
     model = single.build_model(args, device, generator)
+    loss_from_logits = single_loss(args.vocab_size)
+    if args.compile_blocks:
+        # The RoPE table first: filling it inside a compiled block would compile the block twice.
+        single.cached_rope(torch.empty(args.context_length, args.d_model // args.num_heads, device=device),
+                           args.rope_theta)
+        for module in (*model.layers, model.ln_final):
+            module.compile()
+        loss_from_logits = torch.compile(loss_from_logits)
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None,
                                               bucket_cap_mb=args.bucket_cap_mb,
                                               gradient_as_bucket_view=args.gradient_as_bucket_view)
@@ -91,9 +104,7 @@ def main():
 
     def forward():
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
-            logits = ddp(inputs)
-            state["loss"] = nn.functional.cross_entropy(logits.float().reshape(-1, args.vocab_size),
-                                                        targets.reshape(-1))
+            state["loss"] = loss_from_logits(ddp(inputs), targets)
 
     def backward():
         optimizer.zero_grad(set_to_none=True)
@@ -123,7 +134,14 @@ def main():
     metrics["loss_last"] = {"unit": "", "value": state["loss"].item()}
     metrics["torch_version"] = {"text": torch.__version__}
     dist.destroy_process_group()
-    print(json.dumps({"labels": {"processes": str(world_size)}, "metrics": metrics}), flush=True)
+    variant = "compile(blocks)" if args.compile_blocks else "eager"
+    print(json.dumps({"labels": {"processes": str(world_size), "variant": variant}, "metrics": metrics}), flush=True)
+
+
+def single_loss(vocab_size):
+    def loss_from_logits(logits, targets):
+        return nn.functional.cross_entropy(logits.float().reshape(-1, vocab_size), targets.reshape(-1))
+    return loss_from_logits
 
 
 if __name__ == "__main__":

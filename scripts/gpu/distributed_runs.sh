@@ -67,7 +67,9 @@ for stage in "${stages[@]}"; do
         NRANKS=$n launch "ddp_scaling_$n" experiments/ddp_scaling.yaml \
           --set parts.bucketed.params.batch_size=$b --set parts.bucketed_bf16.params.batch_size=$b \
           --set parts.trace.params.batch_size=$b --set "parts.pytorch_ddp.params.args=[--batch-size, '$b']" \
-          --set "parts.pytorch_ddp_bf16.params.args=[--batch-size, '$b', --sdpa, --fused-adamw]"
+          --set "parts.pytorch_ddp_bf16.params.args=[--batch-size, '$b', --sdpa, --fused-adamw]" \
+          --set "parts.pytorch_ddp_compiled.params.args=[--batch-size, '$b', --compile-blocks]" \
+          --set "parts.pytorch_ddp_bf16_compiled.params.args=[--batch-size, '$b', --sdpa, --fused-adamw, --compile-blocks]"
         last=$n
       done
       trace=$(find "runs-gpu/ddp_scaling_${last:-0}" -path '*rank0/trace.json' 2>/dev/null | head -1)
