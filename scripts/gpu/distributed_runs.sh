@@ -74,7 +74,7 @@ for stage in "${stages[@]}"; do
       done
       trace=$(find "runs-gpu/ddp_scaling_${last:-0}" -path '*rank0/trace.json' 2>/dev/null | head -1)
       [[ -n $trace ]] && python3 scripts/figures/trace_overlap.py "$trace" "$logs/ddp_scaling_trace" \
-        --title "Compute and NCCL kernels of rank 0, two ddp/bucketed 1000 MiB steps (XL, fp32, ${last}×$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))" \
+        --title "Rank 0 of ${last} GPUs, two bucketed (1000 MiB) XL fp32 steps" \
         > "$logs/ddp_scaling_trace.json" 2>&1
       [[ -n $trace ]] && tar czf "$out/traces.tgz" "$trace"
       pack ;;
