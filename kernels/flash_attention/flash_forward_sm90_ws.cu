@@ -3,25 +3,26 @@
 // the row log-sum-exp L; strided [batch, seq, heads, d] views; kernel head dims 64 and 128,
 // 80 and 96 padded into 128), scheduled differently.
 //
-// Block: three warpgroups (384 threads) per (128-query tile, batch*head), in the block order of
-// tile_scheduler.hpp.
+// Block: a producer and two consumer warpgroups (384 threads) per (128-query tile, batch*head)
+// at D = 128, a producer and three consumers (512 threads) per 192-query tile at D = 64
+// (Shape), in the block order of tile_scheduler.hpp.
 //  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 32) and only loads: warp 0
 //    the Q tile and the K tiles, warp 1 the V tiles, into a ring of kStages shared-memory
 //    stages. With TMA (ForwardArgs::tma, the default) one thread per warp issues a tensor-map
-//    box load per 64 columns (128 rows x 128 bytes, the hardware's 128-byte swizzle, which is
+//    box load per 64 columns (tile rows x 128 bytes, the hardware's 128-byte swizzle, which is
 //    the SW128 layout the wgmma descriptors name) that completes on the stage's "full"
 //    mbarrier; rows past the sequence end and columns past d arrive as zeros. Without TMA the
 //    warp's 32 lanes copy with cp.async and arrive on the barrier when their copies land.
-//  * Warpgroups 1 and 2, the consumers, take registers (setmaxnreg to 232) and own 64 query
-//    rows each. Per key tile j they issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} together, run
+//  * Warpgroups 1.., the consumers, take registers (setmaxnreg to 232 with two, 160 with three)
+//    and own 64 query rows each. Per key tile j they issue S_j = Q K_j^T and O += P_{j-1} V_{j-1} together, run
 //    the softmax of S_j while P_{j-1} V_{j-1} is still on the tensor cores (the pipelined
 //    schedule of flash_forward_sm90.cu), and hand stages back through "empty" mbarriers: K_j
 //    once S_j has landed, V_{j-1} once its product has. No block-wide barrier after the start:
-//    the producer runs up to kStages tiles ahead of the slower consumer, and with ping-pong
-//    (sm90::Turns) the consumers take turns issuing MMAs, so one exponentiates while the
-//    other's MMAs run.
-// Shared memory: Q 128 x D + kStages x (K + V) 128 x D in bf16/fp16, plus 1 + 4 kStages
-// mbarriers: 160 KiB at D = 128 (2 stages), 112 KiB at D = 64 (3 stages).
+//    the producer runs up to kStages tiles ahead of the slowest consumer, and with ping-pong
+//    (sm90::Turns, round robin with three) the consumers take turns issuing MMAs, so one
+//    exponentiates while another's MMAs run.
+// Shared memory: Q (tile rows) x D + kStages x (K + V) 128 x D in bf16/fp16, plus 1 + 4 kStages
+// mbarriers: 160 KiB at D = 128 (2 stages), 120 KiB at D = 64 (3 stages, 192 query rows).
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -37,13 +38,22 @@ namespace kernels::flash::detail {
 namespace {
 
 using fwd90::kTileK;
-using fwd90::kTileQ;
 
-constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
-// The block starts with 384 x 168 registers; the split keeps within them. ptxas holds each
-// role's code to its count: the producer's cp.async path spilled at 24.
-constexpr int kProducerRegisters = 32, kConsumerRegisters = 232;
-constexpr int kConsumerWarps = 8;  // arrivals that free a stage: one per consumer warp
+// The block: a producer warpgroup and 64-row consumer warpgroups, two at D = 128 and three at
+// D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the MMA work,
+// so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
+// exponentiate, and each K/V tile feeds 192 query rows instead of 128.
+// The block starts with kThreads x (65536 / kThreads) registers; the split keeps within them
+// (128 x 32 + 256 x 232 or 384 x 160). ptxas holds each role's code to its count: the
+// producer's cp.async path spilled at 24.
+template <int D>
+struct Shape {
+  static constexpr int kConsumers = D == 64 ? 3 : 2;
+  static constexpr int kTileQ = 64 * kConsumers;
+  static constexpr int kThreads = 128 * (1 + kConsumers);
+  static constexpr int kProducerRegisters = 32, kConsumerRegisters = kConsumers == 3 ? 160 : 232;
+  static constexpr int kConsumerWarps = 4 * kConsumers;  // arrivals that free a stage: one per consumer warp
+};
 
 // Tensor maps are opaque 128-byte, 64-byte-aligned objects; TMA reads them from the kernel's
 // parameter space (__grid_constant__).
@@ -55,6 +65,7 @@ struct Params {
 // The shared-memory carve-up: Q, then kStages x (K, V), then the mbarriers.
 template <int D>
 struct Ring {
+  static constexpr int kTileQ = Shape<D>::kTileQ;
   static constexpr int kStages = D == 64 ? 3 : 2;
   static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
   static constexpr int kBarriers = 1 + 4 * kStages;
@@ -95,6 +106,7 @@ __device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std:
 template <int D>
 __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, long bh, int q0, int key_tiles) {
   using R = Ring<D>;
+  constexpr int kTileQ = R::kTileQ;
   const ForwardArgs& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp > 1) return;
@@ -144,8 +156,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, lo
   }
 }
 
-// Ping-pong between the consumer warpgroups (ForwardArgs::pingpong, sm90::Turns on named
-// barriers 1 and 2): both pass the same key_tiles + 1 issue points.
+// Turns of the consumer warpgroups (ForwardArgs::pingpong, sm90::Turns on named barriers 1..3):
+// each passes the same key_tiles + 1 issue points.
 constexpr int kTurnBarrier = 1;
 
 // One consumer warpgroup (wg 0 or 1 of the two): 64 query rows through every key tile.
@@ -153,6 +165,7 @@ template <typename T, int D>
 __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& ring, long bh, int q0, int key_tiles,
                                         int wg) {
   using R = Ring<D>;
+  constexpr int kTileQ = R::kTileQ;
   const int thread = threadIdx.x % 128;
   const fwd90::RowPlace at = fwd90::row_place(q0 + 64 * wg, thread);
   const bool releases = thread % 32 == 0;  // one arrival per warp frees a stage
@@ -171,19 +184,29 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 
-  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier};
+  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D>::kConsumers};
   turns.start();
   wait_full(ring.q_full(), 0);
-  // The warpgroup's Q rows as A fragments, read once: each S = Q K^T then reads only K from
-  // shared memory (version 15; it measured within the spread of version 14, so shared-memory
-  // reads were not what bound this kernel).
+  // With two consumers (232 registers) the warpgroup's Q rows sit in registers as A fragments,
+  // read once, and each S = Q K^T reads only K from shared memory (version 15; it measured
+  // within the spread of version 14, so shared-memory reads were not what bound this kernel);
+  // three consumers (160 registers) have no room for them and read Q from shared memory.
+  constexpr bool kQInRegisters = Shape<D>::kConsumers == 2;
   std::uint32_t q[D / 16][4];
-  sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
+  if constexpr (kQInRegisters)
+    sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
+  const std::uint32_t q_tile = smem_addr(ring.q());
+  auto issue_scores = [&](float(&s)[kTileK / 2], std::uint32_t k_tile) {
+    if constexpr (kQInRegisters)
+      fwd90::issue_scores<T, D>(s, q, k_tile);
+    else
+      fwd90::issue_scores<T, D, kTileQ>(s, q_tile, 64 * wg, k_tile);
+  };
   wait_full(ring.k_full(0), 0);
   float s[kTileK / 2];
   turns.wait();
   sm90::wgmma_fence();
-  fwd90::issue_scores<T, D>(s, q, smem_addr(ring.k(0)));
+  issue_scores(s, smem_addr(ring.k(0)));
   sm90::wgmma_commit();
   turns.pass(false);
   sm90::wgmma_wait<0>();
@@ -201,7 +224,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
     turns.wait();
     sm90::pin(o);
     sm90::wgmma_fence();
-    fwd90::issue_scores<T, D>(s, q, smem_addr(ring.k(sk)));
+    issue_scores(s, smem_addr(ring.k(sk)));
     sm90::wgmma_commit();
     fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
     sm90::wgmma_commit();
@@ -235,10 +258,12 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of 1 block)
 // and each warpgroup's role in one branch of a single if / else.
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_ws(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(Shape<D>::kThreads, 1) flash_forward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   using R = Ring<D>;
+  using S = Shape<D>;
+  constexpr int kTileQ = S::kTileQ;
   const R ring(smem_raw);
   const ForwardArgs& a = p.a;
   const int tiles = (a.lq + kTileQ - 1) / kTileQ;
@@ -254,18 +279,18 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_ws(const __gri
     for (int s = 0; s < R::kStages; ++s) {
       sm90::mbarrier_init(ring.k_full(s), fills);
       sm90::mbarrier_init(ring.v_full(s), fills);
-      sm90::mbarrier_init(ring.k_empty(s), kConsumerWarps);
-      sm90::mbarrier_init(ring.v_empty(s), kConsumerWarps);
+      sm90::mbarrier_init(ring.k_empty(s), S::kConsumerWarps);
+      sm90::mbarrier_init(ring.v_empty(s), S::kConsumerWarps);
     }
     sm90::fence_barrier_init();
   }
   __syncthreads();
 
   if (threadIdx.x < 128) {
-    sm90::setmaxnreg_dec<kProducerRegisters>();
+    sm90::setmaxnreg_dec<S::kProducerRegisters>();
     produce<D>(p, ring, bh, q0, key_tiles);
   } else {
-    sm90::setmaxnreg_inc<kConsumerRegisters>();
+    sm90::setmaxnreg_inc<S::kConsumerRegisters>();
     consume<T, D>(a, ring, bh, q0, key_tiles, threadIdx.x / 128 - 1);
   }
 #else
@@ -276,6 +301,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_ws(const __gri
 template <typename T, int D>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D>::bytes();
+  constexpr int kTileQ = Shape<D>::kTileQ, kThreads = Shape<D>::kThreads;
   Params p{};
   p.a = args;
   p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&

@@ -13,16 +13,17 @@
 
 namespace kernels::flash::detail::fwd90 {
 
-constexpr int kTileQ = 128;  // two consumer warpgroups of 64 rows
+constexpr int kTileQ = 128;  // two warpgroups of 64 rows (the warp-specialized kernel: Shape<D>)
 constexpr int kTileK = 128;
 
-// S = Q K^T for the warpgroup's 64 rows starting at row0 of the Q tile (issued, not waited for).
-template <typename T, int D>
+// S = Q K^T for the warpgroup's 64 rows starting at row0 of a TILE_Q-row Q tile (issued, not
+// waited for).
+template <typename T, int D, int TILE_Q = kTileQ>
 __device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], std::uint32_t q_tile, int row0,
                                              std::uint32_t k_tile) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    sm90::Wgmma<T, kTileK>::ss(s, sm90::k_major<kTileQ>(q_tile, row0, kk), sm90::k_major<kTileK>(k_tile, 0, kk),
+    sm90::Wgmma<T, kTileK>::ss(s, sm90::k_major<TILE_Q>(q_tile, row0, kk), sm90::k_major<kTileK>(k_tile, 0, kk),
                                kk > 0);
 }
 

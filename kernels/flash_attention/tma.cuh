@@ -97,26 +97,28 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
-// Ping-pong between two consumer warpgroups: each issues its MMAs only after the other has
-// issued its own, so the tensor cores run one warpgroup's MMAs while the other does its
-// element-wise work, instead of both finishing together and both then leaving them idle.
-// Named barrier `first + w` is warpgroup w's turn: its 128 threads sync on it, the other
-// warpgroup's 128 threads arrive. Both warpgroups must pass the same number of issue points
-// (wait, issue, pass); warpgroup 1 arrives once before its first and not after its last, so
-// every barrier completes as often as it is synced on and none is left half-arrived at exit.
-// Strict alternation keeps at most one arrival pending on either barrier.
+// Turns between consumer warpgroups (ping-pong for two, round robin for more): each issues its
+// MMAs only after the one before it has issued its own, so the tensor cores run one warpgroup's
+// MMAs while the others do their element-wise work, instead of all finishing together and all
+// then leaving them idle. Named barrier `first + w` is warpgroup w's turn: its 128 threads sync
+// on it, the previous warpgroup's 128 threads arrive. Every warpgroup must pass the same number
+// of issue points (wait, issue, pass); the last warpgroup arrives once on warpgroup 0's barrier
+// before its first and not after its last, so every barrier completes as often as it is synced
+// on and none is left half-arrived at exit. Turns in strict order keep at most one arrival
+// pending on any barrier.
 struct Turns {
   bool on;
-  int wg;     // 0 or 1: which consumer warpgroup this thread belongs to
-  int first;  // the first of the two named barriers
+  int wg;         // which consumer warpgroup this thread belongs to, 0..count - 1
+  int first;      // the first of the `count` named barriers
+  int count = 2;  // consumer warpgroups taking turns
   __device__ void start() const {
-    if (on && wg == 1) arrive(first);
+    if (on && wg == count - 1) arrive(first);
   }
   __device__ void wait() const {
     if (on) asm volatile("bar.sync %0, 256;\n" ::"r"(first + wg) : "memory");
   }
   __device__ void pass(bool last) const {
-    if (on && !(last && wg == 1)) arrive(first + 1 - wg);
+    if (on && !(last && wg == count - 1)) arrive(first + (wg + 1 == count ? 0 : wg + 1));
   }
   static __device__ void arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 };
