@@ -61,20 +61,36 @@ StepTimes one_gpu_step(const runner::Params& p, double& parameters) {
   return t;
 }
 
-// One alpha-beta fit per process count in fit_processes (fit_where + processes=<p>).
+// One alpha-beta fit per process count in fit_processes (fit_where + processes=<p>),
+// read from fit_file, or from the fit_files entry at the same position when the
+// counts were measured in separate runs (a 4-process run holds no 2-process rows).
 AllReduceModel allreduce_model(const runner::Params& p, std::string& fits) {
+  const std::vector<std::int64_t> counts = p.integers("fit_processes");
+  const std::vector<std::string> files = p.texts("fit_files");
+  if (!files.empty() && !p.text("fit_file").empty())
+    throw std::invalid_argument("fit_file and fit_files are both set; name every run in fit_files, one per fit_processes "
+                                "entry, and leave fit_file empty");
+  if (!files.empty() && files.size() != counts.size())
+    throw std::invalid_argument("fit_files has " + std::to_string(files.size()) + " files, fit_processes " +
+                                std::to_string(counts.size()) + " counts; give one file per count, in the same order");
+  const std::string option = files.empty() ? "fit_file" : "fit_files";  // which option errors name
   std::map<int, std::vector<std::pair<double, double>>> points;
-  Selection s = selection(p, "fit");
-  for (const std::int64_t ranks : p.integers("fit_processes")) {
-    Selection one = s;
+  std::map<int, std::string> origin;  // the file each count was read from, for errors and the derivation
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const int ranks = static_cast<int>(counts[i]);
+    Selection one = selection(p, "fit");
+    if (!files.empty()) one.file = files[i];
+    if (origin.count(ranks))
+      throw std::invalid_argument("fit_processes lists " + std::to_string(ranks) + " twice; give each process count once");
+    origin[ranks] = one.file.string();
     one.where.emplace_back("processes", std::to_string(ranks));
     for (const MeasuredRecord& r : accounting::find_all_measured(one, "median")) {
       if (r.status != runner::RecordStatus::ok) continue;
       const auto bytes = r.numbers.find("bytes"), time = r.numbers.find("time_ms");
       if (bytes == r.numbers.end() || time == r.numbers.end())
-        throw std::invalid_argument("fit_file '" + s.file.string() +
+        throw std::invalid_argument(option + " '" + one.file.string() +
                                     "': records need the metrics bytes and time_ms (an allreduce_bench run)");
-      points[static_cast<int>(ranks)].emplace_back(bytes->second, time->second / 1e3);
+      points[ranks].emplace_back(bytes->second, time->second / 1e3);
     }
   }
   AllReduceModel m;
@@ -83,18 +99,19 @@ AllReduceModel allreduce_model(const runner::Params& p, std::string& fits) {
   for (const auto& [ranks, xy] : points) {
     const AlphaBeta f = fit_relative(xy);
     if (xy.size() < 2 || f.alpha <= 0 || f.beta <= 0)
-      throw std::invalid_argument("fit_file '" + s.file.string() + "': the " + std::to_string(xy.size()) +
+      throw std::invalid_argument(option + " '" + origin[ranks] + "': the " + std::to_string(xy.size()) +
                                   " all-reduce sizes at " + std::to_string(ranks) +
                                   " ranks give no positive alpha and beta; select one backend over several sizes (fit_where)");
     if (ranks < 2 || ranks > m.gpus_per_node) continue;  // a fit describes ranks within one node
     m.measured[ranks] = link_from_fit(f, ranks);
     fits += (fits.empty() ? "" : "; ") + std::to_string(ranks) + " ranks: alpha " + fixed(f.alpha * 1e6, 1) +
             " us, busbw " + fixed(ring_factor(ranks) / f.beta / 1e9, 1) + " GB/s (" + std::to_string(xy.size()) +
-            " sizes)";
+            " sizes" + (files.empty() ? std::string() : ", " + origin[ranks]) + ")";
   }
   if (m.measured.empty())
-    throw std::invalid_argument("fit_file '" + s.file.string() + "': no process count between 2 and gpus_per_node (" +
-                                std::to_string(m.gpus_per_node) + ") among the selected records; check fit_where");
+    throw std::invalid_argument(option + " '" + (files.empty() ? p.text("fit_file") : files.front()) +
+                                "': no process count between 2 and gpus_per_node (" + std::to_string(m.gpus_per_node) +
+                                ") among the selected records; check fit_where");
   return m;
 }
 
@@ -236,7 +253,9 @@ runner::PluginManifest make_manifest() {
       runner::opt_string("step_part", "", "part of step_file"),
       list("step_where", "key=value conditions picking one train_step record ({option} substituted; key= absent)"),
       runner::opt_string("fit_file", "", "results.jsonl of an allreduce_bench run (bytes, time_ms, world_size)"),
-      runner::opt_string("fit_part", "", "part of fit_file"),
+      list("fit_files", "instead of fit_file: one allreduce_bench results.jsonl per fit_processes entry, in its order "
+                        "(counts measured in separate runs)"),
+      runner::opt_string("fit_part", "", "part of fit_file (of each of fit_files)"),
       list("fit_where", "key=value conditions on fit_file's records (one backend and implementation, every size)"),
       runner::opt_list("fit_processes", runner::OptionType::IntList, runner::Value::List{std::int64_t{2}},
                        "process counts to fit, each from the records with label processes=<p>"),
@@ -271,9 +290,11 @@ runner::PluginManifest make_manifest() {
   };
   // Selections that match nothing fail before anything runs, with the file, option and fix.
   m.preflight = [](const runner::Params& p) {
-    for (const char* required : {"step_file", "fit_file"})
-      if (p.text(required).empty())
-        throw std::invalid_argument(std::string(required) + " is empty; name the committed results.jsonl (see the README)");
+    if (p.text("step_file").empty())
+      throw std::invalid_argument("step_file is empty; name the committed results.jsonl (see the README)");
+    if (p.text("fit_file").empty() && p.texts("fit_files").empty())
+      throw std::invalid_argument("fit_file is empty; name the committed results.jsonl (see the README), or one per "
+                                  "fit_processes entry in fit_files");
     double parameters = 0;
     one_gpu_step(p, parameters);
     std::string fits;

@@ -233,6 +233,44 @@ TEST_F(ScalingTask, AStepOfAnotherModelSizeIsRefused) {
                std::invalid_argument);
 }
 
+// The 4xH100 host measured 2 and 4 processes in separate runs: fit_files reads each
+// count from its own run, so 4 ranks use the 4-process curve, not the 2-process one.
+TEST_F(ScalingTask, FitFilesReadEachProcessCountFromItsOwnRun) {
+  const std::string two = data("distributed_communication_single_node/runs/h100_host_2_processes");
+  const std::string four = data("distributed_communication_single_node/runs/h100_host_4_processes");
+  auto with = [&](const std::string& fit) {
+    return "{model: {name: transformer_lm, size: xl, context_length: 256}, bucket_mb: 100, step_file: '" +
+           data("ddp_scaling/data") + "', step_part: single_gpu, step_where: ['rank='], fit_part: nccl, " +
+           "fit_where: ['impl=runner', 'rank='], gpus_per_node: 4, " + fit + "}";
+  };
+  const std::string both = "fit_processes: [2, 4], fit_files: ['" + two + "', '" + four + "']";
+  const auto at2 = run_task_once("scaling_model", with("gpus: 2, " + both));
+  const auto at4 = run_task_once("scaling_model", with("gpus: 4, " + both));
+  const auto only2 = run_task_once("scaling_model", with("gpus: 2, fit_processes: [2], fit_file: '" + two + "'"));
+  const auto only4 = run_task_once("scaling_model", with("gpus: 4, fit_processes: [4], fit_file: '" + four + "'"));
+  EXPECT_DOUBLE_EQ(metric_number(at2, "busbw_gbps"), metric_number(only2, "busbw_gbps"));
+  EXPECT_DOUBLE_EQ(metric_number(at4, "busbw_gbps"), metric_number(only4, "busbw_gbps"));
+  EXPECT_DOUBLE_EQ(metric_number(at4, "alpha_us"), metric_number(only4, "alpha_us"));
+  EXPECT_NE(metric_number(at4, "busbw_gbps"), metric_number(at2, "busbw_gbps"));
+  EXPECT_NE(metric_text(at4, "derivation").find("4 ranks use 4-rank fit"), std::string::npos)
+      << metric_text(at4, "derivation");
+  EXPECT_NE(metric_text(at4, "derivation").find("h100_host_4_processes"), std::string::npos);
+
+  // One file per count, in order, and never beside fit_file.
+  auto refused = [&](const std::string& fit, const std::string& says) {
+    try {
+      run_task_once("scaling_model", with("gpus: 4, " + fit));
+      ADD_FAILURE() << fit << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(both + ", fit_file: '" + two + "'", "fit_file and fit_files are both set");
+  refused("fit_processes: [2, 4], fit_files: ['" + two + "']", "one file per count");
+  refused("fit_processes: [4, 2], fit_files: ['" + two + "', '" + four + "']", "processes has 2");
+  refused("fit_processes: [2, 2], fit_files: ['" + two + "', '" + two + "']", "lists 2 twice");
+}
+
 TEST_F(ScalingTask, PreflightNamesTheEmptyFileAndTheSelectionThatMatchesNothing) {
   const runner::PluginManifest* m = registry.find(runner::PluginKind::Task, "scaling_model");
   ASSERT_NE(m, nullptr);
