@@ -78,6 +78,15 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
   return v;
 }
 
+// env.<field>: what a record's env holds (capture_environment in results.cpp; launcher,
+// world_size and backend from run_output.cpp in multi-process runs).
+bool is_environment_field(const std::string& name) {
+  static const std::set<std::string> fields = {"env.device",     "env.gpu",        "env.cpu",        "env.libtorch",
+                                               "env.cuda_runtime", "env.driver",   "env.host",       "env.git_commit",
+                                               "env.runner_version", "env.launcher", "env.world_size", "env.backend"};
+  return fields.count(name) > 0;
+}
+
 struct Checker {
   const SourceMap& src;
   const std::string& scope;  // "part matmul" or "this experiment"
@@ -87,7 +96,7 @@ struct Checker {
   }
 
   void key(const std::string& name, const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
-    if (name.empty() || v.keys.count(name) || !v.labels_known) return;
+    if (name.empty() || v.keys.count(name) || !v.labels_known || is_environment_field(name)) return;
     fail(node, path,
          "no parameter or label '" + name + "' in the records of " + scope +
              suggestion(name, std::vector<std::string>(v.keys.begin(), v.keys.end())));

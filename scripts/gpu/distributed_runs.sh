@@ -10,6 +10,7 @@
 #               with 20 measured steps; run dir distributed_communication_single_node_<NPROC>
 #   ddp         ddp_benchmarking (4 strategies, 1 GPU, PyTorch DDP, Kineto trace)
 #   accounting  optimizer_state_sharding_accounting
+#   bf16_reduce ddp_bf16_reduce at 2, 4 and 8 ranks (those the host has), global batch 4 per rank
 #   scaling     ddp_scaling at 2, 4 and 8 ranks (those the host has), global batch 4 per rank,
 #               then rank 0's trace of the largest run drawn into logs/ddp_scaling_trace.*
 set -uo pipefail
@@ -78,6 +79,12 @@ for stage in "${stages[@]}"; do
         > "$logs/ddp_scaling_trace.json" 2>&1
       [[ -n $trace ]] && tar czf "$out/traces.tgz" "$trace"
       pack ;;
+    bf16_reduce)
+      for n in 2 4 8; do
+        (( n <= gpus )) || continue
+        NRANKS=$n launch "ddp_bf16_reduce_$n" experiments/ddp_bf16_reduce.yaml \
+          --set parts.bucketed.params.batch_size=$((4 * n)) --set parts.bucketed_fp32.params.batch_size=$((4 * n))
+      done ;;
     ddp) launch ddp_benchmarking experiments/ddp_benchmarking.yaml ;;
     accounting) launch optimizer_state_sharding_accounting experiments/optimizer_state_sharding_accounting.yaml ;;
     *) echo "unknown stage $stage"; exit 2 ;;

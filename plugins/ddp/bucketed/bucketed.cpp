@@ -14,7 +14,10 @@
 // Reducer does), so every rank issues the same collectives in the same order even
 // if hooks fire in a slightly different order. The all-reduce averages (NCCL AVG,
 // or Gloo SUM after a divide) in place; since .grad are views, the result is
-// already where the optimizer reads it. finish_gradient_synchronization()
+// already where the optimizer reads it. With reduce_dtype bf16 each bucket has a
+// bf16 twin: the launch casts the bucket into it and all-reduces the twin (half the
+// bytes on the wire, as PyTorch's bf16_compress_hook), and finish casts the mean back
+// into the fp32 bucket after the wait. finish_gradient_synchronization()
 // launches buckets whose gradients never came (unused parameters: zeros), then
 // waits for every bucket (on CUDA the compute stream waits for NCCL's, the CPU
 // does not block). The optimizer may step once it returns. If something replaced
@@ -36,6 +39,7 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 struct Bucket {
   torch::Tensor flat;
+  torch::Tensor wire;          // bf16 twin of flat (reduce_dtype bf16), else undefined
   std::vector<size_t> params;  // indices into BucketedDdp::params_
   int pending = 0;             // gradients not yet ready this step
   bool ready = false;
@@ -56,7 +60,8 @@ class GradReadyHook : public torch::autograd::PostAccumulateGradHook {
 
 class BucketedDdp : public runner::DataParallel {
  public:
-  explicit BucketedDdp(double bucket_size_mb) : bucket_bytes_(bucket_size_mb * kBytesPerMiB) {
+  BucketedDdp(double bucket_size_mb, bool bf16_wire)
+      : bucket_bytes_(bucket_size_mb * kBytesPerMiB), bf16_wire_(bf16_wire) {
     if (!(bucket_size_mb > 0)) throw std::invalid_argument("ddp/bucketed: bucket_size_mb must be > 0");
   }
 
@@ -110,7 +115,10 @@ class BucketedDdp : public runner::DataParallel {
         point_grad_at_view(i);
       }
     while (next_bucket_ < buckets_.size()) launch(next_bucket_++);
-    for (auto& b : buckets_) b.work->wait();
+    for (auto& b : buckets_) {
+      b.work->wait();  // on CUDA: the compute stream waits for NCCL's, so the cast below follows
+      if (b.wire.defined()) b.flat.copy_(b.wire);
+    }
     prepare_for_backward();
   }
 
@@ -135,6 +143,8 @@ class BucketedDdp : public runner::DataParallel {
         offset += params_[k].numel();
         bucket_of_[k] = buckets_.size();
       }
+      if (bf16_wire_ && b.flat.scalar_type() != torch::kBFloat16)
+        b.wire = torch::empty({numel}, b.flat.options().dtype(torch::kBFloat16));
       b.params = members;
       buckets_.push_back(std::move(b));
     }
@@ -149,10 +159,16 @@ class BucketedDdp : public runner::DataParallel {
 
   void launch(size_t index) {
     Bucket& b = buckets_[index];
-    b.work = runner::allreduce_mean(b.flat, dist_, *clock_);
+    if (b.wire.defined()) {
+      b.wire.copy_(b.flat);
+      b.work = runner::allreduce_mean(b.wire, dist_, *clock_);
+    } else {
+      b.work = runner::allreduce_mean(b.flat, dist_, *clock_);
+    }
   }
 
   double bucket_bytes_;
+  bool bf16_wire_;
   runner::Distributed dist_;
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> views_;
@@ -170,11 +186,14 @@ runner::PluginManifest make_manifest() {
   m.name = "bucketed";
   m.version = "1";
   m.description = "gradients as views into buckets; a bucket's async all-reduce starts when its last gradient is ready";
-  m.options = {runner::opt_float("bucket_size_mb", 25.0, "largest bucket in MiB (a larger parameter gets its own)")};
+  m.options = {runner::opt_float("bucket_size_mb", 25.0, "largest bucket in MiB (a larger parameter gets its own)"),
+               runner::opt_enum("reduce_dtype", {"fp32", "bf16"}, "fp32",
+                                "dtype on the wire: fp32 (the gradients' own), or bf16 (each bucket cast to a bf16 "
+                                "copy, all-reduced, cast back: half the bytes, bf16 rounding of the mean)")};
   // What report() adds to the train step's record.
   m.metrics = std::vector<std::string>{"buckets", "collectives_per_step"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
-    return std::make_unique<BucketedDdp>(p.number("bucket_size_mb"));
+    return std::make_unique<BucketedDdp>(p.number("bucket_size_mb"), p.text("reduce_dtype") == "bf16");
   };
   return m;
 }
