@@ -162,8 +162,9 @@ struct GpuWatch {
 };
 
 void validate(const MeasureSettings& m) {
-  if (m.warmup_steps < 0 || m.measured_steps < 1 || m.repetitions < 1)
-    throw std::runtime_error("measure: need warmup_steps >= 0, measured_steps >= 1 and repetitions >= 1");
+  if (m.warmup_steps < 0 || m.measured_steps < 1 || m.repetitions < 1 || !(m.warmup_seconds >= 0))
+    throw std::runtime_error(
+        "measure: need warmup_steps >= 0, warmup_seconds >= 0, measured_steps >= 1 and repetitions >= 1");
   if (m.adaptive() && (m.min_steps < 2 || m.max_steps < m.min_steps || m.max_seconds <= 0))
     throw std::runtime_error("measure: adaptive stopping needs 2 <= min_steps <= max_steps and max_seconds > 0");
   if (m.cache != "warm" && m.cache != "cold") throw std::runtime_error("measure: cache must be warm or cold");
@@ -186,7 +187,7 @@ class Loop {
   }
 
   Repetition run(MeasureSummary& summary) {
-    warm_up();
+    summary.warmup_steps = warm_up();
     Repetition rep;
     ScopedRange range("measure");
     const int limit = m_.adaptive() ? m_.max_steps : m_.measured_steps;
@@ -222,9 +223,12 @@ class Loop {
   }
 
  private:
-  void warm_up() {
+  // The steps it ran: warmup_steps, or more until warmup_seconds have passed.
+  int warm_up() {
     ScopedRange range("warmup");
-    for (int i = 0; i < m_.warmup_steps; ++i) {
+    const auto t0 = Clock::now();
+    int i = 0;
+    for (; i < m_.warmup_steps || (m_.warmup_seconds > 0 && seconds_since(t0) < m_.warmup_seconds); ++i) {
       if (flusher_) flusher_->flush();
       ScopedRange r("step_" + std::to_string(i));
       marks_.reset();
@@ -233,6 +237,7 @@ class Loop {
       ctx_.synchronize();
       marks_per_step_ = std::max(marks_per_step_, marks_.used());
     }
+    return i;
   }
 
   void collect(const StepMarks& s, Repetition& rep) {
@@ -311,6 +316,7 @@ PhaseTimes measure_steps(Context& ctx, const std::function<void(StepTimer&)>& st
   MeasureSummary summary;
   summary.mode = m.adaptive() ? "adaptive" : "fixed";
   summary.cache = m.cache;
+  summary.warmup_seconds = m.warmup_seconds;
   summary.repetitions = m.repetitions;
   summary.target_rel_stderr = m.target_rel_stderr;
   Loop loop(ctx, step);

@@ -27,6 +27,11 @@ nlohmann::json summary_json(const MeasureSummary& s) {
                       {"target_met", s.target_met},
                       {"stop_reason", s.stop_reason},
                       {"measured_seconds", s.measured_seconds}};
+  // Only where a time-based warm-up was asked: older records stay as they were.
+  if (s.warmup_seconds > 0) {
+    j["warmup_seconds"] = s.warmup_seconds;
+    j["warmup_steps"] = s.warmup_steps;
+  }
   return j;
 }
 

@@ -54,8 +54,8 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
   for (const Point* p : points) {
     for (const auto& [key, value] : p->params.flatten()) v.keys.insert(key);
     // The host's keys; "rank" labels each rank's records in a multi-process run.
-    for (const char* key : {"precision", "seed", "device", "measure.warmup_steps", "measure.measured_steps",
-                            "measure.sync_each_step", "rank"})
+    for (const char* key : {"precision", "seed", "device", "measure.warmup_steps", "measure.warmup_seconds",
+                            "measure.measured_steps", "measure.sync_each_step", "rank"})
       v.keys.insert(key);
     if (seen_tasks.insert(p->task).second) {
       const PluginManifest* m = registry.find(PluginKind::Task, p->task);

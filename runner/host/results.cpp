@@ -139,6 +139,7 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
   out["seed"] = point.seed;
   out["device"] = device.is_cuda() ? "cuda" : "cpu";
   out["measure.warmup_steps"] = point.measure.warmup_steps;
+  if (point.measure.warmup_seconds > 0) out["measure.warmup_seconds"] = point.measure.warmup_seconds;
   out["measure.measured_steps"] = point.measure.measured_steps;
   out["measure.sync_each_step"] = point.measure.sync_each_step;
   out["measure.target_rel_stderr"] = point.measure.target_rel_stderr;

@@ -15,6 +15,9 @@ using Factor = std::vector<Alternative>;
 const std::vector<OptionSpec>& measure_options() {
   static const std::vector<OptionSpec> options = {
       opt_int("warmup_steps", 5, "untimed steps before measuring").in_range(0, 1e9),
+      opt_float("warmup_seconds", 0.0,
+                "warm-up also lasts at least this long (an idle GPU's clocks ramp up over tens of ms)")
+          .in_range(0, 3600),
       opt_int("measured_steps", 10, "timed steps per repetition (when target_rel_stderr is 0)").in_range(1, 1e9),
       opt_float("target_rel_stderr", 0.0,
                 "> 0: measure until the relative standard error of the mean step time is at most this"),
@@ -186,6 +189,7 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
       p.params.set_plugin_name(task);
       const Params m = resolve_options(node["measure"], measure_options(), registry, "measure", src, measure_values);
       p.measure.warmup_steps = static_cast<int>(m.integer("warmup_steps"));
+      p.measure.warmup_seconds = m.number("warmup_seconds");
       p.measure.measured_steps = static_cast<int>(m.integer("measured_steps"));
       p.measure.sync_each_step = m.flag("sync_each_step");
       p.measure.target_rel_stderr = m.number("target_rel_stderr");

@@ -66,6 +66,26 @@ TEST(Measure, FixedModeMeasuresExactlyMeasuredSteps) {
   EXPECT_EQ(ctx.measurements[0].n, 7);
 }
 
+TEST(Measure, WarmupSecondsExtendsTheWarmupPastItsStepCount) {
+  MeasureSettings m = fixed(2);
+  m.warmup_steps = 1;
+  m.warmup_seconds = 0.05;
+  Context ctx = cpu_context(m);
+  int steps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) { timer.phase("x", [&] { ++steps; sleep_ms(1); }); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(seconds, 0.05);
+  EXPECT_GT(t.summary.warmup_steps, 1) << "one warm-up step of 1 ms cannot fill 50 ms";
+  EXPECT_LE(t.summary.warmup_steps, 51) << "each step sleeps at least 1 ms";
+  EXPECT_EQ(steps, t.summary.warmup_steps + 2);
+  EXPECT_EQ(t.ms.at("step").size(), 2u);
+
+  // Without it, exactly warmup_steps.
+  Context plain = cpu_context(fixed(2));
+  EXPECT_EQ(measure_steps(plain, [](StepTimer& timer) { timer.phase("x", [] {}); }).summary.warmup_steps, 1);
+}
+
 TEST(Measure, WithoutSyncEachStepFixedModeStillTimesEveryStep) {
   MeasureSettings m = fixed(5);
   m.sync_each_step = false;

@@ -24,6 +24,9 @@ namespace runner {
 // How a point is measured (the experiment's `measure:`); measure.hpp has the loop.
 struct MeasureSettings {
   int warmup_steps = 5;
+  // Warm-up also lasts at least this long: an idle GPU's clocks take tens of ms to ramp up,
+  // which a few steps of a 0.1 ms kernel do not cover (triton's do_bench warms up 25 ms).
+  double warmup_seconds = 0;
   int measured_steps = 10;        // the fixed count, when target_rel_stderr is 0
   double target_rel_stderr = 0;   // > 0: adaptive stopping
   int min_steps = 10;             // adaptive: never fewer
@@ -47,6 +50,8 @@ struct MeasureSummary {
   double target_rel_stderr = 0;
   bool target_met = true;     // every repetition reached the target (fixed: true)
   std::string stop_reason;    // fixed | target | max_steps | max_seconds (the last repetition's)
+  double warmup_seconds = 0;  // as asked
+  int warmup_steps = 0;       // warm-up steps run, the last repetition's (more than asked with warmup_seconds)
   double measured_seconds = 0;
   // GPU state sampled while measuring (at synchronize points, at most every 50 ms).
   int gpu_samples = 0;
