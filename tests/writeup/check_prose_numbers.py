@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every number typed by hand in reports/<id>/<id>.md and reports/writeup.tex is true.
+"""Every number typed by hand in reports/<id>/<id>.md, reports/writeup.tex and kernels/*/README.md is true.
 
 usage: check_prose_numbers.py <source dir> [--list]
 
@@ -20,6 +20,9 @@ that is not a measurement (a version, a size the assignment fixes) is declared w
 assignment fixes) is declared where it is used, with its reason:
     Markdown: <!-- constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch) -->
     LaTeX:    % constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch)
+A kernel's README (kernels/<name>/README.md, its version log and design notes) is checked like a
+report whose runs are the ones it names by path (`reports/<experiment>/data`, `.../runs/<name>`),
+with the tables and values of every report it names.
 Integers up to 16 (counts of GPUs, steps, layers, list items) are not checked.
 tests/writeup/prose_numbers_pending.txt lists numbers of reports whose prose another engineer
 owns today, with the reason, until they render or declare them ("<file> <number> <reason>");
@@ -172,9 +175,10 @@ class Reports:
         if run not in self.record_cache:
             out = []
             # Text the run left beside its records (a cross-check's table, a log) counts too.
+            # (Nsight Compute pages, ncu-*.txt, and stage logs are *.txt.)
             for extra in sorted(glob.glob(os.path.join(self.reports, run, "*.md")) +
                                 glob.glob(os.path.join(self.reports, run, "*.csv")) +
-                                glob.glob(os.path.join(self.reports, run, "log.txt"))):
+                                glob.glob(os.path.join(self.reports, run, "*.txt"))):
                 with open(extra, encoding="utf-8", errors="replace") as f:
                     out.extend(v for v, _, _, _ in numbers_in(f.read()))
             path = os.path.join(self.reports, run, "results.jsonl")
@@ -218,6 +222,19 @@ class Reports:
                 pool.add(self.table_numbers(other))
                 pool.add(self.value_numbers(other))
         pool.add(self.value_numbers(report_id))
+        return pool
+
+    def readme_pool(self, text):
+        """What a kernel README may quote: the records of the runs it names by path, and the
+        tables and values of the reports it names."""
+        pool = Pool()
+        for run in mentioned_runs(text):
+            pool.add(self.record_numbers(run))
+        for other in self.report_ids:
+            if re.search(r"(?<![\w])" + re.escape(other) + r"(?![\w])", text):
+                pool.add(self.table_numbers(other))
+                pool.add(self.value_numbers(other))
+        pool.finish()
         return pool
 
     def cited_pool(self, block):
@@ -351,6 +368,13 @@ def main():
         for a, b in zip([0] + starts, starts + [len(text)]):
             pool = reports.cited_pool(text[a:b])
             problems += check(where, text, prose[:b], pool, constants, listing, start=a)
+    for readme in sorted(glob.glob(os.path.join(root, "kernels", "*", "README.md"))):
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        where = os.path.relpath(readme, root)
+        constants, bad = constants_of(text, CONSTANTS_MD, where)
+        problems += bad
+        problems += check(where, text, strip_markdown(text), reports.readme_pool(text), constants, listing)
     used = set()
     kept = []
     for p in problems:
@@ -368,7 +392,8 @@ def main():
     if problems:
         print(f"{len(problems)} number(s) typed by hand match nothing", file=sys.stderr)
         return 1
-    print("every number in the prose of reports/<id>/<id>.md and reports/writeup.tex matches its records")
+    print("every number in the prose of reports/<id>/<id>.md, reports/writeup.tex and kernels/*/README.md "
+          "matches its records")
     return 0
 
 

@@ -14,7 +14,7 @@ PYTHON, CHECK = sys.argv[1], sys.argv[2]
 REPORT_MD = "# demo\n\n<!-- runner:table t begin -->\n| a | b |\n|---|---:|\n| x | 41.5 |\n<!-- runner:table t end -->\n"
 
 
-def tree(writeup):
+def tree(writeup, kernel_readme=None):
     root = tempfile.mkdtemp(prefix="prose-numbers-")
     for rid, cell in (("demo", "41.5"), ("other", "73.25")):
         folder = os.path.join(root, "reports", rid)
@@ -31,15 +31,21 @@ def tree(writeup):
             f.write(json.dumps({"metrics": {"ms": {"mean": 587.25 if rid == "demo" else 12.625}}}) + "\n")
     with open(os.path.join(root, "reports", "writeup.tex"), "w") as f:
         f.write(writeup)
+    if kernel_readme is not None:
+        os.makedirs(os.path.join(root, "kernels", "demo_kernel"))
+        with open(os.path.join(root, "kernels", "demo_kernel", "README.md"), "w") as f:
+            f.write(kernel_readme)
+    with open(os.path.join(root, "reports", "demo", "data", "ncu-demo.txt"), "w") as f:
+        f.write("Duration    ms    3.33\n")
     return root
 
 
-def run(writeup):
-    return subprocess.run([PYTHON, CHECK, tree(writeup)], capture_output=True, text=True)
+def run(writeup, kernel_readme=None):
+    return subprocess.run([PYTHON, CHECK, tree(writeup, kernel_readme)], capture_output=True, text=True)
 
 
-def expect(name, writeup, ok):
-    r = run(writeup)
+def expect(name, writeup, ok, kernel_readme=None):
+    r = run(writeup, kernel_readme)
     if (r.returncode == 0) != ok:
         print(f"FAIL {name}: exit {r.returncode}, expected {'0' if ok else 'non-zero'}\n{r.stdout}{r.stderr}")
         return False
@@ -56,5 +62,12 @@ results = [
     expect("another section's report", "\\section{A}\n\\generated{other}{}\n\\section{B}\n" + cite.replace("NUMBER", "73.25"), False),
     expect("declared constant", "\\section{A}\n% constants: 587.25 (a made-up constant)\nIt takes 587.25 ms.\n", True),
     expect("colour mix is no number", "\\section{A}\n\\fcolorbox{red!60!black}{x}\n", True),
+    # A kernel README quotes the records of the runs it names by path (an Nsight Compute page
+    # beside them too) and the tables of the reports it names; nothing else.
+    expect("kernel README: a named run's record", "", True,
+           "# k\n\n| 2 | x | 587.25 TFLOP/s (`reports/demo/data/`) |\n"),
+    expect("kernel README: a named run's ncu page", "", True, "# k\n\nDuration 3.33 ms (`reports/demo/data/`).\n"),
+    expect("kernel README: a number no record holds", "", False, "# k\n\nIt ran at 612.5 TFLOP/s.\n"),
+    expect("kernel README: a report's table cell", "", True, "# k\n\nSee `other`: 73.25 ms.\n"),
 ]
 sys.exit(0 if all(results) else 1)
