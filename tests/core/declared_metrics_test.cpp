@@ -50,6 +50,11 @@ TEST(DeclaredMetrics, MisspeltNamesInATrainStepTableAreRefusedBeforeTheRun) {
        "FILE:11:54: report.tables[0].pivot: no parameter or label 'context_length' in the records of this "
        "experiment",
        "model.context_length"},
+      // env.<field> names the environment a record was taken in; a field no record has is refused.
+      {"    - {name: t, title: T, rows: [env.worldsize], pivot: mode, metric: tokens_per_s}\n",
+       "FILE:11:34: report.tables[0].rows[0]: no parameter or label 'env.worldsize' in the records of this "
+       "experiment",
+       "'"},
   };
   for (const Refusal& c : cases) {
     const auto dir = fresh_dir("declared-metrics");
@@ -63,6 +68,15 @@ TEST(DeclaredMetrics, MisspeltNamesInATrainStepTableAreRefusedBeforeTheRun) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << "one line: " << r.output;
     EXPECT_FALSE(std::filesystem::exists(dir / "run")) << "nothing runs before the report spec is checked";
   }
+}
+
+TEST(DeclaredMetrics, EnvironmentFieldsAreKeysOfEveryExperiment) {
+  const auto dir = fresh_dir("declared-metrics-env");
+  const auto file = write_file(
+      dir / "train_step_table.yaml",
+      train_step_experiment("    - {name: t, title: T, rows: [env.world_size, env.gpu], pivot: mode, metric: tokens_per_s}\n"));
+  const auto r = run_runner(file.string() + " --device cpu --out " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 TEST(DeclaredMetrics, EveryTaskAndDdpStrategyDeclaresWhatItRecords) {
