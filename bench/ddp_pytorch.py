@@ -84,11 +84,8 @@ def main():
     model = single.build_model(args, device, generator)
     loss_from_logits = single_loss(args.vocab_size)
     if args.compile_blocks:
-        # The RoPE table first: filling it inside a compiled block would compile the block twice.
-        single.cached_rope(torch.empty(args.context_length, args.d_model // args.num_heads, device=device),
-                           args.rope_theta)
-        for module in (*model.layers, model.ln_final):
-            module.compile()
+        single.fill_rope_table(args, device)
+        single.compile_blocks(model)
         loss_from_logits = torch.compile(loss_from_logits)
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if cuda else None,
                                               bucket_cap_mb=args.bucket_cap_mb,

@@ -205,6 +205,19 @@ def variant_name(args):
     return "+".join(parts)
 
 
+def fill_rope_table(args, device):
+    """Fill the RoPE table before compiling: its filling inside a compiled block would make
+    Dynamo compile that block twice (once before, once after the table exists)."""
+    cached_rope(torch.empty(args.context_length, args.d_model // args.num_heads, device=device), args.rope_theta)
+
+
+def compile_blocks(model, mode=None):
+    """torch.compile every transformer block and the final norm, in place (one graph that every
+    layer reuses)."""
+    for module in (*model.layers, model.ln_final):
+        module.compile(mode=mode)
+
+
 def build_model(args, device, generator):
     """The reference LM with the C++ model's init: truncated normal, cut at +-3 std."""
     with torch.device(device):
@@ -417,13 +430,10 @@ def main():
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
         os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     if args.compile:
-        # Fill the RoPE table first: its filling inside a compiled block would make Dynamo
-        # compile that block twice (once before, once after the table exists).
-        cached_rope(torch.empty(args.context_length, args.d_model // args.num_heads, device=device), args.rope_theta)
+        fill_rope_table(args, device)
         mode = None if args.compile == "default" else args.compile
         if args.compile_scope == "blocks":
-            for module in (*model.layers, model.ln_final):
-                module.compile(mode=mode)
+            compile_blocks(model, mode)
             loss_from_logits = torch.compile(loss_from_logits, mode=mode)
         else:
             model_loss = torch.compile(model_loss, mode=mode)

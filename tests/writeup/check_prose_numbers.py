@@ -216,11 +216,7 @@ class Reports:
         runs.update(mentioned_runs(text, report_id))
         for run in runs:
             pool.add(self.record_numbers(run))
-        # Another report the prose names (`analytic_accounting.md`): its tables and values too.
-        for other in self.report_ids:
-            if other != report_id and re.search(r"(?<![\w])" + re.escape(other) + r"(?![\w])", text):
-                pool.add(self.table_numbers(other))
-                pool.add(self.value_numbers(other))
+        self.add_named_reports(pool, text, report_id)
         pool.add(self.value_numbers(report_id))
         return pool
 
@@ -230,12 +226,16 @@ class Reports:
         pool = Pool()
         for run in mentioned_runs(text):
             pool.add(self.record_numbers(run))
-        for other in self.report_ids:
-            if re.search(r"(?<![\w])" + re.escape(other) + r"(?![\w])", text):
-                pool.add(self.table_numbers(other))
-                pool.add(self.value_numbers(other))
+        self.add_named_reports(pool, text)
         pool.finish()
         return pool
+
+    def add_named_reports(self, pool, text, own=None):
+        """Another report the text names (`analytic_accounting.md`): its tables and values."""
+        for other in self.report_ids:
+            if other != own and re.search(r"(?<![\w])" + re.escape(other) + r"(?![\w])", text):
+                pool.add(self.table_numbers(other))
+                pool.add(self.value_numbers(other))
 
     def cited_pool(self, block):
         """What a writeup section may quote: the tables, rendered numbers and values of the

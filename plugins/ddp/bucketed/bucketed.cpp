@@ -159,12 +159,8 @@ class BucketedDdp : public runner::DataParallel {
 
   void launch(size_t index) {
     Bucket& b = buckets_[index];
-    if (b.wire.defined()) {
-      b.wire.copy_(b.flat);
-      b.work = runner::allreduce_mean(b.wire, dist_, *clock_);
-    } else {
-      b.work = runner::allreduce_mean(b.flat, dist_, *clock_);
-    }
+    const torch::Tensor& sent = b.wire.defined() ? b.wire.copy_(b.flat) : b.flat;
+    b.work = runner::allreduce_mean(sent, dist_, *clock_);
   }
 
   double bucket_bytes_;
