@@ -2,8 +2,12 @@
 // stream, or steady-clock times on CPU). The events are created before the
 // measured loop and reused once their times were read, so event creation never
 // lands inside a timed step. The host waits after every step only with
-// sync_each_step; otherwise it reads a batch of steps at once.
+// sync_each_step; otherwise it reads a batch of steps at once. With hold_stream
+// the batch (at most kMaxHeldSteps) is enqueued behind a wait the host releases
+// once the batch is queued (stream_hold.hpp says why).
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -20,6 +24,8 @@
 #ifdef RUNNER_WITH_CUDA
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+
+#include "stream_hold.hpp"
 #endif
 
 #include <unistd.h>
@@ -29,6 +35,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kGpuSampleEverySeconds = 0.05;
+// Steps enqueued behind one hold (measure.hold_stream) at most. The GPU runs none
+// of them until the release, so all their launches and events wait in the
+// stream's queue, which is finite: once it fills, the host blocks inside a launch
+// until the watchdog releases the hold (and those steps then include host gaps).
+// 32 steps of a few tens of launches each stay well inside it.
+constexpr int kMaxHeldSteps = 32;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -168,6 +180,20 @@ void validate(const MeasureSettings& m) {
   if (m.adaptive() && (m.min_steps < 2 || m.max_steps < m.min_steps || m.max_seconds <= 0))
     throw std::runtime_error("measure: adaptive stopping needs 2 <= min_steps <= max_steps and max_seconds > 0");
   if (m.cache != "warm" && m.cache != "cold") throw std::runtime_error("measure: cache must be warm or cold");
+  if (m.hold_stream && m.sync_each_step)
+    throw std::runtime_error("measure.hold_stream needs sync_each_step: false: a held batch runs only once its last "
+                             "step is enqueued, and sync_each_step waits for every step before that");
+}
+
+// Whether steps are held: asked, without sync_each_step, and on a CUDA device
+// (on CPU there is no stream to hold; the steps are measured as without it).
+bool holds_stream(const MeasureSettings& m, const c10::Device& device) {
+#ifdef RUNNER_WITH_CUDA
+  return m.hold_stream && !m.sync_each_step && device.is_cuda();
+#else
+  (void)m, (void)device;
+  return false;
+#endif
 }
 
 // One repetition's measured steps, per phase, plus why it stopped.
@@ -184,6 +210,16 @@ class Loop {
   Loop(Context& ctx, const std::function<void(StepTimer&)>& step)
       : ctx_(ctx), m_(ctx.measure), step_(step), marks_(ctx.device.is_cuda()), gpu_(ctx.device) {
     if (m_.cache == "cold") flusher_ = std::make_unique<CacheFlusher>(ctx.device);
+#ifdef RUNNER_WITH_CUDA
+    if (holds_stream(m_, ctx.device)) hold_ = std::make_unique<StreamHold>();
+#endif
+  }
+
+  std::int64_t hold_released_by_watchdog() const {
+#ifdef RUNNER_WITH_CUDA
+    if (hold_) return hold_->released_by_watchdog();
+#endif
+    return 0;
   }
 
   Repetition run(MeasureSummary& summary) {
@@ -192,7 +228,9 @@ class Loop {
     ScopedRange range("measure");
     const int limit = m_.adaptive() ? m_.max_steps : m_.measured_steps;
     // Steps whose marks are read together: one when each step synchronizes.
-    const int batch = m_.sync_each_step ? 1 : (m_.adaptive() ? m_.min_steps : m_.measured_steps);
+    const int batch = m_.sync_each_step ? 1
+                                        : std::min(m_.adaptive() ? m_.min_steps : m_.measured_steps,
+                                                   holds_stream(m_, ctx_.device) ? kMaxHeldSteps : INT_MAX);
     marks_.reset();
     marks_.reserve((marks_per_step_ ? marks_per_step_ : 16) * static_cast<size_t>(batch));
     ctx_.synchronize();
@@ -200,16 +238,19 @@ class Loop {
     std::vector<StepMarks> pending;
     int n = 0;
     while (true) {
+      if (pending.empty()) arm_hold();
       if (flusher_) flusher_->flush();
       ScopedRange r("step_" + std::to_string(n));
       MarkingTimer timer(marks_);
       const auto wall0 = Clock::now();
       step_(timer);
+      hold_step_enqueued();
       if (m_.sync_each_step) ctx_.synchronize();
       timer.current.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - wall0).count();
       pending.push_back(std::move(timer.current));
       ++n;
       if (static_cast<int>(pending.size()) < batch && n < limit) continue;
+      release_hold();
       ctx_.synchronize();
       for (const StepMarks& s : pending) collect(s, rep);
       pending.clear();
@@ -223,6 +264,24 @@ class Loop {
   }
 
  private:
+  // A batch is held from before its first step (its cache flush too) until all of it is
+  // enqueued; warm-up steps are not held.
+  void arm_hold() {
+#ifdef RUNNER_WITH_CUDA
+    if (hold_) hold_->arm();
+#endif
+  }
+  void hold_step_enqueued() {
+#ifdef RUNNER_WITH_CUDA
+    if (hold_) hold_->step_enqueued();
+#endif
+  }
+  void release_hold() {
+#ifdef RUNNER_WITH_CUDA
+    if (hold_) hold_->release();
+#endif
+  }
+
   // The steps it ran: warmup_steps, or more until warmup_seconds have passed.
   int warm_up() {
     ScopedRange range("warmup");
@@ -271,6 +330,11 @@ class Loop {
   GpuWatch gpu_;
   std::unique_ptr<CacheFlusher> flusher_;
   size_t marks_per_step_ = 0;  // the most marks a warm-up step used
+#ifdef RUNNER_WITH_CUDA
+  // Declared last, destroyed first: when a step throws mid-batch, the stream is
+  // released (and passes its wait) before the rest of the loop goes.
+  std::unique_ptr<StreamHold> hold_;
+#endif
 };
 
 double mean_of(const std::vector<double>& v) {
@@ -317,6 +381,7 @@ PhaseTimes measure_steps(Context& ctx, const std::function<void(StepTimer&)>& st
   summary.mode = m.adaptive() ? "adaptive" : "fixed";
   summary.cache = m.cache;
   summary.warmup_seconds = m.warmup_seconds;
+  summary.hold_stream = holds_stream(m, ctx.device);
   summary.repetitions = m.repetitions;
   summary.target_rel_stderr = m.target_rel_stderr;
   Loop loop(ctx, step);
@@ -336,6 +401,7 @@ PhaseTimes measure_steps(Context& ctx, const std::function<void(StepTimer&)>& st
   if (m.sync_each_step) out.order.push_back("wall");
   summary.n = static_cast<std::int64_t>(out.ms["step"].size());
   summary.rel_stderr = rel_stderr(out.ms["step"]);
+  summary.hold_released_by_watchdog = loop.hold_released_by_watchdog();
   if (!m.adaptive()) summary.target_met = true;
   out.summary = summary;
   ctx.measurements.push_back(summary);

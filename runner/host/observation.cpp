@@ -17,7 +17,7 @@ nlohmann::json gpu_sample_json(const GpuSample& s) {
           {"throttle_reasons", throttle_reason_names(s.throttle_reasons)}};
 }
 
-nlohmann::json summary_json(const MeasureSummary& s) {
+nlohmann::json summary_json(const MeasureSummary& s, const MeasureSettings& m) {
   nlohmann::json j = {{"mode", s.mode},
                       {"cache", s.cache},
                       {"repetitions", s.repetitions},
@@ -31,6 +31,11 @@ nlohmann::json summary_json(const MeasureSummary& s) {
   if (s.warmup_seconds > 0) {
     j["warmup_seconds"] = s.warmup_seconds;
     j["warmup_steps"] = s.warmup_steps;
+  }
+  // Only where hold_stream was asked; hold_stream false then says nothing was held (CPU).
+  if (m.hold_stream || s.hold_stream) {
+    j["hold_stream"] = s.hold_stream;
+    j["hold_released_by_watchdog"] = s.hold_released_by_watchdog;
   }
   return j;
 }
@@ -63,6 +68,16 @@ std::string missed_target(const MeasureSummary& s, const MeasureSettings& m) {
   return missed + " (" + s.stop_reason + ")";
 }
 
+// The watchdog let a held stream go before its batch was enqueued, so the rest of
+// that batch ran as without hold_stream.
+std::string watchdog_released(const MeasureSummary& s) {
+  const std::int64_t k = s.hold_released_by_watchdog;
+  return "measure.hold_stream: the watchdog released the held stream " + std::to_string(k) + " time" +
+         (k == 1 ? "" : "s") + " after 250 ms without a step enqueued, so those batches' step times include host "
+         "gaps; a step must not synchronize the host (.item(), a synchronize), or lower measure.measured_steps / "
+         "measure.min_steps so a held batch's launches fit the stream's queue";
+}
+
 }  // namespace
 
 std::string percent(double fraction) {
@@ -79,9 +94,11 @@ Observation observe_point(const std::vector<MeasureSummary>& summaries, const Me
   unsigned min_sm = after.valid ? after.sm_clock_mhz : 0, max_sm = min_sm;
   int samples = 0;
   for (const MeasureSummary& s : summaries) {
-    measurements.push_back(summary_json(s));
+    measurements.push_back(summary_json(s, settings));
     if (s.mode == "adaptive" && !s.target_met)
       outcome.warnings.push_back(missed_target(s, settings));
+    if (s.hold_released_by_watchdog > 0)
+      outcome.warnings.push_back(watchdog_released(s));
     if (s.gpu_samples > 0) {
       reasons |= s.throttle_reasons;
       min_sm = samples || after.valid ? std::min(min_sm, s.min_sm_clock_mhz) : s.min_sm_clock_mhz;

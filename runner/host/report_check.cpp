@@ -55,7 +55,7 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
     for (const auto& [key, value] : p->params.flatten()) v.keys.insert(key);
     // The host's keys; "rank" labels each rank's records in a multi-process run.
     for (const char* key : {"precision", "seed", "device", "measure.warmup_steps", "measure.warmup_seconds",
-                            "measure.measured_steps", "measure.sync_each_step", "rank"})
+                            "measure.measured_steps", "measure.sync_each_step", "measure.hold_stream", "rank"})
       v.keys.insert(key);
     if (seen_tasks.insert(p->task).second) {
       const PluginManifest* m = registry.find(PluginKind::Task, p->task);

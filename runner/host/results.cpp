@@ -142,6 +142,7 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
   if (point.measure.warmup_seconds > 0) out["measure.warmup_seconds"] = point.measure.warmup_seconds;
   out["measure.measured_steps"] = point.measure.measured_steps;
   out["measure.sync_each_step"] = point.measure.sync_each_step;
+  if (point.measure.hold_stream) out["measure.hold_stream"] = true;
   out["measure.target_rel_stderr"] = point.measure.target_rel_stderr;
   if (point.measure.adaptive()) {
     out["measure.min_steps"] = point.measure.min_steps;

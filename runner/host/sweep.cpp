@@ -26,6 +26,9 @@ const std::vector<OptionSpec>& measure_options() {
       opt_float("max_seconds", 60.0, "adaptive: stop once the timed steps took this long").in_range(0, 1e9),
       opt_int("repetitions", 1, "rerun warm-up + measurement this many times; one mean each").in_range(1, 1e6),
       opt_bool("sync_each_step", true, "synchronize the device after every timed step"),
+      opt_bool("hold_stream", false,
+               "CUDA, with sync_each_step false: hold the stream while a batch of steps is enqueued, so short "
+               "steps' times hold no host launch gaps"),
       opt_enum("cache", {"warm", "cold"}, "warm", "cold: write a buffer larger than L2 before every step"),
   };
   return options;
@@ -96,6 +99,9 @@ void check_measure(const MeasureSettings& m, const YAML::Node& node, const Sourc
   if (m.warmup_steps < 0 || m.measured_steps < 1)
     throw ConfigError(at + "need warmup_steps >= 0 and measured_steps >= 1");
   if (m.repetitions < 1) throw ConfigError(at + "repetitions must be >= 1");
+  if (m.hold_stream && m.sync_each_step)
+    throw ConfigError(at + "hold_stream needs sync_each_step: false: a held batch runs only once its last step is "
+                      "enqueued, and sync_each_step waits for every step before that");
   if (m.target_rel_stderr < 0 || m.target_rel_stderr >= 1)
     throw ConfigError(at + "target_rel_stderr is a fraction (0.01 = 1%); 0 turns adaptive stopping off");
   if (m.adaptive() && (m.min_steps < 2 || m.max_steps < m.min_steps || m.max_seconds <= 0))
@@ -192,6 +198,7 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
       p.measure.warmup_seconds = m.number("warmup_seconds");
       p.measure.measured_steps = static_cast<int>(m.integer("measured_steps"));
       p.measure.sync_each_step = m.flag("sync_each_step");
+      p.measure.hold_stream = m.flag("hold_stream");
       p.measure.target_rel_stderr = m.number("target_rel_stderr");
       p.measure.min_steps = static_cast<int>(m.integer("min_steps"));
       p.measure.max_steps = static_cast<int>(m.integer("max_steps"));

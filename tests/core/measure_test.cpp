@@ -1,15 +1,25 @@
 // The measurement model on CPU: what a step is, fixed and adaptive stopping,
 // repetitions, cold mode and rate counters. Bounds, not speeds: steps sleep, so
 // a loaded machine only makes them noisier, and every assertion allows for that.
+// The hold_stream tests at the end need a CUDA device and skip without one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <thread>
 
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "observation.hpp"
+#include "results.hpp"
 #include "runner/context.hpp"
 #include "runner/measure.hpp"
+#include "sweep.hpp"
+#include "test_support.hpp"
 
 namespace runner {
 namespace {
@@ -217,6 +227,167 @@ TEST(Measure, InvalidSettingsThrowBeforeRunningAnything) {
   int calls = 0;
   EXPECT_THROW(measure_steps(ctx, [&](StepTimer&) { ++calls; }), std::runtime_error);
   EXPECT_EQ(calls, 0);
+}
+
+TEST(Measure, HoldStreamWithSyncEachStepIsRefusedBeforeRunningAnything) {
+  MeasureSettings m = fixed(3);
+  m.hold_stream = true;  // sync_each_step is true by default
+  Context ctx = cpu_context(m);
+  int calls = 0;
+  try {
+    measure_steps(ctx, [&](StepTimer&) { ++calls; });
+    ADD_FAILURE() << "hold_stream with sync_each_step was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("measure.hold_stream needs sync_each_step: false: ", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(calls, 0);
+}
+
+// On CPU there is no stream to hold: the steps are measured as without it, and the
+// summary's hold_stream is false (what was asked is in the point's params).
+TEST(Measure, HoldStreamOnCpuMeasuresAsWithoutItAndSaysNothingWasHeld) {
+  MeasureSettings m = fixed(40);
+  m.sync_each_step = false;
+  m.hold_stream = true;
+  Context ctx = cpu_context(m);
+  int steps = 0;
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) { timer.phase("x", [&] { ++steps; }); });
+  EXPECT_EQ(t.summary.n, 40);
+  EXPECT_EQ(steps, 1 + 40);
+  EXPECT_FALSE(t.summary.hold_stream);
+  EXPECT_EQ(t.summary.hold_released_by_watchdog, 0);
+}
+
+TEST(Measure, HoldStreamIsParsedAndRefusedWithSyncEachStepAtItsLine) {
+  const auto dir = testing::fresh_dir("hold_stream");
+  auto points_of = [&](const std::string& measure) {
+    const auto file = testing::write_file(dir / "e.yaml", "experiment: e\ntask: echo\nmeasure: " + measure + "\n");
+    return expand_points(load_experiment(file, {}, false), testing::test_registry());
+  };
+  const std::vector<Point> held = points_of("{sync_each_step: false, hold_stream: true}");
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_TRUE(held[0].measure.hold_stream);
+  EXPECT_EQ(point_params_json(held[0], c10::Device(c10::kCPU)).value("measure.hold_stream", false), true);
+  const std::vector<Point> plain = points_of("{sync_each_step: false}");
+  EXPECT_FALSE(plain[0].measure.hold_stream);
+  EXPECT_FALSE(point_params_json(plain[0], c10::Device(c10::kCPU)).contains("measure.hold_stream"))
+      << "older records' params stay as they were";
+  try {
+    points_of("{hold_stream: true}");
+    ADD_FAILURE() << "hold_stream with the default sync_each_step: true was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("e.yaml:3:10: measure: hold_stream needs sync_each_step: false: "),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Measure, HoldStreamIsRecordedWhereAskedAndAWatchdogReleaseWarns) {
+  MeasureSummary s;
+  s.mode = "fixed";
+  s.n = 100;
+  MeasureSettings asked;
+  asked.sync_each_step = false;
+  asked.hold_stream = true;
+  // Asked on CPU: recorded as not held, no warning.
+  const Observation cpu = observe_point({s}, asked, GpuSample{}, GpuSample{});
+  EXPECT_EQ(cpu.fields.at("measurement").at("hold_stream"), false);
+  EXPECT_EQ(cpu.fields.at("measurement").at("hold_released_by_watchdog"), 0);
+  EXPECT_TRUE(cpu.warnings.empty());
+  // Not asked: neither key.
+  EXPECT_FALSE(observe_point({s}, MeasureSettings{}, GpuSample{}, GpuSample{}).fields.at("measurement").contains("hold_stream"));
+  // Held, and the watchdog had to release twice: the warning says what that did and what to change.
+  s.hold_stream = true;
+  s.hold_released_by_watchdog = 2;
+  const Observation held = observe_point({s}, asked, GpuSample{}, GpuSample{});
+  EXPECT_EQ(held.fields.at("measurement").at("hold_stream"), true);
+  EXPECT_EQ(held.fields.at("measurement").at("hold_released_by_watchdog"), 2);
+  ASSERT_EQ(held.warnings.size(), 1u);
+  EXPECT_EQ(held.warnings[0],
+            "measure.hold_stream: the watchdog released the held stream 2 times after 250 ms without a step enqueued, "
+            "so those batches' step times include host gaps; a step must not synchronize the host (.item(), a "
+            "synchronize), or lower measure.measured_steps / measure.min_steps so a held batch's launches fit the "
+            "stream's queue");
+}
+
+// The GPU tests below need a CUDA build and a device.
+bool cuda_device_here() {
+#ifdef RUNNER_WITH_CUDA
+  return torch::cuda::is_available();
+#else
+  return false;
+#endif
+}
+
+Context cuda_context(MeasureSettings m) {
+  Context ctx = cpu_context(m);
+  ctx.device = c10::Device(c10::kCUDA, 0);
+  return ctx;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The case hold_stream is for: a step of 20 tiny launches, each shorter on the GPU
+// than on the host. Unheld, the GPU waits for every launch and the host's launch
+// time lands between the step's events; held, the launches run back to back. 70
+// steps: two held batches of 32 and one of 6.
+TEST(MeasureCuda, HoldStreamTakesTheHostsLaunchGapsOutOfAShortStep) {
+  if (!cuda_device_here()) GTEST_SKIP() << "no CUDA device";
+  constexpr int kLaunches = 20, kSteps = 70;
+  auto run = [&](bool hold) {
+    MeasureSettings m = fixed(kSteps);
+    m.warmup_steps = 5;
+    m.warmup_seconds = 0.05;
+    m.sync_each_step = false;
+    m.hold_stream = hold;
+    Context ctx = cuda_context(m);
+    const at::Tensor x = at::ones({1024}, at::TensorOptions().device(ctx.device));
+    at::Tensor y = at::zeros({1024}, at::TensorOptions().device(ctx.device));
+    const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) {
+      timer.phase("adds", [&] {
+        for (int i = 0; i < kLaunches; ++i) y.add_(x);
+      });
+    });
+    // Every step's adds ran, held or not.
+    const double steps_run = t.summary.warmup_steps + kSteps;
+    EXPECT_EQ(y[0].item<float>(), static_cast<float>(kLaunches * steps_run));
+    EXPECT_EQ(t.summary.hold_stream, hold);
+    EXPECT_EQ(t.summary.hold_released_by_watchdog, 0);
+    EXPECT_EQ(t.summary.n, kSteps);
+    return median_of(t.ms.at("step"));
+  };
+  // Held first: should the clocks still be ramping up, that favours the unheld run.
+  const double held = run(true);
+  const double unheld = run(false);
+  std::printf("median step of %d launches: held %.4f ms, unheld %.4f ms\n", kLaunches, held, unheld);
+  EXPECT_LE(held, unheld);
+}
+
+// A step that makes the host wait for the stream (.item()) while the stream waits
+// for the host: the watchdog releases the hold, the loop finishes, and it is counted.
+TEST(MeasureCuda, HoldStreamWatchdogReleasesAStepThatSynchronizes) {
+  if (!cuda_device_here()) GTEST_SKIP() << "no CUDA device";
+  MeasureSettings m = fixed(4);
+  m.sync_each_step = false;
+  m.hold_stream = true;
+  Context ctx = cuda_context(m);
+  const at::Tensor x = at::ones({1024}, at::TensorOptions().device(ctx.device));
+  float total = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const PhaseTimes t = measure_steps(ctx, [&](StepTimer& timer) {
+    timer.phase("sum", [&] { total += x.sum().item<float>(); });
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(t.summary.hold_stream);
+  // One batch of 4: its first step blocks until the watchdog lets the stream go;
+  // the other three run unheld.
+  EXPECT_EQ(t.summary.hold_released_by_watchdog, 1);
+  EXPECT_GE(seconds, 0.25);
+  EXPECT_EQ(t.summary.n, 4);
+  EXPECT_EQ(total, 1024.0f * (1 + 4));
 }
 
 TEST(Stats, RelStderrIsStdOverRootNOverMean) {

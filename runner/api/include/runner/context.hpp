@@ -36,6 +36,10 @@ struct MeasureSettings {
   // Synchronize the device after every step; when false, events are read in
   // batches (all steps in fixed mode, min_steps at a time in adaptive mode).
   bool sync_each_step = true;
+  // CUDA, without sync_each_step: hold the stream behind a wait on a host flag while a
+  // batch of steps is enqueued, then release it, so the host's launch gaps of short steps
+  // do not land between their events (nvbench's blocking kernel). measure.cpp has how.
+  bool hold_stream = false;
   std::string cache = "warm";     // warm | cold: write a buffer larger than L2 before every step
   bool adaptive() const { return target_rel_stderr > 0; }
 };
@@ -52,6 +56,12 @@ struct MeasureSummary {
   std::string stop_reason;    // fixed | target | max_steps | max_seconds (the last repetition's)
   double warmup_seconds = 0;  // as asked
   int warmup_steps = 0;       // warm-up steps run, the last repetition's (more than asked with warmup_seconds)
+  // Steps were held (hold_stream asked, on a CUDA device, without sync_each_step); false
+  // where it was asked but nothing could be held (CPU).
+  bool hold_stream = false;
+  // Holds the watchdog released because no step was enqueued for 250 ms (a step that
+  // synchronizes, or a full launch queue): those batches' steps include host gaps.
+  std::int64_t hold_released_by_watchdog = 0;
   double measured_seconds = 0;
   // GPU state sampled while measuring (at synchronize points, at most every 50 ms).
   int gpu_samples = 0;
