@@ -200,7 +200,7 @@ using torch::autograd::variable_list;
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
           o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
-          o.backward_pingpong};
+          o.backward_pingpong, o.persistent_forward};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -213,6 +213,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.warp_specialized_backward = v[6] != 0;
   o.bulk_dq = v[7] != 0;
   o.backward_pingpong = v[8] != 0;
+  o.persistent_forward = v[9] != 0;
   return o;
 }
 
@@ -380,6 +381,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.warp_specialized = schedule == ForwardSchedule::warp_specialized;
   a.tma = options.tma_loads;
   a.pingpong = options.pingpong;
+  a.persistent = options.persistent_forward;
   a.head_group = options.head_group;
   detail::launch_forward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("forward");

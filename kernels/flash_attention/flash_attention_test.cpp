@@ -353,6 +353,7 @@ class FlashWgmmaKernel : public FlashKernel {
     struct Choice {
       S forward;
       bool tma, pingpong, deterministic, ws_backward = false, bulk_dq = false, backward_pingpong = true;
+      bool persistent = false;
     };
     std::vector<flash::Options> all;
     for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
@@ -362,7 +363,9 @@ class FlashWgmmaKernel : public FlashKernel {
                             Choice{S::warp_specialized, true, true, false, true},
                             Choice{S::warp_specialized, true, true, false, true, true},
                             Choice{S::warp_specialized, true, true, false, true, true, false},
-                            Choice{S::warp_specialized, true, true, false, true, false, false}}) {
+                            Choice{S::warp_specialized, true, true, false, true, false, false},
+                            Choice{S::warp_specialized, true, true, false, true, true, true, true},
+                            Choice{S::warp_specialized, false, true, false, true, true, true, true}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
@@ -372,13 +375,14 @@ class FlashWgmmaKernel : public FlashKernel {
       o.warp_specialized_backward = c.ws_backward;
       o.bulk_dq = c.bulk_dq;
       o.backward_pingpong = c.backward_pingpong;
+      o.persistent_forward = c.persistent;
       all.push_back(o);
     }
     return all;
   }
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
-           (o.pingpong ? "" : " (no ping-pong)") + " backward " +
+           (o.pingpong ? "" : " (no ping-pong)") + (o.persistent_forward ? " (persistent)" : "") + " backward " +
            (o.deterministic_backward      ? "deterministic"
             : !o.warp_specialized_backward ? "fused"
             : o.bulk_dq                    ? "warp_specialized_bulk_dq"

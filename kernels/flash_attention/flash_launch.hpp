@@ -46,6 +46,7 @@ struct ForwardArgs {
   bool warp_specialized = false;  // wgmma only: producer warpgroup + mbarrier ring (flash_forward_sm90_ws.cu)
   bool tma = true;         // warp_specialized only: TMA loads (else cp.async by the producer)
   bool pingpong = true;    // warp_specialized only: the consumer warpgroups take turns issuing MMAs
+  bool persistent = false; // warp_specialized only: at most SMs x resident blocks, each looping over tiles
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
 };
 

@@ -70,6 +70,9 @@ runner::PluginManifest make_manifest() {
                        "warpgroups through an mbarrier ring; auto: the fastest measured"),
       runner::opt_bool("pingpong", true,
                        "warp_specialized forward: the two consumer warpgroups take turns issuing their MMAs"),
+      runner::opt_bool("forward_persistent", false,
+                       "warp_specialized forward: SMs x resident blocks, each looping over its tiles in block "
+                       "order, so a tile's output write overlaps the next tile's loads (else one block per tile)"),
       runner::opt_enum("backward", {"auto", "fused", "deterministic", "warp_specialized", "warp_specialized_bulk_dq"},
                        "auto",
                        "wgmma backward: dQ summed with atomics inside the dK/dV kernel (fused; last bits vary "
@@ -88,6 +91,7 @@ runner::PluginManifest make_manifest() {
     o.family = flash::parse_kernel_family(p.text("kernel"));
     o.forward_schedule = flash::parse_forward_schedule(p.text("forward_schedule"));
     o.pingpong = p.flag("pingpong");
+    o.persistent_forward = p.flag("forward_persistent");
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
                                   p.text("backward") == "warp_specialized_bulk_dq";
