@@ -244,7 +244,10 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
     wait_parity(ring.q_full(), t & 1);
     if constexpr (kQInRegisters) {
       sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
-      release(ring.q_empty());  // the rows are in registers: the producer may load the next tile's Q
+      // The rows are in registers: the producer may load the next tile's Q. Its TMA write is an
+      // async-proxy access after these generic reads, so the proxies are fenced first.
+      sm90::fence_proxy_async();
+      release(ring.q_empty());
     }
     const int s0 = pos % R::kStages;
     wait_full(ring.k_full(s0), pos);
