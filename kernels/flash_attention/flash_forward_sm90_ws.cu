@@ -371,12 +371,7 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
                                         per_sm);  // K and V of a head
   // Persistent: as many blocks as fit on the GPU at once (the SM count of the device this
   // process uses, asked once), each looping over its tiles.
-  static const int sms = [] {
-    int device = 0, n = 1;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
-    return n;
-  }();
+  static const int sms = multiprocessor_count();
   const long long blocks = static_cast<long long>(tiles) * args.bh;
   const long long grid = args.persistent ? std::min<long long>(blocks, static_cast<long long>(sms) * per_sm) : blocks;
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);

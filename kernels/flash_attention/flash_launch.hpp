@@ -105,13 +105,18 @@ inline int head_group(int bh, long long bytes_per_head, int requested) {
 // The same for a kernel launched as `tiles` blocks per head with `blocks_per_sm` resident on
 // each SM: without a causal mask, no more heads than the blocks running at once cover
 // (cap_to_heads_in_flight).
-inline int head_group_in_flight(int bh, long long bytes_per_head, int requested, int tiles, bool causal,
-                                int blocks_per_sm) {
+// SMs of the device this process uses.
+inline int multiprocessor_count() {
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
+}
+
+inline int head_group_in_flight(int bh, long long bytes_per_head, int requested, int tiles, bool causal,
+                                int blocks_per_sm) {
   return cap_to_heads_in_flight(head_group(bh, bytes_per_head, requested), tiles,
-                                1LL * sms * blocks_per_sm, causal, requested);
+                                1LL * multiprocessor_count() * blocks_per_sm, causal, requested);
 }
 
 // rowsum(out * dout) in fp32 into delta [bh * lq]; zeroed (optional, fp32 [bh * lq,
