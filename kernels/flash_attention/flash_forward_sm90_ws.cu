@@ -21,11 +21,15 @@
 //    the producer runs up to kStages tiles ahead of the slowest consumer, and with ping-pong
 //    (sm90::Turns, round robin with three) the consumers take turns issuing MMAs, so one
 //    exponentiates while another's MMAs run.
-// Persistent grid (ForwardArgs::persistent, plugin option forward_persistent): SMs x resident
-// blocks, block b taking the tiles b, b + gridDim.x, ... of the same order. The ring's stages
-// and phases run on from tile to tile and Q has an "empty" mbarrier (consumers arrive once Q
-// is in registers at D = 128, after their tile's last S at D = 64), so the producer loads the
-// next tile's Q and first K/V stages while the consumers finish and write the last.
+// Persistent grid (ForwardArgs::persistent, plugin option forward_persistent; auto where the
+// tiles fill more than one wave): SMs x resident blocks, each looping over tiles of the same
+// order: block b, then b + gridDim.x, ... without a causal mask, and under one the next tile
+// nobody has taken, drawn from a counter (next_block). Producer warp 0 picks each tile and
+// publishes it in a shared-memory slot with the tile's Q load; the others read it once Q's full
+// barrier completes, and a tile past the end stops them. The ring's stages and phases run on
+// from tile to tile and Q has an "empty" mbarrier (consumers arrive once Q is in registers at
+// D = 128, after their tile's last S at D = 64; the V warp once it has read the slot), so the
+// producer loads the next tile's Q and first K/V stages while the consumers finish the last.
 // Shared memory: Q (tile rows) x D + kStages x (K + V) 128 x D in bf16/fp16, plus 2 + 4 kStages
 // mbarriers: 160 KiB at D = 128 (2 stages), 120 KiB at D = 64 (3 stages, 192 query rows).
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
@@ -77,7 +81,8 @@ struct Ring {
   static constexpr int kStages = D == 64 ? 3 : 2;
   static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
   static constexpr int kBarriers = 2 + 4 * kStages;
-  static constexpr int bytes() { return kQBytes + 2 * kStages * kTileBytes + 8 * kBarriers + 1024; }  // + alignment
+  // + the two tile slots, + alignment
+  static constexpr int bytes() { return kQBytes + 2 * kStages * kTileBytes + 8 * kBarriers + 8 + 1024; }
 
   std::uint8_t* base;
   __device__ explicit Ring(std::uint8_t* raw) : base(sm90::align_1024(raw)) {}
@@ -93,6 +98,8 @@ struct Ring {
   __device__ std::uint64_t* k_empty(int s) const { return bar(1 + 2 * kStages + s); }
   __device__ std::uint64_t* v_empty(int s) const { return bar(1 + 3 * kStages + s); }
   __device__ std::uint64_t* q_empty() const { return bar(1 + 4 * kStages); }
+  // Which block of the order tile t of this block is (two slots: tile t + 2 reuses t's).
+  __device__ volatile int* tile(int t) const { return reinterpret_cast<volatile int*>(bar(kBarriers)) + (t & 1); }
 };
 
 // One tile of work: query rows q0.. of head bh against key_tiles key tiles. Block `block` of the
@@ -102,6 +109,18 @@ struct Work {
   long bh;
   int q0, key_tiles;
 };
+
+// The block of the order a block takes after `block`: the next of its stride (one block per tile,
+// or a static persistent grid), or with a tile counter (causal persistent) the next no block has
+// taken yet, so blocks that drew short tiles take more (greedy longest-first; a fixed stride left
+// blocks 17-36 % apart in work under a causal mask, a Python model of the order).
+__device__ __forceinline__ int next_block(const ForwardArgs& a, int block, bool whole_warp) {
+  if (a.tile_counter == nullptr) return block + static_cast<int>(gridDim.x);
+  int next = 0;
+  if (threadIdx.x % 32 == 0) next = static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1);
+  if (whole_warp) next = __shfl_sync(0xffffffffu, next, 0);
+  return next;
+}
 
 template <int D>
 __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int tiles) {
@@ -133,7 +152,10 @@ __device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std:
 
 // Warps 0 (Q, K) and 1 (V) of the producer warpgroup; the other two have nothing to do. The
 // ring's stages and phases run on across a persistent block's tiles (`pos` counts key tiles
-// since the block started); Q waits for the consumers to be done with the previous tile's.
+// since the block started). Warp 0 picks each tile (next_block) once its previous tile's K
+// loads are issued, i.e. about kStages key tiles before the consumers finish that tile, and
+// publishes it in the tile slot with the Q load; warp 1 and the consumers read it there. A tile
+// at or past `blocks` is the end: Q's full barrier then completes without data.
 template <int D>
 __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, int tiles, int blocks) {
   using R = Ring<D>;
@@ -153,13 +175,28 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, in
   const CUtensorMap* map = keys ? &p.k : &p.v;
   if (a.tma) sm90::prefetch_tensor_map(map);
   int pos = 0;
-  for (int block = blockIdx.x, t = 0; block < blocks; block += gridDim.x, ++t) {
+  for (int t = 0, block = blockIdx.x;; ++t) {
+    if (keys) {
+      sm90::mbarrier_wait(ring.q_empty(), (t & 1) ^ 1);  // everyone has read the slot and Q of tile t - 1
+      if (t > 0) block = next_block(a, block, !a.tma);
+      if (lane == 0) *ring.tile(t) = block;
+      if (block >= blocks) {  // the end: complete Q's full barrier with no data
+        if (lane == 0) sm90::mbarrier_arrive(ring.q_full());
+        if (!a.tma) sm90::mbarrier_arrive(ring.q_full());
+        return;
+      }
+    } else {
+      sm90::mbarrier_wait(ring.q_full(), t & 1);
+      block = *ring.tile(t);
+      if (!a.tma) __syncwarp();  // every lane has read the slot (with TMA only lane 0 runs)
+      if (lane == 0) sm90::mbarrier_arrive(ring.q_empty());  // read: warp 0 may publish tile t + 2 there
+      if (block >= blocks) return;
+    }
     const Work w = work_of<D>(a, block, tiles);
-    if (keys) sm90::mbarrier_wait(ring.q_empty(), (t & 1) ^ 1);
     if (a.tma) {
       const int head = static_cast<int>(w.bh % at.heads), batch = static_cast<int>(w.bh / at.heads);
       if (keys) {
-        sm90::mbarrier_arrive_expect_tx(ring.q_full(), R::kQBytes);
+        sm90::mbarrier_arrive_expect_tx(ring.q_full(), R::kQBytes);  // releases the slot's write
 #pragma unroll
         for (int panel = 0; panel < D / 64; ++panel)
           sm90::tma_load_4d(ring.q() + panel * kTileQ * 128, &p.q, ring.q_full(), 64 * panel, w.q0, head, batch);
@@ -175,6 +212,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, in
       }
     } else {
       if (keys) {
+        if (lane == 0) sm90::mbarrier_arrive(ring.q_full());  // releases the slot's write (cp.async arrivals do not)
         const auto* q = static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(w.bh) + w.q0 * a.q_at.row;
         copy_tile_by_warp<kTileQ, D>(ring.q(), q, a.q_at.row, a.lq - w.q0, a.d, lane);
         sm90::cp_async_arrive(ring.q_full());
@@ -232,7 +270,10 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D>::kConsumers};
   turns.start();
   int pos = 0;
-  for (int block = blockIdx.x, t = 0; block < blocks; block += gridDim.x, ++t) {
+  for (int t = 0;; ++t) {
+    wait_parity(ring.q_full(), t & 1);
+    const int block = *ring.tile(t);  // published by the producer before Q's barrier completed
+    if (block >= blocks) break;
     const Work w = work_of<D>(a, block, tiles);
     const fwd90::RowPlace at = fwd90::row_place(w.q0 + 64 * wg, thread);
     const int key_tiles = w.key_tiles;
@@ -241,7 +282,6 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
     for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 
-    wait_parity(ring.q_full(), t & 1);
     if constexpr (kQInRegisters) {
       sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
       // The rows are in registers: the producer may load the next tile's Q. Its TMA write is an
@@ -300,13 +340,14 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
     sm90::wgmma_fence();
     fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(last)));
     sm90::wgmma_commit();
-    turns.pass(block + static_cast<int>(gridDim.x) >= blocks);  // the block's last issue point
+    turns.pass(false);  // whether this was the block's last tile is known only at the next slot
     sm90::wgmma_wait<0>();
     sm90::pin(o);
     release(ring.v_empty(last));  // the producer may be filling the other stages with the next tile
     fwd90::write_output<T, D>(a, w.bh, at, o, m, l);
     pos += key_tiles;
   }
+  turns.finish();
 }
 
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of 1 block)
@@ -325,8 +366,9 @@ __global__ void __launch_bounds__(Shape<D>::kThreads, 1) flash_forward_sm90_ws(c
 
   if (threadIdx.x == 0) {
     const unsigned fills = a.tma ? 1 : 32;  // one arrive.expect_tx, or one cp.async arrival per lane
-    sm90::mbarrier_init(ring.q_full(), fills);
-    sm90::mbarrier_init(ring.q_empty(), S::kConsumerWarps);
+    // Q's: + one plain arrival after the tile slot's write without TMA; empty: + the V warp's.
+    sm90::mbarrier_init(ring.q_full(), a.tma ? 1 : 33);
+    sm90::mbarrier_init(ring.q_empty(), S::kConsumerWarps + 1);
     for (int s = 0; s < R::kStages; ++s) {
       sm90::mbarrier_init(ring.k_full(s), fills);
       sm90::mbarrier_init(ring.v_full(s), fills);
@@ -370,10 +412,18 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.causal,
                                         per_sm);  // K and V of a head
   // Persistent: as many blocks as fit on the GPU at once (the SM count of the device this
-  // process uses, asked once), each looping over its tiles.
+  // process uses, asked once), each looping over its tiles; auto when there is more than one
+  // wave of tiles. Under a causal mask the blocks draw tiles from a counter (next_block).
   static const int sms = multiprocessor_count();
-  const long long blocks = static_cast<long long>(tiles) * args.bh;
-  const long long grid = args.persistent ? std::min<long long>(blocks, static_cast<long long>(sms) * per_sm) : blocks;
+  const long long blocks = static_cast<long long>(tiles) * args.bh, resident = static_cast<long long>(sms) * per_sm;
+  using P = ForwardArgs::Persistent;
+  const bool persistent = args.persistent == P::on || (args.persistent == P::automatic && blocks > resident);
+  const long long grid = persistent ? std::min(blocks, resident) : blocks;
+  p.a.tile_counter = nullptr;
+  if (persistent && args.causal && grid < blocks && args.tile_counter != nullptr) {
+    p.a.tile_counter = args.tile_counter;
+    cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
+  }
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 

@@ -46,7 +46,12 @@ struct ForwardArgs {
   bool warp_specialized = false;  // wgmma only: producer warpgroup + mbarrier ring (flash_forward_sm90_ws.cu)
   bool tma = true;         // warp_specialized only: TMA loads (else cp.async by the producer)
   bool pingpong = true;    // warp_specialized only: the consumer warpgroups take turns issuing MMAs
-  bool persistent = false; // warp_specialized only: at most SMs x resident blocks, each looping over tiles
+  // warp_specialized only: a persistent grid (at most SMs x resident blocks, each looping over
+  // tiles); auto: where the tiles fill more than one wave of resident blocks.
+  enum class Persistent { off, on, automatic } persistent = Persistent::off;
+  // Persistent under a causal mask: one int the launch zeroes, from which blocks draw their next
+  // tile (greedy, longest first); without it (null) a persistent block strides by the grid.
+  int* tile_counter = nullptr;
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
 };
 
