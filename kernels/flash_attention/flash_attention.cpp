@@ -200,7 +200,7 @@ using torch::autograd::variable_list;
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
           o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
-          o.backward_pingpong};
+          o.backward_pingpong, static_cast<std::int64_t>(o.persistent_forward)};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -213,6 +213,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.warp_specialized_backward = v[6] != 0;
   o.bulk_dq = v[7] != 0;
   o.backward_pingpong = v[8] != 0;
+  o.persistent_forward = static_cast<Options::Persistent>(v[9]);
   return o;
 }
 
@@ -380,6 +381,16 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.warp_specialized = schedule == ForwardSchedule::warp_specialized;
   a.tma = options.tma_loads;
   a.pingpong = options.pingpong;
+  using P = detail::ForwardArgs::Persistent;
+  a.persistent = options.persistent_forward == Options::Persistent::on    ? P::on
+                 : options.persistent_forward == Options::Persistent::off ? P::off
+                                                                          : P::automatic;
+  // The causal persistent grid's tile counter (zeroed by the launch when it uses it).
+  at::Tensor tile_counter;
+  if (wgmma && a.warp_specialized && causal) {
+    tile_counter = at::empty({1}, q_in.options().dtype(at::kInt));
+    a.tile_counter = tile_counter.data_ptr<int>();
+  }
   a.head_group = options.head_group;
   detail::launch_forward(a, c10::cuda::getCurrentCUDAStream());
   check_launch("forward");

@@ -61,6 +61,13 @@ struct Options {
   // warp_specialized only: the two consumer warpgroups take turns issuing their MMAs (named
   // barriers), so one runs its softmax while the other's MMAs run.
   bool pingpong = true;
+  // warp_specialized forward only: a persistent grid (SMs x resident blocks), each block looping
+  // over tiles of the block order, so one tile's output write and the next tile's first loads
+  // overlap (the producer runs ahead into the next tile); under a causal mask the blocks draw
+  // their next tile from a counter (longest first, greedy). automatic: persistent where the
+  // tiles fill more than one wave of resident blocks; off: one block per tile.
+  enum class Persistent { automatic, on, off };
+  Persistent persistent_forward = Persistent::automatic;
   // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
   // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.

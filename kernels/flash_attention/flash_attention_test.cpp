@@ -350,9 +350,11 @@ class FlashWgmmaKernel : public FlashKernel {
   // ping-pong) and the three backwards.
   static std::vector<flash::Options> schedules() {
     using S = flash::ForwardSchedule;
+    constexpr auto kPersistent = flash::Options::Persistent::on;
     struct Choice {
       S forward;
       bool tma, pingpong, deterministic, ws_backward = false, bulk_dq = false, backward_pingpong = true;
+      flash::Options::Persistent persistent = flash::Options::Persistent::off;
     };
     std::vector<flash::Options> all;
     for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
@@ -362,7 +364,9 @@ class FlashWgmmaKernel : public FlashKernel {
                             Choice{S::warp_specialized, true, true, false, true},
                             Choice{S::warp_specialized, true, true, false, true, true},
                             Choice{S::warp_specialized, true, true, false, true, true, false},
-                            Choice{S::warp_specialized, true, true, false, true, false, false}}) {
+                            Choice{S::warp_specialized, true, true, false, true, false, false},
+                            Choice{S::warp_specialized, true, true, false, true, true, true, kPersistent},
+                            Choice{S::warp_specialized, false, true, false, true, true, true, kPersistent}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
@@ -372,13 +376,14 @@ class FlashWgmmaKernel : public FlashKernel {
       o.warp_specialized_backward = c.ws_backward;
       o.bulk_dq = c.bulk_dq;
       o.backward_pingpong = c.backward_pingpong;
+      o.persistent_forward = c.persistent;
       all.push_back(o);
     }
     return all;
   }
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
-           (o.pingpong ? "" : " (no ping-pong)") + " backward " +
+           (o.pingpong ? "" : " (no ping-pong)") + (o.persistent_forward == flash::Options::Persistent::on ? " (persistent)" : "") + " backward " +
            (o.deterministic_backward      ? "deterministic"
             : !o.warp_specialized_backward ? "fused"
             : o.bulk_dq                    ? "warp_specialized_bulk_dq"
@@ -470,6 +475,32 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
     expect_close(run_kernels(in, c.causal, no_pingpong), want, 2e-2,
                  name(c) + " warp_specialized_bulk_dq (no backward ping-pong) seed " + std::to_string(seed));
   }
+}
+
+// The persistent forward computes every tile as one block per tile does, so outputs and L match
+// bit for bit; these shapes have several waves of tiles, so persistent blocks loop (a strided
+// grid without a causal mask, tiles drawn from the counter with one), with TMA and cp.async.
+TEST_F(FlashWgmmaKernel, PersistentForwardRepeatsOneBlockPerTileBitForBit) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{4, 16, 1100, 1100, 128, true}, Case{4, 16, 1100, 1100, 128, false},
+                        Case{3, 16, 2000, 2000, 64, true}, Case{3, 16, 2000, 2000, 64, false},
+                        Case{2, 40, 333, 333, 96, true}})
+    for (bool tma : {true, false}) {
+      Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+      flash::Options tile;
+      tile.family = kWgmma;
+      tile.forward_schedule = flash::ForwardSchedule::warp_specialized;
+      tile.tma_loads = tma;
+      tile.persistent_forward = flash::Options::Persistent::off;
+      flash::Options persistent = tile;
+      persistent.persistent_forward = flash::Options::Persistent::on;
+      const auto want = flash::forward(in.q, in.k, in.v, c.causal, tile);
+      for (int run = 0; run < 2; ++run) {  // the counter is zeroed by every launch
+        const auto got = flash::forward(in.q, in.k, in.v, c.causal, persistent);
+        EXPECT_TRUE(torch::equal(got.out, want.out) && torch::equal(got.lse, want.lse))
+            << name(c) << (tma ? " TMA" : " cp.async") << " run " << run << " seed " << seed;
+      }
+    }
 }
 
 TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {

@@ -21,12 +21,22 @@
 //    the producer runs up to kStages tiles ahead of the slowest consumer, and with ping-pong
 //    (sm90::Turns, round robin with three) the consumers take turns issuing MMAs, so one
 //    exponentiates while another's MMAs run.
-// Shared memory: Q (tile rows) x D + kStages x (K + V) 128 x D in bf16/fp16, plus 1 + 4 kStages
+// Persistent grid (ForwardArgs::persistent, plugin option forward_persistent; auto where the
+// tiles fill more than one wave): SMs x resident blocks, each looping over tiles of the same
+// order: block b, then b + gridDim.x, ... without a causal mask, and under one the next tile
+// nobody has taken, drawn from a counter (next_block). Producer warp 0 picks each tile and
+// publishes it in a shared-memory slot with the tile's Q load; the others read it once Q's full
+// barrier completes, and a tile past the end stops them. The ring's stages and phases run on
+// from tile to tile and Q has an "empty" mbarrier (consumers arrive once Q is in registers at
+// D = 128, after their tile's last S at D = 64; the V warp once it has read the slot), so the
+// producer loads the next tile's Q and first K/V stages while the consumers finish the last.
+// Shared memory: Q (tile rows) x D + kStages x (K + V) 128 x D in bf16/fp16, plus 2 + 4 kStages
 // mbarriers: 160 KiB at D = 128 (2 stages), 120 KiB at D = 64 (3 stages, 192 query rows).
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -44,14 +54,16 @@ using fwd90::kTileK;
 // so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
 // exponentiate, and each K/V tile feeds 192 query rows instead of 128.
 // The block starts with kThreads x (65536 / kThreads) registers; the split keeps within them
-// (128 x 32 + 256 x 232 or 384 x 160). ptxas holds each role's code to its count: the
-// producer's cp.async path spilled at 24.
+// (128 x 40 + 256 x 232 or 128 x 32 + 384 x 160). ptxas holds each role's code to its count:
+// the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
+// spills a few words at 32 (D = 64 has no registers to spare; the spills are per tile, not per
+// key tile).
 template <int D>
 struct Shape {
   static constexpr int kConsumers = D == 64 ? 3 : 2;
   static constexpr int kTileQ = 64 * kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegisters = 32, kConsumerRegisters = kConsumers == 3 ? 160 : 232;
+  static constexpr int kProducerRegisters = kConsumers == 3 ? 32 : 40, kConsumerRegisters = kConsumers == 3 ? 160 : 232;
   static constexpr int kConsumerWarps = 4 * kConsumers;  // arrivals that free a stage: one per consumer warp
 };
 
@@ -68,8 +80,9 @@ struct Ring {
   static constexpr int kTileQ = Shape<D>::kTileQ;
   static constexpr int kStages = D == 64 ? 3 : 2;
   static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
-  static constexpr int kBarriers = 1 + 4 * kStages;
-  static constexpr int bytes() { return kQBytes + 2 * kStages * kTileBytes + 8 * kBarriers + 1024; }  // + alignment
+  static constexpr int kBarriers = 2 + 4 * kStages;
+  // + the two tile slots, + alignment
+  static constexpr int bytes() { return kQBytes + 2 * kStages * kTileBytes + 8 * kBarriers + 8 + 1024; }
 
   std::uint8_t* base;
   __device__ explicit Ring(std::uint8_t* raw) : base(sm90::align_1024(raw)) {}
@@ -84,7 +97,42 @@ struct Ring {
   __device__ std::uint64_t* v_full(int s) const { return bar(1 + kStages + s); }
   __device__ std::uint64_t* k_empty(int s) const { return bar(1 + 2 * kStages + s); }
   __device__ std::uint64_t* v_empty(int s) const { return bar(1 + 3 * kStages + s); }
+  __device__ std::uint64_t* q_empty() const { return bar(1 + 4 * kStages); }
+  // Which block of the order tile t of this block is (two slots: tile t + 2 reuses t's).
+  __device__ volatile int* tile(int t) const { return reinterpret_cast<volatile int*>(bar(kBarriers)) + (t & 1); }
 };
+
+// One tile of work: query rows q0.. of head bh against key_tiles key tiles. Block `block` of the
+// tiles x bh order of tile_scheduler.hpp; a persistent block takes blocks blockIdx.x,
+// blockIdx.x + gridDim.x, ... in turn, and the producer and the consumers walk the same list.
+struct Work {
+  long bh;
+  int q0, key_tiles;
+};
+
+// The block of the order a block takes after `block`: the next of its stride (one block per tile,
+// or a static persistent grid), or with a tile counter (causal persistent) the next no block has
+// taken yet, so blocks that drew short tiles take more (greedy longest-first; a fixed stride left
+// blocks 17-36 % apart in work under a causal mask, a Python model of the order).
+__device__ __forceinline__ int next_block(const ForwardArgs& a, int block, bool whole_warp) {
+  if (a.tile_counter == nullptr) return block + static_cast<int>(gridDim.x);
+  int next = 0;
+  if (threadIdx.x % 32 == 0) next = static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1);
+  if (whole_warp) next = __shfl_sync(0xffffffffu, next, 0);
+  return next;
+}
+
+template <int D>
+__device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int tiles) {
+  constexpr int kTileQ = Shape<D>::kTileQ;
+  const TileSlot slot = tile_slot(block, tiles, a.bh, a.head_group);
+  Work w;
+  w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
+  w.bh = slot.head;
+  const int key_end = a.causal ? min(a.lk, w.q0 + kTileQ) : a.lk;
+  w.key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+  return w;
+}
 
 // ROWS x D elements into an SW128 tile by one warp with cp.async, as sm90::load_tile_sw128
 // does, but in a loop the compiler keeps rolled: the producer has 32 registers (the unrolled
@@ -102,9 +150,14 @@ __device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std:
   }
 }
 
-// Warps 0 (Q, K) and 1 (V) of the producer warpgroup; the other two have nothing to do.
+// Warps 0 (Q, K) and 1 (V) of the producer warpgroup; the other two have nothing to do. The
+// ring's stages and phases run on across a persistent block's tiles (`pos` counts key tiles
+// since the block started). Warp 0 picks each tile (next_block) once its previous tile's K
+// loads are issued, i.e. about kStages key tiles before the consumers finish that tile, and
+// publishes it in the tile slot with the Q load; warp 1 and the consumers read it there. A tile
+// at or past `blocks` is the end: Q's full barrier then completes without data.
 template <int D>
-__device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, long bh, int q0, int key_tiles) {
+__device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, int tiles, int blocks) {
   using R = Ring<D>;
   constexpr int kTileQ = R::kTileQ;
   const ForwardArgs& a = p.a;
@@ -112,47 +165,69 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, lo
   if (warp > 1) return;
   const bool keys = warp == 0;
   const Layout& at = keys ? a.k_at : a.v_at;
-  auto stage = [&](int j, std::uint64_t*& full, std::uint8_t*& dst) {
-    const int s = j % R::kStages;
-    sm90::mbarrier_wait(keys ? ring.k_empty(s) : ring.v_empty(s), ((j / R::kStages) & 1) ^ 1);
+  auto stage = [&](int pos, std::uint64_t*& full, std::uint8_t*& dst) {
+    const int s = pos % R::kStages;
+    sm90::mbarrier_wait(keys ? ring.k_empty(s) : ring.v_empty(s), ((pos / R::kStages) & 1) ^ 1);
     full = keys ? ring.k_full(s) : ring.v_full(s);
     dst = keys ? ring.k(s) : ring.v(s);
   };
-  if (a.tma) {
-    if (lane != 0) return;
-    const int head = static_cast<int>(bh % at.heads), batch = static_cast<int>(bh / at.heads);
-    const CUtensorMap* map = keys ? &p.k : &p.v;
-    sm90::prefetch_tensor_map(map);
+  if (a.tma && lane != 0) return;
+  const CUtensorMap* map = keys ? &p.k : &p.v;
+  if (a.tma) sm90::prefetch_tensor_map(map);
+  int pos = 0;
+  for (int t = 0, block = blockIdx.x;; ++t) {
     if (keys) {
-      sm90::mbarrier_arrive_expect_tx(ring.q_full(), R::kQBytes);
-#pragma unroll
-      for (int panel = 0; panel < D / 64; ++panel)
-        sm90::tma_load_4d(ring.q() + panel * kTileQ * 128, &p.q, ring.q_full(), 64 * panel, q0, head, batch);
+      sm90::mbarrier_wait(ring.q_empty(), (t & 1) ^ 1);  // everyone has read the slot and Q of tile t - 1
+      if (t > 0) block = next_block(a, block, !a.tma);
+      if (lane == 0) *ring.tile(t) = block;
+      if (block >= blocks) {  // the end: complete Q's full barrier with no data
+        if (lane == 0) sm90::mbarrier_arrive(ring.q_full());
+        if (!a.tma) sm90::mbarrier_arrive(ring.q_full());
+        return;
+      }
+    } else {
+      sm90::mbarrier_wait(ring.q_full(), t & 1);
+      block = *ring.tile(t);
+      if (!a.tma) __syncwarp();  // every lane has read the slot (with TMA only lane 0 runs)
+      if (lane == 0) sm90::mbarrier_arrive(ring.q_empty());  // read: warp 0 may publish tile t + 2 there
+      if (block >= blocks) return;
     }
-    for (int j = 0; j < key_tiles; ++j) {
-      std::uint64_t* full;
-      std::uint8_t* dst;
-      stage(j, full, dst);
-      sm90::mbarrier_arrive_expect_tx(full, R::kTileBytes);
+    const Work w = work_of<D>(a, block, tiles);
+    if (a.tma) {
+      const int head = static_cast<int>(w.bh % at.heads), batch = static_cast<int>(w.bh / at.heads);
+      if (keys) {
+        sm90::mbarrier_arrive_expect_tx(ring.q_full(), R::kQBytes);  // releases the slot's write
 #pragma unroll
-      for (int panel = 0; panel < D / 64; ++panel)
-        sm90::tma_load_4d(dst + panel * kTileK * 128, map, full, 64 * panel, j * kTileK, head, batch);
+        for (int panel = 0; panel < D / 64; ++panel)
+          sm90::tma_load_4d(ring.q() + panel * kTileQ * 128, &p.q, ring.q_full(), 64 * panel, w.q0, head, batch);
+      }
+      for (int j = 0; j < w.key_tiles; ++j) {
+        std::uint64_t* full;
+        std::uint8_t* dst;
+        stage(pos + j, full, dst);
+        sm90::mbarrier_arrive_expect_tx(full, R::kTileBytes);
+#pragma unroll
+        for (int panel = 0; panel < D / 64; ++panel)
+          sm90::tma_load_4d(dst + panel * kTileK * 128, map, full, 64 * panel, j * kTileK, head, batch);
+      }
+    } else {
+      if (keys) {
+        if (lane == 0) sm90::mbarrier_arrive(ring.q_full());  // releases the slot's write (cp.async arrivals do not)
+        const auto* q = static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(w.bh) + w.q0 * a.q_at.row;
+        copy_tile_by_warp<kTileQ, D>(ring.q(), q, a.q_at.row, a.lq - w.q0, a.d, lane);
+        sm90::cp_async_arrive(ring.q_full());
+      }
+      const auto* g = static_cast<const std::uint16_t*>(keys ? a.k : a.v) + at.head_start(w.bh);
+      for (int j = 0; j < w.key_tiles; ++j) {
+        std::uint64_t* full;
+        std::uint8_t* dst;
+        stage(pos + j, full, dst);
+        copy_tile_by_warp<kTileK, D>(dst, g + static_cast<long long>(j) * kTileK * at.row, at.row,
+                                     a.lk - j * kTileK, a.d, lane);
+        sm90::cp_async_arrive(full);
+      }
     }
-    return;
-  }
-  if (keys) {
-    const auto* q = static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row;
-    copy_tile_by_warp<kTileQ, D>(ring.q(), q, a.q_at.row, a.lq - q0, a.d, lane);
-    sm90::cp_async_arrive(ring.q_full());
-  }
-  const auto* g = static_cast<const std::uint16_t*>(keys ? a.k : a.v) + at.head_start(bh);
-  for (int j = 0; j < key_tiles; ++j) {
-    std::uint64_t* full;
-    std::uint8_t* dst;
-    stage(j, full, dst);
-    copy_tile_by_warp<kTileK, D>(dst, g + static_cast<long long>(j) * kTileK * at.row, at.row, a.lk - j * kTileK,
-                                 a.d, lane);
-    sm90::cp_async_arrive(full);
+    pos += w.key_tiles;
   }
 }
 
@@ -160,41 +235,30 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, lo
 // each passes the same key_tiles + 1 issue points.
 constexpr int kTurnBarrier = 1;
 
-// One consumer warpgroup (wg 0 or 1 of the two): 64 query rows through every key tile.
+// One consumer warpgroup (wg 0 .. kConsumers - 1): its 64 query rows of each of the block's
+// tiles through every key tile. Ring positions run on across tiles as in produce().
 template <typename T, int D>
-__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& ring, long bh, int q0, int key_tiles,
-                                        int wg) {
+__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& ring, int tiles, int blocks, int wg) {
   using R = Ring<D>;
   constexpr int kTileQ = R::kTileQ;
   const int thread = threadIdx.x % 128;
-  const fwd90::RowPlace at = fwd90::row_place(q0 + 64 * wg, thread);
   const bool releases = thread % 32 == 0;  // one arrival per warp frees a stage
   const bool generic_fills = !a.tma;       // cp.async wrote through the generic proxy; wgmma reads through the async one
   const float scale_log2 = a.scale * kLog2e;
-  auto wait_full = [&](std::uint64_t* bar, int j) {
-    sm90::mbarrier_wait(bar, (j / R::kStages) & 1);
+  auto wait_parity = [&](std::uint64_t* bar, int parity) {
+    sm90::mbarrier_wait(bar, parity);
     if (generic_fills) sm90::fence_proxy_async();
   };
+  auto wait_full = [&](std::uint64_t* bar, int pos) { wait_parity(bar, (pos / R::kStages) & 1); };
   auto release = [&](std::uint64_t* bar) {
     if (releases) sm90::mbarrier_arrive(bar);
   };
-
-  float o[D / 2];
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
-
-  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D>::kConsumers};
-  turns.start();
-  wait_full(ring.q_full(), 0);
   // With two consumers (232 registers) the warpgroup's Q rows sit in registers as A fragments,
   // read once, and each S = Q K^T reads only K from shared memory (version 15; it measured
   // within the spread of version 14, so shared-memory reads were not what bound this kernel);
   // three consumers (160 registers) have no room for them and read Q from shared memory.
   constexpr bool kQInRegisters = Shape<D>::kConsumers == 2;
   std::uint32_t q[D / 16][4];
-  if constexpr (kQInRegisters)
-    sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
   const std::uint32_t q_tile = smem_addr(ring.q());
   auto issue_scores = [&](float(&s)[kTileK / 2], std::uint32_t k_tile) {
     if constexpr (kQInRegisters)
@@ -202,57 +266,88 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
     else
       fwd90::issue_scores<T, D, kTileQ>(s, q_tile, 64 * wg, k_tile);
   };
-  wait_full(ring.k_full(0), 0);
-  float s[kTileK / 2];
-  turns.wait();
-  sm90::wgmma_fence();
-  issue_scores(s, smem_addr(ring.k(0)));
-  sm90::wgmma_commit();
-  turns.pass(false);
-  sm90::wgmma_wait<0>();
-  sm90::pin(s);
-  release(ring.k_empty(0));
-  fwd90::mask_scores(s, at, 0, a.lk, a.causal);
-  softmax_step<kTileK>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
-  std::uint32_t p[kTileK / 16][4];
-  sm90::to_a_fragments<T, kTileK>(p, s);
 
-  for (int j = 1; j < key_tiles; ++j) {
-    const int sk = j % R::kStages, sv = (j - 1) % R::kStages;
-    wait_full(ring.k_full(sk), j);
-    wait_full(ring.v_full(sv), j - 1);
+  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D>::kConsumers};
+  turns.start();
+  int pos = 0;
+  for (int t = 0;; ++t) {
+    wait_parity(ring.q_full(), t & 1);
+    const int block = *ring.tile(t);  // published by the producer before Q's barrier completed
+    if (block >= blocks) break;
+    const Work w = work_of<D>(a, block, tiles);
+    const fwd90::RowPlace at = fwd90::row_place(w.q0 + 64 * wg, thread);
+    const int key_tiles = w.key_tiles;
+    float o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+
+    if constexpr (kQInRegisters) {
+      sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
+      // The rows are in registers: the producer may load the next tile's Q. Its TMA write is an
+      // async-proxy access after these generic reads, so the proxies are fenced first.
+      sm90::fence_proxy_async();
+      release(ring.q_empty());
+    }
+    const int s0 = pos % R::kStages;
+    wait_full(ring.k_full(s0), pos);
+    float s[kTileK / 2];
+    turns.wait();
+    sm90::wgmma_fence();
+    issue_scores(s, smem_addr(ring.k(s0)));
+    sm90::wgmma_commit();
+    turns.pass(false);
+    sm90::wgmma_wait<0>();
+    sm90::pin(s);
+    release(ring.k_empty(s0));
+    if (!kQInRegisters && key_tiles == 1) release(ring.q_empty());  // the tile's last S has landed
+    fwd90::mask_scores(s, at, 0, a.lk, a.causal);
+    softmax_step<kTileK>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
+    std::uint32_t p[kTileK / 16][4];
+    sm90::to_a_fragments<T, kTileK>(p, s);
+
+    for (int j = 1; j < key_tiles; ++j) {
+      const int sk = (pos + j) % R::kStages, sv = (pos + j - 1) % R::kStages;
+      wait_full(ring.k_full(sk), pos + j);
+      wait_full(ring.v_full(sv), pos + j - 1);
+      turns.wait();
+      sm90::pin(o);
+      sm90::wgmma_fence();
+      issue_scores(s, smem_addr(ring.k(sk)));
+      sm90::wgmma_commit();
+      fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
+      sm90::wgmma_commit();
+      turns.pass(false);
+
+      sm90::wgmma_wait<1>();  // S_j has landed; P_{j-1} V_{j-1} may still run
+      sm90::pin(s);
+      release(ring.k_empty(sk));
+      if (!kQInRegisters && j == key_tiles - 1) release(ring.q_empty());
+      fwd90::mask_scores(s, at, j, a.lk, a.causal);
+      softmax_step<kTileK>(s, m, l, alpha, scale_log2);
+      sm90::wgmma_wait<0>();
+      sm90::pin(o);
+      sm90::pin(p);
+      release(ring.v_empty(sv));
+      rescale_rows<D>(o, alpha);
+      sm90::to_a_fragments<T, kTileK>(p, s);
+    }
+
+    const int last = (pos + key_tiles - 1) % R::kStages;
+    wait_full(ring.v_full(last), pos + key_tiles - 1);
     turns.wait();
     sm90::pin(o);
     sm90::wgmma_fence();
-    issue_scores(s, smem_addr(ring.k(sk)));
+    fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(last)));
     sm90::wgmma_commit();
-    fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
-    sm90::wgmma_commit();
-    turns.pass(false);
-
-    sm90::wgmma_wait<1>();  // S_j has landed; P_{j-1} V_{j-1} may still run
-    sm90::pin(s);
-    release(ring.k_empty(sk));
-    fwd90::mask_scores(s, at, j, a.lk, a.causal);
-    softmax_step<kTileK>(s, m, l, alpha, scale_log2);
+    turns.pass(false);  // whether this was the block's last tile is known only at the next slot
     sm90::wgmma_wait<0>();
     sm90::pin(o);
-    sm90::pin(p);
-    release(ring.v_empty(sv));
-    rescale_rows<D>(o, alpha);
-    sm90::to_a_fragments<T, kTileK>(p, s);
+    release(ring.v_empty(last));  // the producer may be filling the other stages with the next tile
+    fwd90::write_output<T, D>(a, w.bh, at, o, m, l);
+    pos += key_tiles;
   }
-
-  wait_full(ring.v_full((key_tiles - 1) % R::kStages), key_tiles - 1);
-  turns.wait();
-  sm90::pin(o);
-  sm90::wgmma_fence();
-  fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v((key_tiles - 1) % R::kStages)));
-  sm90::wgmma_commit();
-  turns.pass(true);
-  sm90::wgmma_wait<0>();
-  sm90::pin(o);
-  fwd90::write_output<T, D>(a, bh, at, o, m, l);  // the last V stage is not handed back: nothing loads after it
+  turns.finish();
 }
 
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of 1 block)
@@ -267,15 +362,13 @@ __global__ void __launch_bounds__(Shape<D>::kThreads, 1) flash_forward_sm90_ws(c
   const R ring(smem_raw);
   const ForwardArgs& a = p.a;
   const int tiles = (a.lq + kTileQ - 1) / kTileQ;
-  const TileSlot slot = tile_slot(blockIdx.x, tiles, gridDim.x / tiles, a.head_group);
-  const int q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
-  const long bh = slot.head;
-  const int key_end = a.causal ? min(a.lk, q0 + kTileQ) : a.lk;
-  const int key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+  const int blocks = tiles * a.bh;  // tiles of work; a persistent grid has fewer blocks than this
 
   if (threadIdx.x == 0) {
     const unsigned fills = a.tma ? 1 : 32;  // one arrive.expect_tx, or one cp.async arrival per lane
-    sm90::mbarrier_init(ring.q_full(), fills);
+    // Q's: + one plain arrival after the tile slot's write without TMA; empty: + the V warp's.
+    sm90::mbarrier_init(ring.q_full(), a.tma ? 1 : 33);
+    sm90::mbarrier_init(ring.q_empty(), S::kConsumerWarps + 1);
     for (int s = 0; s < R::kStages; ++s) {
       sm90::mbarrier_init(ring.k_full(s), fills);
       sm90::mbarrier_init(ring.v_full(s), fills);
@@ -288,10 +381,10 @@ __global__ void __launch_bounds__(Shape<D>::kThreads, 1) flash_forward_sm90_ws(c
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<S::kProducerRegisters>();
-    produce<D>(p, ring, bh, q0, key_tiles);
+    produce<D>(p, ring, tiles, blocks);
   } else {
     sm90::setmaxnreg_inc<S::kConsumerRegisters>();
-    consume<T, D>(a, ring, bh, q0, key_tiles, threadIdx.x / 128 - 1);
+    consume<T, D>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
@@ -318,7 +411,20 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.causal,
                                         per_sm);  // K and V of a head
-  kernel<<<tiles * args.bh, kThreads, smem, stream>>>(p);
+  // Persistent: as many blocks as fit on the GPU at once (the SM count of the device this
+  // process uses, asked once), each looping over its tiles; auto when there is more than one
+  // wave of tiles. Under a causal mask the blocks draw tiles from a counter (next_block).
+  static const int sms = multiprocessor_count();
+  const long long blocks = static_cast<long long>(tiles) * args.bh, resident = static_cast<long long>(sms) * per_sm;
+  using P = ForwardArgs::Persistent;
+  const bool persistent = args.persistent == P::on || (args.persistent == P::automatic && blocks > resident);
+  const long long grid = persistent ? std::min(blocks, resident) : blocks;
+  p.a.tile_counter = nullptr;
+  if (persistent && args.causal && grid < blocks && args.tile_counter != nullptr) {
+    p.a.tile_counter = args.tile_counter;
+    cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
+  }
+  kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 
 template <typename T>

@@ -46,6 +46,12 @@ struct ForwardArgs {
   bool warp_specialized = false;  // wgmma only: producer warpgroup + mbarrier ring (flash_forward_sm90_ws.cu)
   bool tma = true;         // warp_specialized only: TMA loads (else cp.async by the producer)
   bool pingpong = true;    // warp_specialized only: the consumer warpgroups take turns issuing MMAs
+  // warp_specialized only: a persistent grid (at most SMs x resident blocks, each looping over
+  // tiles); auto: where the tiles fill more than one wave of resident blocks.
+  enum class Persistent { off, on, automatic } persistent = Persistent::off;
+  // Persistent under a causal mask: one int the launch zeroes, from which blocks draw their next
+  // tile (greedy, longest first); without it (null) a persistent block strides by the grid.
+  int* tile_counter = nullptr;
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
 };
 
@@ -104,13 +110,18 @@ inline int head_group(int bh, long long bytes_per_head, int requested) {
 // The same for a kernel launched as `tiles` blocks per head with `blocks_per_sm` resident on
 // each SM: without a causal mask, no more heads than the blocks running at once cover
 // (cap_to_heads_in_flight).
-inline int head_group_in_flight(int bh, long long bytes_per_head, int requested, int tiles, bool causal,
-                                int blocks_per_sm) {
+// SMs of the device this process uses.
+inline int multiprocessor_count() {
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
+}
+
+inline int head_group_in_flight(int bh, long long bytes_per_head, int requested, int tiles, bool causal,
+                                int blocks_per_sm) {
   return cap_to_heads_in_flight(head_group(bh, bytes_per_head, requested), tiles,
-                                1LL * sms * blocks_per_sm, causal, requested);
+                                1LL * multiprocessor_count() * blocks_per_sm, causal, requested);
 }
 
 // rowsum(out * dout) in fp32 into delta [bh * lq]; zeroed (optional, fp32 [bh * lq,

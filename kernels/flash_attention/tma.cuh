@@ -120,6 +120,11 @@ struct Turns {
   __device__ void pass(bool last) const {
     if (on && !(last && wg == count - 1)) arrive(first + (wg + 1 == count ? 0 : wg + 1));
   }
+  // For loops that learn only after their last issue point that it was the last (pass(false)
+  // there): warpgroup 0 takes the last warpgroup's final arrival, so no barrier is left half-arrived.
+  __device__ void finish() const {
+    if (on && wg == 0) wait();
+  }
   static __device__ void arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
 };
 

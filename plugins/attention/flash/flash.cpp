@@ -70,6 +70,11 @@ runner::PluginManifest make_manifest() {
                        "warpgroups through an mbarrier ring; auto: the fastest measured"),
       runner::opt_bool("pingpong", true,
                        "warp_specialized forward: the two consumer warpgroups take turns issuing their MMAs"),
+      runner::opt_enum("forward_persistent", {"auto", "true", "false"}, "auto",
+                       "warp_specialized forward: true = SMs x resident blocks, each looping over tiles of the "
+                       "block order (under a causal mask drawing the next from a counter), so a tile's output "
+                       "write overlaps the next tile's loads; false = one block per tile; auto: persistent where "
+                       "the tiles fill more than one wave"),
       runner::opt_enum("backward", {"auto", "fused", "deterministic", "warp_specialized", "warp_specialized_bulk_dq"},
                        "auto",
                        "wgmma backward: dQ summed with atomics inside the dK/dV kernel (fused; last bits vary "
@@ -88,6 +93,10 @@ runner::PluginManifest make_manifest() {
     o.family = flash::parse_kernel_family(p.text("kernel"));
     o.forward_schedule = flash::parse_forward_schedule(p.text("forward_schedule"));
     o.pingpong = p.flag("pingpong");
+    const std::string persistent = p.text("forward_persistent");
+    o.persistent_forward = persistent == "true"    ? flash::Options::Persistent::on
+                           : persistent == "false" ? flash::Options::Persistent::off
+                                                   : flash::Options::Persistent::automatic;
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
                                   p.text("backward") == "warp_specialized_bulk_dq";
