@@ -385,9 +385,9 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.persistent = options.persistent_forward == Options::Persistent::on    ? P::on
                  : options.persistent_forward == Options::Persistent::off ? P::off
                                                                           : P::automatic;
-  // The causal persistent grid's tile counter (zeroed by the launch when it uses it).
+  // The persistent grid's tile counter (zeroed by the launch when it uses it).
   at::Tensor tile_counter;
-  if (wgmma && a.warp_specialized && causal) {
+  if (wgmma && a.warp_specialized) {
     tile_counter = at::empty({1}, q_in.options().dtype(at::kInt));
     a.tile_counter = tile_counter.data_ptr<int>();
   }

@@ -63,8 +63,8 @@ struct Options {
   bool pingpong = true;
   // warp_specialized forward only: a persistent grid (SMs x resident blocks), each block looping
   // over tiles of the block order, so one tile's output write and the next tile's first loads
-  // overlap (the producer runs ahead into the next tile); under a causal mask the blocks draw
-  // their next tile from a counter (longest first, greedy). automatic: persistent where the
+  // overlap (the producer runs ahead into the next tile); the blocks draw their next tile from a
+  // counter (longest first, greedy). automatic: persistent where the
   // tiles fill more than one wave of resident blocks; off: one block per tile.
   enum class Persistent { automatic, on, off };
   Persistent persistent_forward = Persistent::automatic;

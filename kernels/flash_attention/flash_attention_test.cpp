@@ -478,8 +478,8 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
 }
 
 // The persistent forward computes every tile as one block per tile does, so outputs and L match
-// bit for bit; these shapes have several waves of tiles, so persistent blocks loop (a strided
-// grid without a causal mask, tiles drawn from the counter with one), with TMA and cp.async.
+// bit for bit; these shapes have several waves of tiles, so persistent blocks loop over tiles
+// drawn from the counter, causal and not, with TMA and cp.async.
 TEST_F(FlashWgmmaKernel, PersistentForwardRepeatsOneBlockPerTileBitForBit) {
   const auto seed = fresh_seed();
   for (const Case& c : {Case{4, 16, 1100, 1100, 128, true}, Case{4, 16, 1100, 1100, 128, false},

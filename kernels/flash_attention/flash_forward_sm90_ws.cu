@@ -23,8 +23,7 @@
 //    exponentiates while another's MMAs run.
 // Persistent grid (ForwardArgs::persistent, plugin option forward_persistent; auto where the
 // tiles fill more than one wave): SMs x resident blocks, each looping over tiles of the same
-// order: block b, then b + gridDim.x, ... without a causal mask, and under one the next tile
-// nobody has taken, drawn from a counter (next_block). Producer warp 0 picks each tile and
+// order: each next tile the one nobody has taken yet, drawn from a counter (next_block). Producer warp 0 picks each tile and
 // publishes it in a shared-memory slot with the tile's Q load; the others read it once Q's full
 // barrier completes, and a tile past the end stops them. The ring's stages and phases run on
 // from tile to tile and Q has an "empty" mbarrier (consumers arrive once Q is in registers at
@@ -110,10 +109,11 @@ struct Work {
   int q0, key_tiles;
 };
 
-// The block of the order a block takes after `block`: the next of its stride (one block per tile,
-// or a static persistent grid), or with a tile counter (causal persistent) the next no block has
-// taken yet, so blocks that drew short tiles take more (greedy longest-first; a fixed stride left
-// blocks 17-36 % apart in work under a causal mask, a Python model of the order).
+// The block of the order a block takes after `block`: with a tile counter (a persistent grid) the
+// next no block has taken yet, so blocks that drew short tiles take more (greedy longest first; a
+// fixed stride left blocks 17-36 % apart in work under a causal mask, a Python model of the
+// order), and the tiles in flight stay a window of the order (its head groups share the L2);
+// without one (one block per tile) the next of its stride, which is past the end.
 __device__ __forceinline__ int next_block(const ForwardArgs& a, int block, bool whole_warp) {
   if (a.tile_counter == nullptr) return block + static_cast<int>(gridDim.x);
   int next = 0;
@@ -413,14 +413,15 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
                                         per_sm);  // K and V of a head
   // Persistent: as many blocks as fit on the GPU at once (the SM count of the device this
   // process uses, asked once), each looping over its tiles; auto when there is more than one
-  // wave of tiles. Under a causal mask the blocks draw tiles from a counter (next_block).
+  // wave of tiles. The blocks draw tiles from a counter (next_block), so the tiles in flight stay
+  // a window of the block order however far the blocks drift apart.
   static const int sms = multiprocessor_count();
   const long long blocks = static_cast<long long>(tiles) * args.bh, resident = static_cast<long long>(sms) * per_sm;
   using P = ForwardArgs::Persistent;
   const bool persistent = args.persistent == P::on || (args.persistent == P::automatic && blocks > resident);
   const long long grid = persistent ? std::min(blocks, resident) : blocks;
   p.a.tile_counter = nullptr;
-  if (persistent && args.causal && grid < blocks && args.tile_counter != nullptr) {
+  if (persistent && grid < blocks && args.tile_counter != nullptr) {
     p.a.tile_counter = args.tile_counter;
     cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
   }

@@ -49,8 +49,8 @@ struct ForwardArgs {
   // warp_specialized only: a persistent grid (at most SMs x resident blocks, each looping over
   // tiles); auto: where the tiles fill more than one wave of resident blocks.
   enum class Persistent { off, on, automatic } persistent = Persistent::off;
-  // Persistent under a causal mask: one int the launch zeroes, from which blocks draw their next
-  // tile (greedy, longest first); without it (null) a persistent block strides by the grid.
+  // Persistent: one int the launch zeroes, from which blocks draw their next tile (greedy,
+  // longest first); without it (null) a block strides by the grid.
   int* tile_counter = nullptr;
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
 };
