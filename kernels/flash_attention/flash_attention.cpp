@@ -200,7 +200,8 @@ using torch::autograd::variable_list;
 std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
           o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
-          o.backward_pingpong, static_cast<std::int64_t>(o.persistent_forward)};
+          o.backward_pingpong, static_cast<std::int64_t>(o.persistent_forward),
+          static_cast<std::int64_t>(o.persistent_backward)};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -214,6 +215,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.bulk_dq = v[7] != 0;
   o.backward_pingpong = v[8] != 0;
   o.persistent_forward = static_cast<Options::Persistent>(v[9]);
+  o.persistent_backward = static_cast<Options::Persistent>(v[10]);
   return o;
 }
 
@@ -339,6 +341,12 @@ at::Tensor split_heads(const at::Tensor& t, const at::Tensor& like, const char* 
   return t.contiguous().view(like.sizes());
 }
 
+// Options::Persistent as the launch arguments' enum of the same three choices.
+template <typename Choice>
+Choice grid_choice(Options::Persistent p) {
+  return p == Options::Persistent::on ? Choice::on : p == Options::Persistent::off ? Choice::off : Choice::automatic;
+}
+
 }  // namespace
 
 ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, bool causal,
@@ -381,10 +389,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.warp_specialized = schedule == ForwardSchedule::warp_specialized;
   a.tma = options.tma_loads;
   a.pingpong = options.pingpong;
-  using P = detail::ForwardArgs::Persistent;
-  a.persistent = options.persistent_forward == Options::Persistent::on    ? P::on
-                 : options.persistent_forward == Options::Persistent::off ? P::off
-                                                                          : P::automatic;
+  a.persistent = grid_choice<detail::ForwardArgs::Persistent>(options.persistent_forward);
   // The persistent grid's tile counter (zeroed by the launch when it uses it).
   at::Tensor tile_counter;
   if (wgmma && a.warp_specialized) {
@@ -477,6 +482,13 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.warp_specialized = options.warp_specialized_backward;
   a.bulk_dq = bulk_dq;
   a.pingpong = options.backward_pingpong;
+  a.persistent = grid_choice<detail::BackwardArgs::Persistent>(options.persistent_backward);
+  // The persistent grid's tile counter (zeroed by the launch when it uses it).
+  at::Tensor tile_counter;
+  if (wgmma && a.warp_specialized) {
+    tile_counter = at::empty({1}, q.options().dtype(at::kInt));
+    a.tile_counter = tile_counter.data_ptr<int>();
+  }
   detail::launch_backward(a, stream);
   check_launch("backward");
   if (!wgmma) {

@@ -89,6 +89,9 @@ struct Options {
   // neither reads the other's dS^T, they also stop meeting once per step (plugin option
   // backward_pingpong).
   bool backward_pingpong = true;
+  // warp-specialized backward only: a persistent grid, as persistent_forward (its tiles: 128 keys
+  // of a head; the next tile's K and V load while the consumers store the last one's dK and dV).
+  Persistent persistent_backward = Persistent::automatic;
   // Heads per group of the block order (tile_scheduler.hpp); 0 sizes groups to the L2 (the
   // warp-specialized kernels without a causal mask: at most the heads their resident blocks cover).
   int head_group = 0;

@@ -503,6 +503,35 @@ TEST_F(FlashWgmmaKernel, PersistentForwardRepeatsOneBlockPerTileBitForBit) {
     }
 }
 
+// The persistent backward computes every 128-key tile as one block per tile does: dK and dV bit
+// for bit (each has one owner), dQ up to the order of its fp32 additions; multi-wave shapes, so
+// blocks loop over tiles drawn from the counter; causal and not, both dQ paths, and lq > lk and
+// lk > lq (tiles with no query under the mask: dK = dV = 0).
+TEST_F(FlashWgmmaKernel, PersistentBackwardRepeatsOneBlockPerTile) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{4, 16, 1100, 1100, 128, true}, Case{4, 16, 1100, 1100, 128, false},
+                        Case{3, 16, 2000, 2000, 64, true}, Case{3, 16, 2000, 2000, 64, false},
+                        Case{2, 40, 700, 1300, 96, true}, Case{2, 40, 1300, 700, 64, true}})
+    for (bool bulk : {true, false}) {
+      Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+      flash::Options tile;
+      tile.family = kWgmma;
+      tile.warp_specialized_backward = true;
+      tile.bulk_dq = bulk;
+      tile.persistent_backward = flash::Options::Persistent::off;
+      flash::Options persistent = tile;
+      persistent.persistent_backward = flash::Options::Persistent::on;
+      const Result want = run_kernels(in, c.causal, tile);
+      for (int run = 0; run < 2; ++run) {  // the counter is zeroed by every launch
+        const Result got = run_kernels(in, c.causal, persistent);
+        const std::string what = name(c) + (bulk ? " bulk dQ" : " atomic dQ") + " run " + std::to_string(run) +
+                                 " seed " + std::to_string(seed);
+        EXPECT_TRUE(torch::equal(got.dk, want.dk) && torch::equal(got.dv, want.dv)) << what;
+        EXPECT_LT(rel_err(got.dq, want.dq), 1e-3) << what;
+      }
+    }
+}
+
 TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   Inputs in = random_inputs({2, 4, 300, 300, 128, true}, 11, torch::kBFloat16, torch::kCUDA);
   auto fwd = flash::forward(in.q, in.k, in.v, true, kWgmma);

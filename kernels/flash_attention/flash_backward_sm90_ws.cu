@@ -34,6 +34,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -50,7 +51,7 @@ using bwd90::kDsBytes;
 
 constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
 // 128 x 24 + 256 x 240 registers fit the 64 K of the SM; the block starts with 168 each.
-constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
+constexpr int kProducerRegisters = 32, kConsumerRegisters = 240;
 constexpr int kConsumerWarps = 8;  // arrivals that free a stage
 constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
 // Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
@@ -70,13 +71,17 @@ struct Params {
   BackwardArgs a;
 };
 
+// A tile's fields in its shared-memory slot, written by the loading warp's lane 0 before the
+// tile's K/V arrive.expect_tx; read by the consumers and the dQ writer once K and V have landed.
+enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kDkHead, kDvHead, kTileFields };
+
 template <int D, bool kBulkDq>
 struct Ring {
   static constexpr int kStages = D == 64 ? 5 : 3;
   static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
   static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
-  static constexpr int kBarriers = 1 + 2 * kStages;
-  static constexpr int kSlots = 6;
+  static constexpr int kBarriers = 2 + 2 * kStages;
+  static constexpr int kSlots = 2 * kTileFields;  // one set per tile parity
   static constexpr int bytes() {
     return 2 * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots +
            8 * kBarriers + 1024;
@@ -92,24 +97,53 @@ struct Ring {
   __device__ float* dq(int wg) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + wg * kDqTileBytes); }
   __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + kDqBytes) + s * kDkvQ; }
   __device__ float* delta(int s) const { return lse(kStages) + s * kDkvQ; }
-  // The block's head offsets and first key (see flash_dkdv_sm90_kernel: re-read, not kept in registers).
-  __device__ volatile long long* slot() const { return reinterpret_cast<long long*>(delta(kStages)); }
+  // Tile t's block of the order, head offsets and first key and query tile (TileField; re-read,
+  // not kept in registers, as in flash_dkdv_sm90_kernel); tile t + 2 reuses tile t's set.
+  __device__ volatile long long* slot(int t) const {
+    return reinterpret_cast<long long*>(delta(kStages)) + (t & 1) * kTileFields;
+  }
   __device__ std::uint64_t* bar(int i) const {
-    return reinterpret_cast<std::uint64_t*>(const_cast<long long*>(slot() + kSlots)) + i;
+    return reinterpret_cast<std::uint64_t*>(reinterpret_cast<long long*>(delta(kStages)) + kSlots) + i;
   }
   __device__ std::uint64_t* kv_full() const { return bar(0); }
   __device__ std::uint64_t* full(int s) const { return bar(1 + s); }
   __device__ std::uint64_t* empty(int s) const { return bar(1 + kStages + s); }
+  __device__ std::uint64_t* kv_empty() const { return bar(1 + 2 * kStages); }
 };
 
+// A tile of work: the 128 keys at k0 of head bh, against query tiles first.. (all of them, or
+// under a causal mask those that see a key of the tile). Block `block` of the key_blocks x bh
+// order of tile_scheduler.hpp; block >= blocks is the end.
+struct Tile {
+  int block;
+  long bh;
+  int k0, first, steps;
+};
+__device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
+  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys, q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
+  const TileSlot slot = tile_slot(block, key_blocks, a.bh, a.head_group);
+  Tile w;
+  w.block = block;
+  w.k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
+  w.bh = slot.head;
+  w.first = a.causal ? min(w.k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
+  w.steps = q_tiles - w.first;
+  return w;
+}
+
+
+// Warp 0 of the producer warpgroup: per tile of the block (one, or a persistent block's tiles
+// drawn by next_block once the previous tile's last Q/dO load is issued), once the consumers are
+// done with the previous tile's K and V: the tile's slot, then K and V, then per step Q and dO
+// (TMA, lane 0) and L and delta (cp.async, every lane) into the ring, whose positions run on
+// from tile to tile. A block past the end goes into the slot with no data, and everyone stops.
 template <int D, bool kBulkDq>
-__device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>& ring, long bh, int k0, int first,
-                                        int steps) {
+__device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>& ring, int blocks) {
   using R = Ring<D, kBulkDq>;
   const BackwardArgs& a = p.a;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp > 0 || steps == 0) return;
-  auto box = [&](const CUtensorMap* map, const Layout& at, std::uint8_t* dst, int rows, std::uint64_t* bar, int row0) {
+  const int lane = threadIdx.x % 32;
+  auto box = [&](const CUtensorMap* map, const Layout& at, std::uint8_t* dst, int rows, std::uint64_t* bar, long bh,
+                 int row0) {
     const int head = static_cast<int>(bh % at.heads), batch = static_cast<int>(bh / at.heads);
 #pragma unroll
     for (int panel = 0; panel < D / 64; ++panel)
@@ -118,56 +152,103 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
   if (lane == 0) {
     sm90::prefetch_tensor_map(&p.q);
     sm90::prefetch_tensor_map(&p.dout);
-    sm90::mbarrier_arrive_expect_tx(ring.kv_full(), 2 * R::kKBytes);
-    box(&p.k, a.k_at, ring.k(), kDkvKeys, ring.kv_full(), k0);
-    box(&p.v, a.v_at, ring.v(), kDkvKeys, ring.kv_full(), k0);
   }
-  const long head_row0 = bh * a.lq;
-#pragma unroll 1
-  for (int step = 0; step < steps; ++step) {
-    const int s = step % R::kStages, r0 = (first + step) * kDkvQ;
-    sm90::mbarrier_wait(ring.empty(s), ((step / R::kStages) & 1) ^ 1);
+  // Step `step` of tile w: Q and dO (TMA, lane 0), L and delta (cp.async, every lane) into the
+  // ring stage of position pos + step.
+  auto load_step = [&](const Tile& w, int pos, int step) {
+    const int s = (pos + step) % R::kStages, r0 = (w.first + step) * kDkvQ;
+    const long head_row0 = w.bh * a.lq;
+    sm90::mbarrier_wait(ring.empty(s), (((pos + step) / R::kStages) & 1) ^ 1);
     if (lane == 0) {
       sm90::mbarrier_arrive_expect_tx(ring.full(s), 2 * R::kQBytes);
-      box(&p.q, a.q_at, ring.q(s), kDkvQ, ring.full(s), r0);
-      box(&p.dout, a.dout_at, ring.dout(s), kDkvQ, ring.full(s), r0);
+      box(&p.q, a.q_at, ring.q(s), kDkvQ, ring.full(s), w.bh, r0);
+      box(&p.dout, a.dout_at, ring.dout(s), kDkvQ, ring.full(s), w.bh, r0);
     }
     sm90::load_floats_async(ring.lse(s), a.lse + head_row0 + r0, kDkvQ, a.lq - r0, lane, 32);
     sm90::load_floats_async(ring.delta(s), a.delta + head_row0 + r0, kDkvQ, a.lq - r0, lane, 32);
     sm90::cp_async_arrive(ring.full(s));
+  };
+  int pos = 0;
+#pragma unroll 1
+  for (int t = 0, block = blockIdx.x;; ++t) {
+    if (t > 0) block = next_block(a.tile_counter, block, true);
+    Tile w{block, 0, 0, 0, 0};
+    if (block < blocks) w = tile_of(a, block);
+    // The tile's first stages load while the consumers finish the previous tile (they free the
+    // stages step by step); its K and V only once they are done with the previous tile's.
+    const int early = w.steps < R::kStages ? w.steps : R::kStages;
+#pragma unroll 1
+    for (int step = 0; step < early; ++step) load_step(w, pos, step);
+    sm90::mbarrier_wait(ring.kv_empty(), (t & 1) ^ 1);  // tile t - 1's K, V and slot t - 2 are free
+    if (block >= blocks) {
+      if (lane == 0) {
+        ring.slot(t)[kBlock] = block;
+        sm90::mbarrier_arrive(ring.kv_full());  // no bytes: the phase completes now
+      }
+      return;
+    }
+    if (lane == 0) {
+      volatile long long* slot = ring.slot(t);
+      slot[kBlock] = block;
+      slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
+      slot[kKey0] = w.k0;
+      slot[kFirst] = w.first;
+      slot[kDkHead] = a.dk_at.head_start(w.bh);
+      slot[kDvHead] = a.dv_at.head_start(w.bh);
+      sm90::mbarrier_arrive_expect_tx(ring.kv_full(), 2 * R::kKBytes);  // releases the slot's writes
+      box(&p.k, a.k_at, ring.k(), kDkvKeys, ring.kv_full(), w.bh, w.k0);
+      box(&p.v, a.v_at, ring.v(), kDkvKeys, ring.kv_full(), w.bh, w.k0);
+    }
+#pragma unroll 1
+    for (int step = early; step < w.steps; ++step) load_step(w, pos, step);
+    pos += w.steps;
   }
 }
 
 // Bulk dQ: warp 1 of the producer warpgroup adds the consumers' dQ tiles (one per warpgroup and
-// step, `steps` each) into dq_accum, in step order, with the copy engine.
+// step) into dq_accum, in step order, with the copy engine; per tile of the block, read from its
+// slot once K and V have landed (it also arrives on K/V's empty barrier, so the loading warp
+// cannot publish tile t + 2 into that slot before it has been read).
 template <int D>
-__device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true>& ring, long bh, int first,
-                                         int steps) {
+__device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true>& ring, int blocks) {
   const int lane = threadIdx.x % 32;
-  if (steps == 0) return;
+  const int q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
   const std::uint32_t buf0 = smem_addr(ring.dq(0));
-  dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
-  dq_barrier_arrive(kDqEmptyBarrier + 1);
   // At D = 128 warpgroup w adds columns 64w.. (the next chunk); at D = 64 both add into one chunk.
   constexpr int kPanels = D / 64;
-  float* dst = a.dq_accum + (bh * ((a.lq + kDkvQ - 1) / kDkvQ) + first) * kPanels * (kDqTileBytes / 4);
-  // Each buffer goes back as soon as the copy engine has read it, so a warpgroup ahead of the
-  // other (ping-pong) does not wait for the other's tile to be added before it stores its next.
 #pragma unroll 1
-  for (int step = 0; step < steps; ++step) {
+  for (int t = 0;; ++t) {
+    sm90::mbarrier_wait(ring.kv_full(), t & 1);
+    volatile long long* slot = ring.slot(t);
+    const long long block = slot[kBlock], head_row0 = slot[kHeadRow0];
+    const int first = static_cast<int>(slot[kFirst]);
+    __syncwarp();
+    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty());
+    if (block >= blocks) break;
+    const int steps = q_tiles - first;
+    if (steps == 0) continue;
+    dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
+    dq_barrier_arrive(kDqEmptyBarrier + 1);
+    const long bh = static_cast<long>(head_row0 / a.lq);
+    float* dst = a.dq_accum + (bh * q_tiles + first) * kPanels * (kDqTileBytes / 4);
+    // Each buffer goes back as soon as the copy engine has read it, so a warpgroup ahead of the
+    // other (ping-pong) does not wait for the other's tile to be added before it stores its next.
+#pragma unroll 1
+    for (int step = 0; step < steps; ++step) {
 #pragma unroll
-    for (int wg = 0; wg < 2; ++wg) {
-      dq_barrier_sync(kDqFullBarrier + wg);
-      if (lane == 0) {
-        sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), buf0 + wg * kDqTileBytes,
-                                  kDqTileBytes);
-        sm90::bulk_commit_group();
-        sm90::bulk_wait_group_read<0>();  // the copy engine has read the buffer
+      for (int wg = 0; wg < 2; ++wg) {
+        dq_barrier_sync(kDqFullBarrier + wg);
+        if (lane == 0) {
+          sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), buf0 + wg * kDqTileBytes,
+                                    kDqTileBytes);
+          sm90::bulk_commit_group();
+          sm90::bulk_wait_group_read<0>();  // the copy engine has read the buffer
+        }
+        __syncwarp();
+        if (step + 1 < steps) dq_barrier_arrive(kDqEmptyBarrier + wg);
       }
-      __syncwarp();
-      if (step + 1 < steps) dq_barrier_arrive(kDqEmptyBarrier + wg);
+      dst += kPanels * (kDqTileBytes / 4);
     }
-    dst += kPanels * (kDqTileBytes / 4);
   }
   if (lane == 0) sm90::bulk_wait_group<0>();
 }
@@ -191,74 +272,89 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
   dq_barrier_arrive(kDqFullBarrier + wg);
 }
 
+// One consumer warpgroup (wg 0 or 1): its 64 keys of each of the block's tiles through every
+// step; the tile comes from its slot once K and V have landed, and K/V's empty barrier gets one
+// arrival per warp after the tile's last MMA (before dK and dV are stored, so the next tile's K
+// and V load under those stores).
 template <typename T, int D, bool kBulkDq>
-__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int first, int steps,
-                                        int wg) {
+__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
   using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
-  volatile long long* slot = ring.slot();
-  auto head_row0 = [&] { return static_cast<long>(slot[0]); };
-  auto wg_key0 = [&] { return static_cast<int>(slot[1]) + 64 * wg; };
   const float scale_log2 = a.scale * kLog2e;
-  const int lq = a.lq;
-
-  float acc_dk[D / 2], acc_dv[D / 2];
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
+  const int lq = a.lq, q_tiles = (lq + kDkvQ - 1) / kDkvQ;
   const std::uint32_t k_addr = smem_addr(ring.k()), v_addr = smem_addr(ring.v());
-  auto dq_dst = [&](int r0) {
-    return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + bwd90::dq_col0<D>(wg) + 2 * t;
-  };
-  auto place = [&](int step) {
-    return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, a.causal, scale_log2,
-                            2 + wg};
-  };
   // At D = 64 a warpgroup's dQ reads only its own dS^T rows (bwd90::kSplitKeys), so with ping-pong,
   // which already keeps the warpgroups within one issue point of each other, they need not meet.
   const bool meet = !(bwd90::kSplitKeys<D> && a.pingpong);
   auto step_barrier = [meet] {
     if (meet) asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory");
   };
-  const sm90::Turns turns{a.pingpong && steps > 0, wg, kTurnBarrier};
-  auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
-    if constexpr (kBulkDq) {
-      stage_dq(smem_addr(ring.dq(wg)), acc_dq, wg, warp, g, t);
-    } else {
-      bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, bwd90::dq_col0<D>(wg), a.d);
-    }
-  };
-
+  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier};
   turns.start();
-  if (steps > 0) sm90::mbarrier_wait(ring.kv_full(), 0);
-  constexpr bool kRegisterKv = bwd90::kSplitKeys<D>;  // D = 64: see bwd90::KvFragments
-  bwd90::KvFragments<D> kv;
-  if constexpr (kRegisterKv) {
-    if (steps > 0) {
-      sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(), 64 * wg + 16 * warp, g, t);
-      sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(), 64 * wg + 16 * warp, g, t);
-    }
-  }
+  int pos = 0;
 #pragma unroll 1
-  for (int step = 0; step < steps; ++step) {
-    const int s = step % R::kStages;
-    sm90::mbarrier_wait(ring.full(s), (step / R::kStages) & 1);
-    step_barrier();
-    const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
-                                 ring.delta(s), ring.ds()};
-    bwd90::dkdv_step<T, D, true, kRegisterKv>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns,
-                                              step + 1 == steps);
-    if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
-  }
-  if (steps > 0) {  // the last step's dQ
-    step_barrier();
-    const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
-    bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
-  }
+  for (int tile = 0;; ++tile) {
+    sm90::mbarrier_wait(ring.kv_full(), tile & 1);
+    volatile long long* slot = ring.slot(tile);
+    if (slot[kBlock] >= blocks) break;
+    const int first = static_cast<int>(slot[kFirst]), steps = q_tiles - first;
+    auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
+    auto wg_key0 = [&] { return static_cast<int>(slot[kKey0]) + 64 * wg; };
+    auto dq_dst = [&](int r0) {
+      return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + bwd90::dq_col0<D>(wg) + 2 * t;
+    };
+    auto place = [&](int step) {
+      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, a.causal, scale_log2,
+                              2 + wg};
+    };
+    auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
+      if constexpr (kBulkDq) {
+        stage_dq(smem_addr(ring.dq(wg)), acc_dq, wg, warp, g, t);
+      } else {
+        bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, bwd90::dq_col0<D>(wg), a.d);
+      }
+    };
 
-  const int key = wg_key0() + 16 * warp + g;
-  const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
-  store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + slot[4], a.dk_at.row, key, a.lk, a.d, t, dk_scale);
-  store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + slot[5], a.dv_at.row, key, a.lk, a.d, t, one);
+    float acc_dk[D / 2], acc_dv[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
+    constexpr bool kRegisterKv = bwd90::kSplitKeys<D>;  // D = 64: see bwd90::KvFragments
+    bwd90::KvFragments<D> kv;
+    if constexpr (kRegisterKv) {
+      if (steps > 0) {
+        sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(), 64 * wg + 16 * warp, g, t);
+        sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(), 64 * wg + 16 * warp, g, t);
+      }
+    }
+#pragma unroll 1
+    for (int step = 0; step < steps; ++step) {
+      const int s = (pos + step) % R::kStages;
+      sm90::mbarrier_wait(ring.full(s), ((pos + step) / R::kStages) & 1);
+      step_barrier();
+      const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
+                                   ring.delta(s), ring.ds()};
+      // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
+      bwd90::dkdv_step<T, D, true, kRegisterKv>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
+      if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
+    }
+    if (steps > 0) {  // the last step's dQ
+      step_barrier();
+      const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
+      bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
+    }
+    // K and V were last read by wgmma (async proxy) or ld.shared (generic, D = 64); the next
+    // tile's TMA writes them through the async proxy.
+    sm90::fence_proxy_async();
+    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty());
+
+    const int key = wg_key0() + 16 * warp + g;
+    const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
+    store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + slot[kDkHead], a.dk_at.row, key, a.lk, a.d, t,
+                     dk_scale);
+    store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + slot[kDvHead], a.dv_at.row, key, a.lk, a.d, t, one);
+    pos += steps;
+  }
+  turns.finish();
 }
 
 template <typename T, int D, bool kBulkDq>
@@ -268,21 +364,12 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
   using R = Ring<D, kBulkDq>;
   const R ring(smem_raw);
   const BackwardArgs& a = p.a;
-  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys;
-  const TileSlot slot = tile_slot(blockIdx.x, key_blocks, gridDim.x / key_blocks, a.head_group);
-  const int k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
-  const long bh = slot.head;
-  const int q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
-  const int first = a.causal ? min(k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
-  const int steps = q_tiles - first;
+  const int blocks = (a.lk + kDkvKeys - 1) / kDkvKeys * a.bh;  // tiles of work; a persistent grid has fewer blocks
 
   if (threadIdx.x == 0) {
-    volatile long long* s = ring.slot();
-    s[0] = bh * a.lq;  // row of lse, delta and dq_accum where this head starts
-    s[1] = k0;
-    s[4] = a.dk_at.head_start(bh);
-    s[5] = a.dv_at.head_start(bh);
     sm90::mbarrier_init(ring.kv_full(), 1);
+    // The consumer warps after a tile's last MMA, and the dQ writer once it has read the slot.
+    sm90::mbarrier_init(ring.kv_empty(), kConsumerWarps + (kBulkDq ? 1 : 0));
     for (int i = 0; i < R::kStages; ++i) {
       sm90::mbarrier_init(ring.full(i), 1 + 32);  // the TMA thread's arrive.expect_tx, one cp.async arrival per lane
       sm90::mbarrier_init(ring.empty(i), kConsumerWarps);
@@ -294,17 +381,16 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
     // Warp 1 adds the dQ tiles (bulk dQ), warp 0 loads; separate branches, so neither keeps the
-    // other's values live at 24 registers.
-    bool dq_writer = false;
-    if constexpr (kBulkDq) dq_writer = threadIdx.x / 32 == 1;
-    if (dq_writer) {
-      if constexpr (kBulkDq) write_dq<D>(a, ring, bh, first, steps);
-    } else {
-      produce<D, kBulkDq>(p, ring, bh, k0, first, steps);
+    // other's values live at the producer's registers.
+    const int warp = threadIdx.x / 32;
+    if (warp == 1 && kBulkDq) {
+      if constexpr (kBulkDq) write_dq<D>(a, ring, blocks);
+    } else if (warp == 0) {
+      produce<D, kBulkDq>(p, ring, blocks);
     }
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume<T, D, kBulkDq>(a, ring, first, steps, threadIdx.x / 128 - 1);
+    consume<T, D, kBulkDq>(a, ring, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
@@ -334,8 +420,19 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   const int key_tiles = (args.lk + kDkvKeys - 1) / kDkvKeys;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
                                         args.head_group, key_tiles, args.causal, per_sm);
-  const int blocks = key_tiles * args.bh;
-  kernel<<<blocks, kThreads, smem, stream>>>(p);
+  // Persistent (auto: more than one wave of tiles): as many blocks as fit on the GPU at once,
+  // each drawing its next tile from the counter (next_block).
+  static const int sms = multiprocessor_count();
+  const long long blocks = static_cast<long long>(key_tiles) * args.bh, resident = static_cast<long long>(sms) * per_sm;
+  using P = BackwardArgs::Persistent;
+  const bool persistent = args.persistent == P::on || (args.persistent == P::automatic && blocks > resident);
+  const long long grid = persistent ? std::min(blocks, resident) : blocks;
+  p.a.tile_counter = nullptr;
+  if (persistent && grid < blocks && args.tile_counter != nullptr) {
+    p.a.tile_counter = args.tile_counter;
+    cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
+  }
+  kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
   return true;
 }
 

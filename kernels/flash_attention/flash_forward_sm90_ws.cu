@@ -23,9 +23,10 @@
 //    exponentiates while another's MMAs run.
 // Persistent grid (ForwardArgs::persistent, plugin option forward_persistent; auto where the
 // tiles fill more than one wave): SMs x resident blocks, each looping over tiles of the same
-// order: each next tile the one nobody has taken yet, drawn from a counter (next_block). Producer warp 0 picks each tile and
-// publishes it in a shared-memory slot with the tile's Q load; the others read it once Q's full
-// barrier completes, and a tile past the end stops them. The ring's stages and phases run on
+// order, each next tile the one nobody has taken yet, drawn from a counter (next_block,
+// tile_scheduler.hpp). Producer warp 0 picks each tile and publishes it in a shared-memory slot
+// with the tile's Q load; the others read it once Q's full barrier completes, and a tile past
+// the end stops them. The ring's stages and phases run on
 // from tile to tile and Q has an "empty" mbarrier (consumers arrive once Q is in registers at
 // D = 128, after their tile's last S at D = 64; the V warp once it has read the slot), so the
 // producer loads the next tile's Q and first K/V stages while the consumers finish the last.
@@ -109,19 +110,6 @@ struct Work {
   int q0, key_tiles;
 };
 
-// The block of the order a block takes after `block`: with a tile counter (a persistent grid) the
-// next no block has taken yet, so blocks that drew short tiles take more (greedy longest first; a
-// fixed stride left blocks 17-36 % apart in work under a causal mask, a Python model of the
-// order), and the tiles in flight stay a window of the order (its head groups share the L2);
-// without one (one block per tile) the next of its stride, which is past the end.
-__device__ __forceinline__ int next_block(const ForwardArgs& a, int block, bool whole_warp) {
-  if (a.tile_counter == nullptr) return block + static_cast<int>(gridDim.x);
-  int next = 0;
-  if (threadIdx.x % 32 == 0) next = static_cast<int>(gridDim.x) + atomicAdd(a.tile_counter, 1);
-  if (whole_warp) next = __shfl_sync(0xffffffffu, next, 0);
-  return next;
-}
-
 template <int D>
 __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int tiles) {
   constexpr int kTileQ = Shape<D>::kTileQ;
@@ -178,7 +166,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, in
   for (int t = 0, block = blockIdx.x;; ++t) {
     if (keys) {
       sm90::mbarrier_wait(ring.q_empty(), (t & 1) ^ 1);  // everyone has read the slot and Q of tile t - 1
-      if (t > 0) block = next_block(a, block, !a.tma);
+      if (t > 0) block = next_block(a.tile_counter, block, !a.tma);
       if (lane == 0) *ring.tile(t) = block;
       if (block >= blocks) {  // the end: complete Q's full barrier with no data
         if (lane == 0) sm90::mbarrier_arrive(ring.q_full());

@@ -82,6 +82,10 @@ struct BackwardArgs {
   // warp-specialized only: the two consumer warpgroups take turns issuing their MMAs (S^T with
   // dP^T; dQ with dV and dK), so one's exponentials and dS^T run under the other's MMAs.
   bool pingpong = false;
+  // warp-specialized only: a persistent grid, as ForwardArgs::persistent (its tiles: 128 keys of
+  // a head), with its tile counter.
+  enum class Persistent { off, on, automatic } persistent = Persistent::off;
+  int* tile_counter = nullptr;
 };
 
 // Where element (row, col) of head bh sits in the bulk-dQ backward's fp32 accumulator: one

@@ -63,4 +63,20 @@ inline int cap_to_heads_in_flight(int group, int tiles, long long resident_block
   return in_flight < group ? static_cast<int>(in_flight) : group;
 }
 
+#if defined(__CUDACC__)
+// A persistent grid's next block of the order after `block`: with a tile counter (an int zeroed
+// before the launch) the next one no block has taken yet, so blocks that drew short tiles take
+// more (greedy longest first; a fixed stride left blocks 17-36 % apart in work under a causal
+// mask, a Python model of the order) and the tiles in flight stay a window of the order (its
+// head groups share the L2); without one (one block per tile) the next of its stride, which is
+// past the end. Lane 0 draws; with whole_warp every lane of the warp calls and gets the answer.
+__device__ __forceinline__ int next_block(int* counter, int block, bool whole_warp) {
+  if (counter == nullptr) return block + static_cast<int>(gridDim.x);
+  int next = 0;
+  if (threadIdx.x % 32 == 0) next = static_cast<int>(gridDim.x) + atomicAdd(counter, 1);
+  if (whole_warp) next = __shfl_sync(0xffffffffu, next, 0);
+  return next;
+}
+#endif
+
 }  // namespace kernels::flash::detail

@@ -54,6 +54,13 @@ class FlashAttention : public runner::Attention {
   flash::KernelFamily last_family_ = flash::KernelFamily::mma_sync;  // what the last forward ran
 };
 
+// forward_persistent / backward_persistent: auto | true | false.
+flash::Options::Persistent grid_choice(const std::string& text) {
+  return text == "true" ? flash::Options::Persistent::on
+         : text == "false" ? flash::Options::Persistent::off
+                           : flash::Options::Persistent::automatic;
+}
+
 runner::PluginManifest make_manifest() {
   runner::PluginManifest m;
   m.kind = runner::PluginKind::Attention;
@@ -86,6 +93,11 @@ runner::PluginManifest make_manifest() {
       runner::opt_bool("backward_pingpong", true,
                        "warp-specialized backward: the two consumer warpgroups take turns issuing their MMAs "
                        "(one computes P and dS while the other's MMAs run)"),
+      runner::opt_enum("backward_persistent", {"auto", "true", "false"}, "auto",
+                       "warp-specialized backward: true = SMs x resident blocks, each drawing its next 128-key "
+                       "tile from a counter, so the next tile's K and V load while the last one's dK and dV are "
+                       "stored; false = one block per tile; auto: persistent where the tiles fill more than one "
+                       "wave"),
       runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2 (without a causal mask, at most the heads the resident blocks cover)")
           .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
@@ -93,15 +105,13 @@ runner::PluginManifest make_manifest() {
     o.family = flash::parse_kernel_family(p.text("kernel"));
     o.forward_schedule = flash::parse_forward_schedule(p.text("forward_schedule"));
     o.pingpong = p.flag("pingpong");
-    const std::string persistent = p.text("forward_persistent");
-    o.persistent_forward = persistent == "true"    ? flash::Options::Persistent::on
-                           : persistent == "false" ? flash::Options::Persistent::off
-                                                   : flash::Options::Persistent::automatic;
+    o.persistent_forward = grid_choice(p.text("forward_persistent"));
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
                                   p.text("backward") == "warp_specialized_bulk_dq";
     o.bulk_dq = p.text("backward") == "warp_specialized_bulk_dq" || p.text("backward") == "auto";
     o.backward_pingpong = p.flag("backward_pingpong");
+    o.persistent_backward = grid_choice(p.text("backward_persistent"));
     o.head_group = static_cast<int>(p.integer("head_group"));
     return std::make_unique<FlashAttention>(o);
   };
