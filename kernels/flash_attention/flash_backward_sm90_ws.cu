@@ -50,8 +50,10 @@ using bwd90::kDkvQ;
 using bwd90::kDsBytes;
 
 constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
-// 128 x 24 + 256 x 240 registers fit the 64 K of the SM; the block starts with 168 each.
-constexpr int kProducerRegisters = 32, kConsumerRegisters = 240;
+// The block starts with 168 registers a thread (384 x 168 of the SM's 64 K) and setmaxnreg only
+// moves them between its warpgroups: 128 x 24 + 256 x 240 is all of them. (A producer at 32
+// left the consumers' increase waiting forever for registers the block never had.)
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
 constexpr int kConsumerWarps = 8;  // arrivals that free a stage
 constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
 // Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
