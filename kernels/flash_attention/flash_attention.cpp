@@ -201,7 +201,7 @@ std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
           o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
           o.backward_pingpong, static_cast<std::int64_t>(o.persistent_forward),
-          static_cast<std::int64_t>(o.persistent_backward)};
+          static_cast<std::int64_t>(o.persistent_backward), o.forward_query_tile};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -216,6 +216,7 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.backward_pingpong = v[8] != 0;
   o.persistent_forward = static_cast<Options::Persistent>(v[9]);
   o.persistent_backward = static_cast<Options::Persistent>(v[10]);
+  o.forward_query_tile = static_cast<int>(v[11]);
   return o;
 }
 
@@ -390,6 +391,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.tma = options.tma_loads;
   a.pingpong = options.pingpong;
   a.persistent = grid_choice<detail::ForwardArgs::Persistent>(options.persistent_forward);
+  a.query_tile = options.forward_query_tile;
   // The persistent grid's tile counter (zeroed by the launch when it uses it).
   at::Tensor tile_counter;
   if (wgmma && a.warp_specialized) {

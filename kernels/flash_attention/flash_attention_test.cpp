@@ -350,11 +350,12 @@ class FlashWgmmaKernel : public FlashKernel {
   // ping-pong) and the three backwards.
   static std::vector<flash::Options> schedules() {
     using S = flash::ForwardSchedule;
-    constexpr auto kPersistent = flash::Options::Persistent::on;
+    constexpr auto kPersistent = flash::Options::Persistent::on, kOff = flash::Options::Persistent::off;
     struct Choice {
       S forward;
       bool tma, pingpong, deterministic, ws_backward = false, bulk_dq = false, backward_pingpong = true;
       flash::Options::Persistent persistent = flash::Options::Persistent::off;
+      int query_tile = 0;
     };
     std::vector<flash::Options> all;
     for (const Choice& c : {Choice{S::serial, true, true, false}, Choice{S::pipelined, true, true, false},
@@ -366,7 +367,9 @@ class FlashWgmmaKernel : public FlashKernel {
                             Choice{S::warp_specialized, true, true, false, true, true, false},
                             Choice{S::warp_specialized, true, true, false, true, false, false},
                             Choice{S::warp_specialized, true, true, false, true, true, true, kPersistent},
-                            Choice{S::warp_specialized, false, true, false, true, true, true, kPersistent}}) {
+                            Choice{S::warp_specialized, false, true, false, true, true, true, kPersistent},
+                            Choice{S::warp_specialized, true, true, false, true, true, true, kPersistent, 192},
+                            Choice{S::warp_specialized, true, true, false, true, true, true, kOff, 128}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
@@ -377,13 +380,15 @@ class FlashWgmmaKernel : public FlashKernel {
       o.bulk_dq = c.bulk_dq;
       o.backward_pingpong = c.backward_pingpong;
       o.persistent_forward = c.persistent;
+      o.forward_query_tile = c.query_tile;
       all.push_back(o);
     }
     return all;
   }
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
-           (o.pingpong ? "" : " (no ping-pong)") + (o.persistent_forward == flash::Options::Persistent::on ? " (persistent)" : "") + " backward " +
+           (o.pingpong ? "" : " (no ping-pong)") + (o.persistent_forward == flash::Options::Persistent::on ? " (persistent)" : "") +
+           (o.forward_query_tile ? " (d 64: " + std::to_string(o.forward_query_tile) + " query rows)" : std::string()) + " backward " +
            (o.deterministic_backward      ? "deterministic"
             : !o.warp_specialized_backward ? "fused"
             : o.bulk_dq                    ? "warp_specialized_bulk_dq"

@@ -49,18 +49,20 @@ namespace {
 
 using fwd90::kTileK;
 
-// The block: a producer warpgroup and 64-row consumer warpgroups, two at D = 128 and three at
-// D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the MMA work,
-// so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
-// exponentiate, and each K/V tile feeds 192 query rows instead of 128.
+// The block: a producer warpgroup and C 64-row consumer warpgroups, two at D = 128 and two or
+// three at D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the
+// MMA work, so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
+// exponentiate, and each K/V tile feeds 192 query rows instead of 128; but a small grid then has
+// fewer, longer tiles than SMs can balance (d64_consumers picks).
 // The block starts with kThreads x (65536 / kThreads) registers; the split keeps within them
 // (128 x 40 + 256 x 232 or 128 x 32 + 384 x 160). ptxas holds each role's code to its count:
 // the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
 // spills a few words at 32 (D = 64 has no registers to spare; the spills are per tile, not per
 // key tile).
-template <int D>
+template <int D, int C>
 struct Shape {
-  static constexpr int kConsumers = D == 64 ? 3 : 2;
+  static_assert(C == 2 || (C == 3 && D == 64), "two consumer warpgroups, or three at D = 64");
+  static constexpr int kConsumers = C;
   static constexpr int kTileQ = 64 * kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kProducerRegisters = kConsumers == 3 ? 32 : 40, kConsumerRegisters = kConsumers == 3 ? 160 : 232;
@@ -75,9 +77,9 @@ struct Params {
 };
 
 // The shared-memory carve-up: Q, then kStages x (K, V), then the mbarriers.
-template <int D>
+template <int D, int C>
 struct Ring {
-  static constexpr int kTileQ = Shape<D>::kTileQ;
+  static constexpr int kTileQ = Shape<D, C>::kTileQ;
   static constexpr int kStages = D == 64 ? 3 : 2;
   static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
   static constexpr int kBarriers = 2 + 4 * kStages;
@@ -110,9 +112,9 @@ struct Work {
   int q0, key_tiles;
 };
 
-template <int D>
+template <int D, int C>
 __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int tiles) {
-  constexpr int kTileQ = Shape<D>::kTileQ;
+  constexpr int kTileQ = Shape<D, C>::kTileQ;
   const TileSlot slot = tile_slot(block, tiles, a.bh, a.head_group);
   Work w;
   w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
@@ -144,9 +146,9 @@ __device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std:
 // loads are issued, i.e. about kStages key tiles before the consumers finish that tile, and
 // publishes it in the tile slot with the Q load; warp 1 and the consumers read it there. A tile
 // at or past `blocks` is the end: Q's full barrier then completes without data.
-template <int D>
-__device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, int tiles, int blocks) {
-  using R = Ring<D>;
+template <int D, int C>
+__device__ __forceinline__ void produce(const Params& p, const Ring<D, C>& ring, int tiles, int blocks) {
+  using R = Ring<D, C>;
   constexpr int kTileQ = R::kTileQ;
   const ForwardArgs& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -180,7 +182,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D>& ring, in
       if (lane == 0) sm90::mbarrier_arrive(ring.q_empty());  // read: warp 0 may publish tile t + 2 there
       if (block >= blocks) return;
     }
-    const Work w = work_of<D>(a, block, tiles);
+    const Work w = work_of<D, C>(a, block, tiles);
     if (a.tma) {
       const int head = static_cast<int>(w.bh % at.heads), batch = static_cast<int>(w.bh / at.heads);
       if (keys) {
@@ -225,9 +227,9 @@ constexpr int kTurnBarrier = 1;
 
 // One consumer warpgroup (wg 0 .. kConsumers - 1): its 64 query rows of each of the block's
 // tiles through every key tile. Ring positions run on across tiles as in produce().
-template <typename T, int D>
-__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& ring, int tiles, int blocks, int wg) {
-  using R = Ring<D>;
+template <typename T, int D, int C>
+__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& ring, int tiles, int blocks, int wg) {
+  using R = Ring<D, C>;
   constexpr int kTileQ = R::kTileQ;
   const int thread = threadIdx.x % 128;
   const bool releases = thread % 32 == 0;  // one arrival per warp frees a stage
@@ -245,7 +247,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
   // read once, and each S = Q K^T reads only K from shared memory (version 15; it measured
   // within the spread of version 14, so shared-memory reads were not what bound this kernel);
   // three consumers (160 registers) have no room for them and read Q from shared memory.
-  constexpr bool kQInRegisters = Shape<D>::kConsumers == 2;
+  constexpr bool kQInRegisters = Shape<D, C>::kConsumers == 2;
   std::uint32_t q[D / 16][4];
   const std::uint32_t q_tile = smem_addr(ring.q());
   auto issue_scores = [&](float(&s)[kTileK / 2], std::uint32_t k_tile) {
@@ -255,14 +257,14 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
       fwd90::issue_scores<T, D, kTileQ>(s, q_tile, 64 * wg, k_tile);
   };
 
-  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D>::kConsumers};
+  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D, C>::kConsumers};
   turns.start();
   int pos = 0;
   for (int t = 0;; ++t) {
     wait_parity(ring.q_full(), t & 1);
     const int block = *ring.tile(t);  // published by the producer before Q's barrier completed
     if (block >= blocks) break;
-    const Work w = work_of<D>(a, block, tiles);
+    const Work w = work_of<D, C>(a, block, tiles);
     const fwd90::RowPlace at = fwd90::row_place(w.q0 + 64 * wg, thread);
     const int key_tiles = w.key_tiles;
     float o[D / 2];
@@ -340,12 +342,12 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D>& rin
 
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of 1 block)
 // and each warpgroup's role in one branch of a single if / else.
-template <typename T, int D>
-__global__ void __launch_bounds__(Shape<D>::kThreads, 1) flash_forward_sm90_ws(const __grid_constant__ Params p) {
+template <typename T, int D, int C>
+__global__ void __launch_bounds__(Shape<D, C>::kThreads, 1) flash_forward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  using R = Ring<D>;
-  using S = Shape<D>;
+  using R = Ring<D, C>;
+  using S = Shape<D, C>;
   constexpr int kTileQ = S::kTileQ;
   const R ring(smem_raw);
   const ForwardArgs& a = p.a;
@@ -369,26 +371,26 @@ __global__ void __launch_bounds__(Shape<D>::kThreads, 1) flash_forward_sm90_ws(c
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<S::kProducerRegisters>();
-    produce<D>(p, ring, tiles, blocks);
+    produce<D, C>(p, ring, tiles, blocks);
   } else {
     sm90::setmaxnreg_inc<S::kConsumerRegisters>();
-    consume<T, D>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, C>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D>
+template <typename T, int D, int C>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
-  constexpr int smem = Ring<D>::bytes();
-  constexpr int kTileQ = Shape<D>::kTileQ, kThreads = Shape<D>::kThreads;
+  constexpr int smem = Ring<D, C>::bytes();
+  constexpr int kTileQ = Shape<D, C>::kTileQ, kThreads = Shape<D, C>::kThreads;
   Params p{};
   p.a = args;
   p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&
             encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kTileK) &&
             encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kTileK);
-  const auto kernel = flash_forward_sm90_ws<T, D>;
+  const auto kernel = flash_forward_sm90_ws<T, D, C>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -416,11 +418,22 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 
+// Consumer warpgroups at D = 64: ForwardArgs::query_tile (128 -> 2, 192 -> 3), or by the makespan
+// in 128-query tile times on `sms` blocks (one block per SM either way): ceil(tiles / sms) tiles
+// each, a 192-query tile costing 1.5 x 0.88 (version 16: 13 % more throughput at long sequences).
+// At batch 1, 16 heads, seq 2048: 176 tiles of 192 take two rounds of 1.32, 256 of 128 two of 1.
+inline int d64_consumers(const ForwardArgs& a, int sms) {
+  if (a.query_tile == 128 || a.query_tile == 192) return a.query_tile / 64;
+  auto rounds = [&](int tile_q) { return (static_cast<long long>((a.lq + tile_q - 1) / tile_q) * a.bh + sms - 1) / sms; };
+  return static_cast<double>(rounds(192)) * 1.32 < static_cast<double>(rounds(128)) ? 3 : 2;
+}
+
 template <typename T>
 void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
+  static const int sms = multiprocessor_count();
   switch (a.d_kernel) {
-    case 64: return launch<T, 64>(a, stream);
-    case 128: return launch<T, 128>(a, stream);
+    case 64: return d64_consumers(a, sms) == 3 ? launch<T, 64, 3>(a, stream) : launch<T, 64, 2>(a, stream);
+    case 128: return launch<T, 128, 2>(a, stream);
     default:
       throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
                                   std::to_string(a.d_kernel) + " not compiled");

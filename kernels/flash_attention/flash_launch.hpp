@@ -53,6 +53,9 @@ struct ForwardArgs {
   // longest first); without it (null) a block strides by the grid.
   int* tile_counter = nullptr;
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
+  // warp_specialized at kernel head dim 64: query rows per block, 128 (two consumer warpgroups) or
+  // 192 (three); 0 = by the grid (flash_forward_sm90_ws.cu, d64_consumers).
+  int query_tile = 0;
 };
 
 struct BackwardArgs {
