@@ -22,7 +22,8 @@ def rows(path):
             continue
         value = float(str(r["Metric Value"]).replace(",", ""))
         unit = r.get("Metric Unit", "")
-        scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}.get(unit, 1.0)
+        scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6,
+                 "second": 1e6}[unit]
         out.append((r["Kernel Name"], value * scale))
     return out
 
