@@ -2,12 +2,19 @@
 // flash_backward_sm90.cu (dK, dV in registers; dQ summed in an fp32 buffer with atomics;
 // the same step, backward_sm90.cuh), with its loads taken off the computing warps.
 //
-// Block: three warpgroups (384 threads) per (128-key tile, batch*head), in the block order of
-// tile_scheduler.hpp.
+// Block: three warpgroups (384 threads) per (128-key tile, batch*head) of the block order of
+// tile_scheduler.hpp, or on a persistent grid (BackwardArgs::persistent; auto where the tiles
+// fill more than one wave) as many blocks as fit, each drawing its next tile from a counter
+// (next_block). The loading warp publishes each tile in a shared-memory slot (two, by tile
+// parity) with the tile's K/V load; the consumers and the dQ writer read it once K and V have
+// landed, and a tile past the end stops them. A K/V "empty" barrier (the consumer warps after a
+// tile's last MMA, the dQ writer once it has read the slot) lets the next tile's K and V in,
+// while the next tile's first Q/dO stages load as the consumers free them; the ring's positions
+// and the turns run on from tile to tile.
 //  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 24); one warp loads. Lane
 //    0 issues tensor-map box loads (TMA, 64 columns x rows, 128-byte swizzle = the SW128
-//    layout of the wgmma descriptors; zeros past the sequence end and past d): the block's K
-//    and V tiles once, then per step the 64-query Q and dO tiles into a ring of kStages stages.
+//    layout of the wgmma descriptors; zeros past the sequence end and past d): a tile's K and
+//    V once, then per step the 64-query Q and dO tiles into a ring of kStages stages.
 //    The 32 lanes copy the step's L and delta rows (64 fp32 each, cp.async, zeros past the end)
 //    and arrive on the stage's "full" mbarrier when their copies land.
 //  * Warpgroups 1 and 2, the consumers, take registers (setmaxnreg to 240) and own 64 keys each.
