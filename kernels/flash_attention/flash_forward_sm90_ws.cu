@@ -53,7 +53,7 @@ using fwd90::kTileK;
 // three at D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the
 // MMA work, so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
 // exponentiate, and each K/V tile feeds 192 query rows instead of 128; but a small grid then has
-// fewer, longer tiles than SMs can balance (d64_consumers picks).
+// fewer, longer tiles than SMs can balance (d64_consumer_warpgroups, tile_scheduler.hpp, picks).
 // The block starts with kThreads x (65536 / kThreads) registers; the split keeps within them
 // (128 x 40 + 256 x 232 or 128 x 32 + 384 x 160). ptxas holds each role's code to its count:
 // the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
@@ -418,21 +418,11 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 
-// Consumer warpgroups at D = 64: ForwardArgs::query_tile (128 -> 2, 192 -> 3), or by the makespan
-// in 128-query tile times on `sms` blocks (one block per SM either way): ceil(tiles / sms) tiles
-// each, a 192-query tile costing 1.5 x 0.88 (version 16: 13 % more throughput at long sequences).
-// At batch 1, 16 heads, seq 2048: 176 tiles of 192 take two rounds of 1.32, 256 of 128 two of 1.
-inline int d64_consumers(const ForwardArgs& a, int sms) {
-  if (a.query_tile == 128 || a.query_tile == 192) return a.query_tile / 64;
-  auto rounds = [&](int tile_q) { return (static_cast<long long>((a.lq + tile_q - 1) / tile_q) * a.bh + sms - 1) / sms; };
-  return static_cast<double>(rounds(192)) * 1.32 < static_cast<double>(rounds(128)) ? 3 : 2;
-}
-
 template <typename T>
 void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
   static const int sms = multiprocessor_count();
   switch (a.d_kernel) {
-    case 64: return d64_consumers(a, sms) == 3 ? launch<T, 64, 3>(a, stream) : launch<T, 64, 2>(a, stream);
+    case 64: return d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile) == 3 ? launch<T, 64, 3>(a, stream) : launch<T, 64, 2>(a, stream);
     case 128: return launch<T, 128, 2>(a, stream);
     default:
       throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
