@@ -342,10 +342,11 @@ at::Tensor split_heads(const at::Tensor& t, const at::Tensor& like, const char* 
   return t.contiguous().view(like.sizes());
 }
 
-// Options::Persistent as the launch arguments' enum of the same three choices.
-template <typename Choice>
-Choice grid_choice(Options::Persistent p) {
-  return p == Options::Persistent::on ? Choice::on : p == Options::Persistent::off ? Choice::off : Choice::automatic;
+// Options::Persistent as the launch arguments' Persistence.
+detail::Persistence persistence(Options::Persistent p) {
+  return p == Options::Persistent::on    ? detail::Persistence::on
+         : p == Options::Persistent::off ? detail::Persistence::off
+                                         : detail::Persistence::automatic;
 }
 
 }  // namespace
@@ -390,7 +391,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.warp_specialized = schedule == ForwardSchedule::warp_specialized;
   a.tma = options.tma_loads;
   a.pingpong = options.pingpong;
-  a.persistent = grid_choice<detail::ForwardArgs::Persistent>(options.persistent_forward);
+  a.persistent = persistence(options.persistent_forward);
   a.query_tile = options.forward_query_tile;
   // The persistent grid's tile counter (zeroed by the launch when it uses it).
   at::Tensor tile_counter;
@@ -484,7 +485,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.warp_specialized = options.warp_specialized_backward;
   a.bulk_dq = bulk_dq;
   a.pingpong = options.backward_pingpong;
-  a.persistent = grid_choice<detail::BackwardArgs::Persistent>(options.persistent_backward);
+  a.persistent = persistence(options.persistent_backward);
   // The persistent grid's tile counter (zeroed by the launch when it uses it).
   at::Tensor tile_counter;
   if (wgmma && a.warp_specialized) {

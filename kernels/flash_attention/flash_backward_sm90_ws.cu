@@ -41,7 +41,6 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -429,18 +428,8 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   const int key_tiles = (args.lk + kDkvKeys - 1) / kDkvKeys;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
                                         args.head_group, key_tiles, args.causal, per_sm);
-  // Persistent (auto: more than one wave of tiles): as many blocks as fit on the GPU at once,
-  // each drawing its next tile from the counter (next_block).
-  static const int sms = multiprocessor_count();
-  const long long blocks = static_cast<long long>(key_tiles) * args.bh, resident = static_cast<long long>(sms) * per_sm;
-  using P = BackwardArgs::Persistent;
-  const bool persistent = args.persistent == P::on || (args.persistent == P::automatic && blocks > resident);
-  const long long grid = persistent ? std::min(blocks, resident) : blocks;
-  p.a.tile_counter = nullptr;
-  if (persistent && grid < blocks && args.tile_counter != nullptr) {
-    p.a.tile_counter = args.tile_counter;
-    cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
-  }
+  const long long grid = persistent_grid(args.persistent, static_cast<long long>(key_tiles) * args.bh, per_sm,
+                                         args.tile_counter, stream, &p.a.tile_counter);
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
   return true;
 }

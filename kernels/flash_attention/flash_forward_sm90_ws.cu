@@ -36,7 +36,6 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -401,20 +400,8 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.causal,
                                         per_sm);  // K and V of a head
-  // Persistent: as many blocks as fit on the GPU at once (the SM count of the device this
-  // process uses, asked once), each looping over its tiles; auto when there is more than one
-  // wave of tiles. The blocks draw tiles from a counter (next_block), so the tiles in flight stay
-  // a window of the block order however far the blocks drift apart.
-  static const int sms = multiprocessor_count();
-  const long long blocks = static_cast<long long>(tiles) * args.bh, resident = static_cast<long long>(sms) * per_sm;
-  using P = ForwardArgs::Persistent;
-  const bool persistent = args.persistent == P::on || (args.persistent == P::automatic && blocks > resident);
-  const long long grid = persistent ? std::min(blocks, resident) : blocks;
-  p.a.tile_counter = nullptr;
-  if (persistent && grid < blocks && args.tile_counter != nullptr) {
-    p.a.tile_counter = args.tile_counter;
-    cudaMemsetAsync(args.tile_counter, 0, sizeof(int), stream);
-  }
+  const long long grid = persistent_grid(args.persistent, static_cast<long long>(tiles) * args.bh, per_sm,
+                                         args.tile_counter, stream, &p.a.tile_counter);
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 

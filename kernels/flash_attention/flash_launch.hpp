@@ -30,6 +30,10 @@ struct Layout {
   RUNNER_FLASH_HD long long head_start(long long bh) const { return (bh / heads) * batch + (bh % heads) * head; }
 };
 
+// A warp-specialized kernel's grid: one block per tile, persistent, or persistent where the tiles
+// fill more than one wave (persistent_grid).
+enum class Persistence { off, on, automatic };
+
 struct ForwardArgs {
   const void *q, *k, *v;
   void* out;
@@ -46,11 +50,8 @@ struct ForwardArgs {
   bool warp_specialized = false;  // wgmma only: producer warpgroup + mbarrier ring (flash_forward_sm90_ws.cu)
   bool tma = true;         // warp_specialized only: TMA loads (else cp.async by the producer)
   bool pingpong = true;    // warp_specialized only: the consumer warpgroups take turns issuing MMAs
-  // warp_specialized only: a persistent grid (at most SMs x resident blocks, each looping over
-  // tiles); auto: where the tiles fill more than one wave of resident blocks.
-  enum class Persistent { off, on, automatic } persistent = Persistent::off;
-  // Persistent: one int the launch zeroes, from which blocks draw their next tile (greedy,
-  // longest first); without it (null) a block strides by the grid.
+  // warp_specialized only: the grid (persistent_grid) and its tile counter.
+  Persistence persistent = Persistence::off;
   int* tile_counter = nullptr;
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
   // warp_specialized at kernel head dim 64: query rows per block, 128 (two consumer warpgroups) or
@@ -85,9 +86,9 @@ struct BackwardArgs {
   // warp-specialized only: the two consumer warpgroups take turns issuing their MMAs (S^T with
   // dP^T; dQ with dV and dK), so one's exponentials and dS^T run under the other's MMAs.
   bool pingpong = false;
-  // warp-specialized only: a persistent grid, as ForwardArgs::persistent (its tiles: 128 keys of
-  // a head), with its tile counter.
-  enum class Persistent { off, on, automatic } persistent = Persistent::off;
+  // warp-specialized only: the grid (persistent_grid; its tiles: 128 keys of a head) and its
+  // tile counter.
+  Persistence persistent = Persistence::off;
   int* tile_counter = nullptr;
 };
 
@@ -123,6 +124,27 @@ inline int multiprocessor_count() {
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   return sms;
+}
+
+// The warp-specialized kernels' grids: one block per tile (off), or persistent (on; automatic
+// where the tiles fill more than one wave of resident blocks): as many blocks as fit on the GPU
+// at once, each drawing its next tile from a counter (next_block, tile_scheduler.hpp).
+// persistent_grid returns the grid for `blocks` tiles with `blocks_per_sm` resident on each SM.
+// A grid of fewer blocks than tiles zeroes `counter` (one int) on `stream` and hands it to the
+// kernel in `*kernel_counter`; otherwise that is null and each block runs its one tile.
+inline long long persistent_grid(Persistence choice, long long blocks, int blocks_per_sm, int* counter,
+                                 cudaStream_t stream, int** kernel_counter) {
+  static const int sms = multiprocessor_count();  // of the device this process uses, asked once
+  const long long resident = static_cast<long long>(sms) * blocks_per_sm;
+  const bool persistent =
+      choice == Persistence::on || (choice == Persistence::automatic && blocks > resident);
+  const long long grid = persistent && resident < blocks ? resident : blocks;
+  *kernel_counter = nullptr;
+  if (grid < blocks && counter != nullptr) {
+    *kernel_counter = counter;
+    cudaMemsetAsync(counter, 0, sizeof(int), stream);
+  }
+  return grid;
 }
 
 inline int head_group_in_flight(int bh, long long bytes_per_head, int requested, int tiles, bool causal,
