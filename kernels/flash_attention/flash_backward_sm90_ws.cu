@@ -26,8 +26,9 @@
 //    (BackwardArgs::pingpong) the two warpgroups alternate the step's two MMA issue points
 //    (sm90::Turns), and at D = 64, where neither reads the other's dS^T, skip the step barrier;
 //    at D = 64 the warpgroup's K and V rows also sit in registers (bwd90::KvFragments).
-// Shared memory: K, V 128 x D; kStages x (Q, dO) 64 x D; two dS^T [128 x 64] tiles; L and delta
-// per stage; the barriers: 196 KiB at D = 128 (3 stages), 148 KiB at D = 64 (5 stages).
+// Shared memory: K, V 128 x D (two buffers at D = 64, Ring::kKvBuffers); kStages x (Q, dO) 64 x D;
+// two dS^T [128 x 64] tiles; L and delta per stage; the barriers: 196 KiB at D = 128 (3 stages),
+// 180 KiB at D = 64 (5 stages).
 // Bulk dQ (kBulkDq, option backward: warp_specialized_bulk_dq): instead of float2 atomics from
 // the consumers' registers, each consumer warpgroup stores its step's dQ tile (64 queries x 64
 // columns, fp32) into its own 16 KiB shared buffer and arrives on a named barrier; warp 1 of
@@ -35,7 +36,7 @@
 // cp.reduce.async.bulk .add.f32 of 16 KiB (element-wise atomic in L2), waits until the copy
 // engine has read the buffer and hands it back through a second named barrier. dq_accum is
 // then tiled (flash_launch.hpp, dq_tiled_offset) so a tile is one contiguous 16 KiB run.
-// 228 KiB at D = 128 (3 stages + 32 KiB), 180 KiB at D = 64.
+// 228 KiB at D = 128 (3 stages + 32 KiB), 212 KiB at D = 64.
 // FLOPs and bytes: as the fused backward. Layouts no tensor map describes (a broadcast head
 // stride) run the fused kernel instead (launch_backward_sm90 decides). Measured speed: README.md.
 #include <cuda.h>
@@ -86,22 +87,28 @@ enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kDkHead, kDvHead, kTileFields
 template <int D, bool kBulkDq>
 struct Ring {
   static constexpr int kStages = D == 64 ? 5 : 3;
+  // K/V buffers: at D = 64 two, so a persistent block loads its next tile's K and V while it
+  // finishes the last one's steps; D = 128 has no room for a second (232040 bytes with one).
+  static constexpr int kKvBuffers = D == 64 ? 2 : 1;
   static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
   static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
-  static constexpr int kBarriers = 2 + 2 * kStages;
+  static constexpr int kBarriers = 2 * kKvBuffers + 2 * kStages;
   static constexpr int kSlots = 2 * kTileFields;  // one set per tile parity
   static constexpr int bytes() {
-    return 2 * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots +
+    return 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots +
            8 * kBarriers + 1024;
   }
 
   std::uint8_t* base;
   __device__ explicit Ring(std::uint8_t* raw) : base(sm90::align_1024(raw)) {}
-  __device__ std::uint8_t* k() const { return base; }
-  __device__ std::uint8_t* v() const { return base + kKBytes; }
-  __device__ std::uint8_t* q(int s) const { return base + 2 * kKBytes + s * 2 * kQBytes; }
+  // Tile t's K/V buffer, and the phase of its barriers it is (the buffer's n-th use: phase n).
+  static __device__ int kv_buffer(int t) { return t % kKvBuffers; }
+  static __device__ int kv_parity(int t) { return (t / kKvBuffers) & 1; }
+  __device__ std::uint8_t* k(int t) const { return base + kv_buffer(t) * 2 * kKBytes; }
+  __device__ std::uint8_t* v(int t) const { return k(t) + kKBytes; }
+  __device__ std::uint8_t* q(int s) const { return base + 2 * kKvBuffers * kKBytes + s * 2 * kQBytes; }
   __device__ std::uint8_t* dout(int s) const { return q(s) + kQBytes; }
-  __device__ std::uint8_t* ds() const { return base + 2 * kKBytes + 2 * kStages * kQBytes; }
+  __device__ std::uint8_t* ds() const { return base + 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes; }
   __device__ float* dq(int wg) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + wg * kDqTileBytes); }
   __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + kDqBytes) + s * kDkvQ; }
   __device__ float* delta(int s) const { return lse(kStages) + s * kDkvQ; }
@@ -113,10 +120,10 @@ struct Ring {
   __device__ std::uint64_t* bar(int i) const {
     return reinterpret_cast<std::uint64_t*>(reinterpret_cast<long long*>(delta(kStages)) + kSlots) + i;
   }
-  __device__ std::uint64_t* kv_full() const { return bar(0); }
-  __device__ std::uint64_t* full(int s) const { return bar(1 + s); }
-  __device__ std::uint64_t* empty(int s) const { return bar(1 + kStages + s); }
-  __device__ std::uint64_t* kv_empty() const { return bar(1 + 2 * kStages); }
+  __device__ std::uint64_t* kv_full(int t) const { return bar(kv_buffer(t)); }
+  __device__ std::uint64_t* full(int s) const { return bar(kKvBuffers + s); }
+  __device__ std::uint64_t* empty(int s) const { return bar(kKvBuffers + kStages + s); }
+  __device__ std::uint64_t* kv_empty(int t) const { return bar(kKvBuffers + 2 * kStages + kv_buffer(t)); }
 };
 
 // A tile of work: the 128 keys at k0 of head bh, against query tiles first.. (all of them, or
@@ -187,11 +194,12 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
     const int early = w.steps < R::kStages ? w.steps : R::kStages;
 #pragma unroll 1
     for (int step = 0; step < early; ++step) load_step(w, pos, step);
-    sm90::mbarrier_wait(ring.kv_empty(), (t & 1) ^ 1);  // tile t - 1's K, V and slot t - 2 are free
+    // The buffer's previous tile (t - 1, or t - 2 with two buffers) is done with K, V and its slot.
+    sm90::mbarrier_wait(ring.kv_empty(t), R::kv_parity(t) ^ 1);
     if (block >= blocks) {
       if (lane == 0) {
         ring.slot(t)[kBlock] = block;
-        sm90::mbarrier_arrive(ring.kv_full());  // no bytes: the phase completes now
+        sm90::mbarrier_arrive(ring.kv_full(t));  // no bytes: the phase completes now
       }
       return;
     }
@@ -203,9 +211,9 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
       slot[kFirst] = w.first;
       slot[kDkHead] = a.dk_at.head_start(w.bh);
       slot[kDvHead] = a.dv_at.head_start(w.bh);
-      sm90::mbarrier_arrive_expect_tx(ring.kv_full(), 2 * R::kKBytes);  // releases the slot's writes
-      box(&p.k, a.k_at, ring.k(), kDkvKeys, ring.kv_full(), w.bh, w.k0);
-      box(&p.v, a.v_at, ring.v(), kDkvKeys, ring.kv_full(), w.bh, w.k0);
+      sm90::mbarrier_arrive_expect_tx(ring.kv_full(t), 2 * R::kKBytes);  // releases the slot's writes
+      box(&p.k, a.k_at, ring.k(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
+      box(&p.v, a.v_at, ring.v(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
     }
 #pragma unroll 1
     for (int step = early; step < w.steps; ++step) load_step(w, pos, step);
@@ -226,12 +234,12 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   constexpr int kPanels = D / 64;
 #pragma unroll 1
   for (int t = 0;; ++t) {
-    sm90::mbarrier_wait(ring.kv_full(), t & 1);
+    sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
     volatile long long* slot = ring.slot(t);
     const long long block = slot[kBlock], head_row0 = slot[kHeadRow0];
     const int first = static_cast<int>(slot[kFirst]);
     __syncwarp();
-    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty());
+    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(t));
     if (block >= blocks) break;
     const int steps = q_tiles - first;
     if (steps == 0) continue;
@@ -290,7 +298,6 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
   const int lq = a.lq, q_tiles = (lq + kDkvQ - 1) / kDkvQ;
-  const std::uint32_t k_addr = smem_addr(ring.k()), v_addr = smem_addr(ring.v());
   // At D = 64 a warpgroup's dQ reads only its own dS^T rows (bwd90::kSplitKeys), so with ping-pong,
   // which already keeps the warpgroups within one issue point of each other, they need not meet.
   const bool meet = !(bwd90::kSplitKeys<D> && a.pingpong);
@@ -302,7 +309,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   int pos = 0;
 #pragma unroll 1
   for (int tile = 0;; ++tile) {
-    sm90::mbarrier_wait(ring.kv_full(), tile & 1);
+    sm90::mbarrier_wait(ring.kv_full(tile), R::kv_parity(tile));
+    const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
     if (slot[kBlock] >= blocks) break;
     const int first = static_cast<int>(slot[kFirst]), steps = q_tiles - first;
@@ -330,8 +338,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     bwd90::KvFragments<D> kv;
     if constexpr (kRegisterKv) {
       if (steps > 0) {
-        sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(), 64 * wg + 16 * warp, g, t);
-        sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(), 64 * wg + 16 * warp, g, t);
+        sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(tile), 64 * wg + 16 * warp, g, t);
+        sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(tile), 64 * wg + 16 * warp, g, t);
       }
     }
 #pragma unroll 1
@@ -353,7 +361,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     // K and V were last read by wgmma (async proxy) or ld.shared (generic, D = 64); the next
     // tile's TMA writes them through the async proxy.
     sm90::fence_proxy_async();
-    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty());
+    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(tile));
 
     const int key = wg_key0() + 16 * warp + g;
     const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
@@ -375,9 +383,11 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
   const int blocks = (a.lk + kDkvKeys - 1) / kDkvKeys * a.bh;  // tiles of work; a persistent grid has fewer blocks
 
   if (threadIdx.x == 0) {
-    sm90::mbarrier_init(ring.kv_full(), 1);
-    // The consumer warps after a tile's last MMA, and the dQ writer once it has read the slot.
-    sm90::mbarrier_init(ring.kv_empty(), kConsumerWarps + (kBulkDq ? 1 : 0));
+    for (int b = 0; b < R::kKvBuffers; ++b) {
+      sm90::mbarrier_init(ring.kv_full(b), 1);
+      // The consumer warps after a tile's last MMA, and the dQ writer once it has read the slot.
+      sm90::mbarrier_init(ring.kv_empty(b), kConsumerWarps + (kBulkDq ? 1 : 0));
+    }
     for (int i = 0; i < R::kStages; ++i) {
       sm90::mbarrier_init(ring.full(i), 1 + 32);  // the TMA thread's arrive.expect_tx, one cp.async arrival per lane
       sm90::mbarrier_init(ring.empty(i), kConsumerWarps);
@@ -408,6 +418,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
 template <typename T, int D, bool kBulkDq>
 bool launch(const BackwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D, kBulkDq>::bytes();
+  static_assert(smem <= 232448, "over the 227 KiB of shared memory a Hopper block may opt into");
   Params p{};
   p.a = args;
   if (!(encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&

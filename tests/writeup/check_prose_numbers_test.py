@@ -35,6 +35,10 @@ def tree(writeup, kernel_readme=None):
         os.makedirs(os.path.join(root, "kernels", "demo_kernel"))
         with open(os.path.join(root, "kernels", "demo_kernel", "README.md"), "w") as f:
             f.write(kernel_readme)
+    ab_round = os.path.join(root, "reports", "demo", "runs", "ab", "new-1")  # a tree A/B's round
+    os.makedirs(ab_round)
+    with open(os.path.join(ab_round, "results.jsonl"), "w") as f:
+        f.write(json.dumps({"metrics": {"tflops": {"value": 777.125}}}) + "\n")
     with open(os.path.join(root, "reports", "demo", "data", "ncu-demo.txt"), "w") as f:
         f.write("Duration    ms    3.33\n")
     return root
@@ -68,6 +72,10 @@ results = [
            "# k\n\n| 2 | x | 587.25 TFLOP/s (`reports/demo/data/`) |\n"),
     expect("kernel README: a named run's ncu page", "", True, "# k\n\nDuration 3.33 ms (`reports/demo/data/`).\n"),
     expect("kernel README: a number no record holds", "", False, "# k\n\nIt ran at 612.5 TFLOP/s.\n"),
+    expect("kernel README: a round of a named tree A/B", "", True,
+           "# k\n\n| 3 | x | 777.125 TFLOP/s (`reports/demo/runs/ab/`) |\n"),
+    expect("kernel README: a round of a tree A/B it does not name", "", False,
+           "# k\n\n| 3 | x | 777.125 TFLOP/s (`reports/demo/data/`) |\n"),
     expect("kernel README: a report's table cell", "", True, "# k\n\nSee `other`: 73.25 ms.\n"),
 ]
 sys.exit(0 if all(results) else 1)
