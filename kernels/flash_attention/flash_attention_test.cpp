@@ -369,7 +369,9 @@ class FlashWgmmaKernel : public FlashKernel {
                             Choice{S::warp_specialized, true, true, false, true, true, true, kPersistent},
                             Choice{S::warp_specialized, false, true, false, true, true, true, kPersistent},
                             Choice{S::warp_specialized, true, true, false, true, true, true, kPersistent, 192},
-                            Choice{S::warp_specialized, true, true, false, true, true, true, kOff, 128}}) {
+                            Choice{S::warp_specialized, true, true, false, true, true, true, kOff, 128},
+                            Choice{S::warp_specialized, true, true, false, true, true, true, kPersistent, 64},
+                            Choice{S::warp_specialized, false, true, false, true, true, true, kOff, 64}}) {
       flash::Options o;
       o.family = kWgmma;
       o.forward_schedule = c.forward;
@@ -506,6 +508,33 @@ TEST_F(FlashWgmmaKernel, PersistentForwardRepeatsOneBlockPerTileBitForBit) {
             << name(c) << (tma ? " TMA" : " cp.async") << " run " << run << " seed " << seed;
       }
     }
+}
+
+// At head dim 64 a 64-row block (one consumer warpgroup, two blocks per SM) runs each 64-row
+// slice as a warpgroup of the 128-row block does (Q in registers, the same key tiles in the same
+// order), so outputs and L match bit for bit; odd lengths, causal and not, both grids and loaders.
+TEST_F(FlashWgmmaKernel, D64SixtyFourRowForwardRepeatsTheTwoWarpgroupBlockBitForBit) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{3, 16, 2000, 2000, 64, true}, Case{3, 16, 2000, 2000, 64, false},
+                        Case{2, 5, 333, 517, 64, false}, Case{1, 3, 77, 77, 64, true}})
+    for (auto persistent : {flash::Options::Persistent::on, flash::Options::Persistent::off})
+      for (bool tma : {true, false}) {
+        Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+        flash::Options wide;
+        wide.family = kWgmma;
+        wide.forward_schedule = flash::ForwardSchedule::warp_specialized;
+        wide.tma_loads = tma;
+        wide.persistent_forward = persistent;
+        wide.forward_query_tile = 128;
+        flash::Options narrow = wide;
+        narrow.forward_query_tile = 64;
+        const auto want = flash::forward(in.q, in.k, in.v, c.causal, wide);
+        const auto got = flash::forward(in.q, in.k, in.v, c.causal, narrow);
+        EXPECT_TRUE(torch::equal(got.out, want.out) && torch::equal(got.lse, want.lse))
+            << name(c) << (tma ? " TMA" : " cp.async")
+            << (persistent == flash::Options::Persistent::on ? " persistent" : " one block per tile") << " seed "
+            << seed;
+      }
 }
 
 // The persistent backward computes every 128-key tile as one block per tile does: dK and dV bit

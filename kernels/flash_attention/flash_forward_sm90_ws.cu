@@ -58,14 +58,21 @@ using fwd90::kTileK;
 // the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
 // spills a few words at 32 (D = 64 has no registers to spare; the spills are per tile, not per
 // key tile).
+// One consumer (C = 1, D = 64): a 64-row block of 256 threads, two resident per SM (each 128
+// registers a thread at entry, 128 x 32 + 128 x 224 after the split, and 106 KiB of shared
+// memory), so two blocks' tiles overlap as unsynchronized neighbours instead of taking turns; a
+// small grid has twice as many, shorter tiles to spread over the SMs.
 template <int D, int C>
 struct Shape {
-  static_assert(C == 2 || (C == 3 && D == 64), "two consumer warpgroups, or three at D = 64");
+  static_assert(C == 2 || ((C == 1 || C == 3) && D == 64), "two consumer warpgroups, or one or three at D = 64");
   static constexpr int kConsumers = C;
   static constexpr int kTileQ = 64 * kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
-  static constexpr int kProducerRegisters = kConsumers == 3 ? 32 : 40, kConsumerRegisters = kConsumers == 3 ? 160 : 232;
+  static constexpr int kBlocksPerSm = C == 1 ? 2 : 1;
+  static constexpr int kProducerRegisters = C == 2 ? 40 : 32, kConsumerRegisters = C == 3 ? 160 : C == 2 ? 232 : 224;
   static constexpr int kConsumerWarps = 4 * kConsumers;  // arrivals that free a stage: one per consumer warp
+  static_assert(128 * kProducerRegisters + 128 * C * kConsumerRegisters <= 65536 / kBlocksPerSm,
+                "setmaxnreg moves registers only within the block's share of the register file");
 };
 
 // Tensor maps are opaque 128-byte, 64-byte-aligned objects; TMA reads them from the kernel's
@@ -246,7 +253,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
   // read once, and each S = Q K^T reads only K from shared memory (version 15; it measured
   // within the spread of version 14, so shared-memory reads were not what bound this kernel);
   // three consumers (160 registers) have no room for them and read Q from shared memory.
-  constexpr bool kQInRegisters = Shape<D, C>::kConsumers == 2;
+  constexpr bool kQInRegisters = Shape<D, C>::kConsumers <= 2;
   std::uint32_t q[D / 16][4];
   const std::uint32_t q_tile = smem_addr(ring.q());
   auto issue_scores = [&](float(&s)[kTileK / 2], std::uint32_t k_tile) {
@@ -256,7 +263,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
       fwd90::issue_scores<T, D, kTileQ>(s, q_tile, 64 * wg, k_tile);
   };
 
-  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier, Shape<D, C>::kConsumers};
+  const sm90::Turns turns{a.pingpong && C > 1, wg, kTurnBarrier, Shape<D, C>::kConsumers};
   turns.start();
   int pos = 0;
   for (int t = 0;; ++t) {
@@ -339,10 +346,11 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
   turns.finish();
 }
 
-// setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of 1 block)
+// setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of blocks per SM)
 // and each warpgroup's role in one branch of a single if / else.
 template <typename T, int D, int C>
-__global__ void __launch_bounds__(Shape<D, C>::kThreads, 1) flash_forward_sm90_ws(const __grid_constant__ Params p) {
+__global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPerSm)
+    flash_forward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   using R = Ring<D, C>;
@@ -409,7 +417,12 @@ template <typename T>
 void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
   static const int sms = multiprocessor_count();
   switch (a.d_kernel) {
-    case 64: return d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile) == 3 ? launch<T, 64, 3>(a, stream) : launch<T, 64, 2>(a, stream);
+    case 64:
+      switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
+        case 1: return launch<T, 64, 1>(a, stream);
+        case 3: return launch<T, 64, 3>(a, stream);
+        default: return launch<T, 64, 2>(a, stream);
+      }
     case 128: return launch<T, 128, 2>(a, stream);
     default:
       throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +

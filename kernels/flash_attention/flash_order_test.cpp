@@ -107,6 +107,7 @@ TEST(TileOrder, D64ForwardTakesTheTileWithTheShorterMakespan) {
   EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0), 3);   // 1376 tiles: 11 x 1.32 < 16
   EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 192), 3);  // asked for
   EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 128), 2);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 64), 1);
 }
 
 TEST(DqTiledLayout, EveryElementOnceInsideTheHeadsChunks) {

@@ -63,13 +63,13 @@ inline int cap_to_heads_in_flight(int group, int tiles, long long resident_block
   return in_flight < group ? static_cast<int>(in_flight) : group;
 }
 
-// Consumer warpgroups of the warp-specialized forward at kernel head dim 64: `query_tile` 128 -> 2,
-// 192 -> 3, else (0) the one with the smaller makespan in 128-query tile times on `sms` blocks (one
+// Consumer warpgroups of the warp-specialized forward at kernel head dim 64: `query_tile` 64 -> 1
+// (two blocks per SM), 128 -> 2, 192 -> 3, else (0) the one with the smaller makespan in 128-query tile times on `sms` blocks (one
 // block per SM either way): ceil(tiles / sms) tiles each, a 192-query tile costing 1.5 x 0.88
 // (version 16: 13 % more throughput at long sequences). At batch 1, 16 heads, seq 2048, 176
 // tiles of 192 rows take two rounds of 1.32, 256 tiles of 128 two of 1: 128 rows.
 inline int d64_consumer_warpgroups(int lq, int bh, int sms, int query_tile) {
-  if (query_tile == 128 || query_tile == 192) return query_tile / 64;
+  if (query_tile == 64 || query_tile == 128 || query_tile == 192) return query_tile / 64;
   auto rounds = [&](int tile_q) { return (static_cast<long long>((lq + tile_q - 1) / tile_q) * bh + sms - 1) / sms; };
   return static_cast<double>(rounds(192)) * 1.32 < static_cast<double>(rounds(128)) ? 3 : 2;
 }
