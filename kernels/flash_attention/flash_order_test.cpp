@@ -98,16 +98,17 @@ TEST(TileOrder, CausalOrRequestedGroupsAreNotCapped) {
 // The bulk-dQ backward's accumulator layout: every (head, row, column) has its own float, the
 // rows of a head fill whole 64 x 64 chunks, and each 8-column block stays contiguous (the
 // conversion reads four floats at once; the delta pass zeroes eight).
-// The d 64 forward's query tile: 128 rows where 192-row tiles would leave SMs idle (few tiles),
-// 192 where there are many; an explicit choice wins.
+// The d 64 forward's query tile: 64 rows (two blocks per SM) where 192-row tiles would leave SMs
+// idle (few tiles), 192 where there are many; an explicit choice wins.
 TEST(TileOrder, D64ForwardTakesTheTileWithTheShorterMakespan) {
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 0), 2);    // 176 tiles of 192 rows: 2 rounds of 1.32
-  EXPECT_EQ(detail::d64_consumer_warpgroups(1024, 16, 132, 0), 2);    // one round either way: the shorter tile
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 128, 132, 0), 3);   // 1408 tiles: 11 x 1.32 < 16
-  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0), 3);   // 1376 tiles: 11 x 1.32 < 16
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 0), 1);    // 512 tiles of 64: 2 x 0.95 < 2 x 1.24
+  EXPECT_EQ(detail::d64_consumer_warpgroups(1024, 16, 132, 0), 1);    // one round either way: the shorter tile
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 64, 132, 0), 3);    // 704 tiles of 192: 6 x 1.24 < 8 x 0.95
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 128, 132, 0), 3);   // 1408 tiles: 11 x 1.24 < 16 x 0.95
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0), 3);   // 1376 tiles: 11 x 1.24 < 16 x 0.95
   EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 192), 3);  // asked for
   EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 128), 2);
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 64), 1);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 64), 1);
 }
 
 TEST(DqTiledLayout, EveryElementOnceInsideTheHeadsChunks) {

@@ -64,14 +64,18 @@ inline int cap_to_heads_in_flight(int group, int tiles, long long resident_block
 }
 
 // Consumer warpgroups of the warp-specialized forward at kernel head dim 64: `query_tile` 64 -> 1
-// (two blocks per SM), 128 -> 2, 192 -> 3, else (0) the one with the smaller makespan in 128-query tile times on `sms` blocks (one
-// block per SM either way): ceil(tiles / sms) tiles each, a 192-query tile costing 1.5 x 0.88
-// (version 16: 13 % more throughput at long sequences). At batch 1, 16 heads, seq 2048, 176
-// tiles of 192 rows take two rounds of 1.32, 256 tiles of 128 two of 1: 128 rows.
+// (two blocks per SM), 128 -> 2, 192 -> 3, else (0) 64 or 192 rows, whichever has the smaller
+// makespan in 128-row tile times of one SM: ceil(tiles / slots) rounds on sms x 2 slots of 0.95
+// (a 64-row tile on half an SM) or on sms slots of 1.24 (a 192-row tile). The costs are fitted to
+// reports/flash_d64_query_tile/runs/sixty_four_rows (64 rows 1.01-1.09x the 128-row block on every row there, so
+// 128 is never the pick; 192 rows ahead on large grids). At batch 1, 16 heads, seq 2048: 512 tiles
+// of 64 rows, two rounds of 0.95, against 176 of 192, two of 1.24: 64 rows.
 inline int d64_consumer_warpgroups(int lq, int bh, int sms, int query_tile) {
   if (query_tile == 64 || query_tile == 128 || query_tile == 192) return query_tile / 64;
-  auto rounds = [&](int tile_q) { return (static_cast<long long>((lq + tile_q - 1) / tile_q) * bh + sms - 1) / sms; };
-  return static_cast<double>(rounds(192)) * 1.32 < static_cast<double>(rounds(128)) ? 3 : 2;
+  auto rounds = [&](int tile_q, int slots) {
+    return static_cast<double>((static_cast<long long>((lq + tile_q - 1) / tile_q) * bh + slots - 1) / slots);
+  };
+  return rounds(192, sms) * 1.24 < rounds(64, 2 * sms) * 0.95 ? 3 : 1;
 }
 
 #if defined(__CUDACC__)
