@@ -8,7 +8,8 @@
 #
 #   bash scripts/gpu/flash_reports_call.sh [BUDGET_S] [EXPERIMENT...]
 #        (default 380 s; experiments flash_backward flash_benchmarking; each experiment is cut at
-#        EXPERIMENT_CAP_S, default 150 s: flash_benchmarking with 100-step bar parts needs about 200)
+#        EXPERIMENT_CAP_S, default 150 s: flash_benchmarking with 100-step bar parts needs about 200;
+#        RUNNER_ARGS, split on spaces, go to every runner run, e.g. "--set parts.long.params.d_head=128")
 set -u
 budget="${1:-380}"; shift || true
 experiments=("$@"); (( ${#experiments[@]} )) || experiments=(flash_backward flash_benchmarking)
@@ -24,7 +25,7 @@ timeout -k 5 "$(cap 60)" "$tests" --gtest_filter='FlashWgmmaKernel.*:FlashBshdKe
 log "wgmma + bshd kernel tests rc=$? $(verdict "$logs/tests-wgmma.log")"
 pack
 for exp in "${experiments[@]}"; do
-  timeout -k 10 "$(cap "${EXPERIMENT_CAP_S:-150}")" build-gpu/runner "experiments/$exp.yaml" --out "$runs/$exp" > "$logs/$exp.log" 2>&1
+  timeout -k 10 "$(cap "${EXPERIMENT_CAP_S:-150}")" build-gpu/runner "experiments/$exp.yaml" --out "$runs/$exp" ${RUNNER_ARGS:-} > "$logs/$exp.log" 2>&1
   log "$exp rc=$? $(grep -c '"status":"ok"' "$runs/$exp/results.jsonl" 2>/dev/null) ok points"
   pack
 done
