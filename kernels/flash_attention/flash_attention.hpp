@@ -68,10 +68,10 @@ struct Options {
   // tiles fill more than one wave of resident blocks; off: one block per tile.
   enum class Persistent { automatic, on, off };
   Persistent persistent_forward = Persistent::automatic;
-  // warp_specialized forward: query rows per block, 64 (one consumer warpgroup, two blocks per
-  // SM), 128 (two consumer warpgroups, Q in registers) or, at kernel head dim 64, 192 (three,
-  // more throughput on large grids); 0 = at head dim 64 by the grid's makespan (fewer, longer
-  // 192-row tiles balance worse over the SMs on small grids), at 128 rows 128.
+  // warp_specialized forward at kernel head dim 64: query rows per block, 64 (one consumer
+  // warpgroup, two blocks per SM), 128 (two consumer warpgroups, Q in registers) or 192 (three,
+  // more throughput on large grids); 0 = by the grid's makespan (fewer, longer 192-row tiles
+  // balance worse over the SMs on small grids).
   int forward_query_tile = 0;
   // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ

@@ -58,13 +58,13 @@ using fwd90::kTileK;
 // the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
 // spills a few words at 32 (D = 64 has no registers to spare; the spills are per tile, not per
 // key tile).
-// One consumer (C = 1): a 64-row block of 256 threads, two resident per SM (each 128 registers a
-// thread at entry, 128 x 32 + 128 x 224 after the split, and 106 KiB of shared memory at D = 64,
-// 81 KiB at D = 128), so two blocks' tiles overlap as unsynchronized neighbours instead of taking turns; a
+// One consumer (C = 1, D = 64): a 64-row block of 256 threads, two resident per SM (each 128
+// registers a thread at entry, 128 x 32 + 128 x 224 after the split, and 106 KiB of shared
+// memory), so two blocks' tiles overlap as unsynchronized neighbours instead of taking turns; a
 // small grid has twice as many, shorter tiles to spread over the SMs.
 template <int D, int C>
 struct Shape {
-  static_assert(C <= 2 || (C == 3 && D == 64), "one or two consumer warpgroups, or three at D = 64");
+  static_assert(C == 2 || ((C == 1 || C == 3) && D == 64), "two consumer warpgroups, or one or three at D = 64");
   static constexpr int kConsumers = C;
   static constexpr int kTileQ = 64 * kConsumers;
   static constexpr int kThreads = 128 * (1 + kConsumers);
@@ -86,9 +86,7 @@ struct Params {
 template <int D, int C>
 struct Ring {
   static constexpr int kTileQ = Shape<D, C>::kTileQ;
-  // One K/V stage for a 64-row block at D = 128 (81 KiB, so two fit an SM): its K and V tiles each
-  // have about one key tile's MMAs to land, and the other block's MMAs run meanwhile.
-  static constexpr int kStages = D == 64 ? 3 : C == 1 ? 1 : 2;
+  static constexpr int kStages = D == 64 ? 3 : 2;
   static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
   static constexpr int kBarriers = 2 + 4 * kStages;
   // + the two tile slots, + alignment
@@ -425,7 +423,7 @@ void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
         case 3: return launch<T, 64, 3>(a, stream);
         default: return launch<T, 64, 2>(a, stream);
       }
-    case 128: return a.query_tile == 64 ? launch<T, 128, 1>(a, stream) : launch<T, 128, 2>(a, stream);
+    case 128: return launch<T, 128, 2>(a, stream);
     default:
       throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
                                   std::to_string(a.d_kernel) + " not compiled");

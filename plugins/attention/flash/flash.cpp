@@ -94,9 +94,9 @@ runner::PluginManifest make_manifest() {
                        "warp-specialized backward: the two consumer warpgroups take turns issuing their MMAs "
                        "(one computes P and dS while the other's MMAs run)"),
       runner::opt_enum("forward_query_tile", {"auto", "64", "128", "192"}, "auto",
-                       "warp_specialized forward: query rows per block, 64 (one consumer warpgroup, two blocks per "
-                       "SM), 128 (two consumer warpgroups) or, at head dim 64, 192 (three); auto: at head dim 64 "
-                       "64 or 192, whichever finishes the grid's tiles sooner over the SMs, above it 128"),
+                       "warp_specialized forward at head dim 64: query rows per block, 64 (one consumer warpgroup, "
+                       "two blocks per SM), 128 (two consumer warpgroups) or 192 (three); auto: whichever finishes "
+                       "the grid's tiles sooner over the SMs"),
       runner::opt_enum("backward_persistent", {"auto", "true", "false"}, "auto",
                        "warp-specialized backward: true = SMs x resident blocks, each drawing its next 128-key "
                        "tile from a counter, so the next tile's K and V load while the last one's dK and dV are "
