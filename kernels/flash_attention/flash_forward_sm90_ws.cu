@@ -4,8 +4,9 @@
 // 80 and 96 padded into 128), scheduled differently.
 //
 // Block: a producer and two consumer warpgroups (384 threads) per (128-query tile, batch*head)
-// at D = 128, a producer and three consumers (512 threads) per 192-query tile at D = 64
-// (Shape), in the block order of tile_scheduler.hpp.
+// at D = 128; at D = 64 a producer and one consumer (256 threads, two blocks to an SM) per
+// 64-query tile or three consumers (512 threads) per 192-query tile, by the grid (Shape); in
+// the block order of tile_scheduler.hpp.
 //  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 32) and only loads: warp 0
 //    the Q tile and the K tiles, warp 1 the V tiles, into a ring of kStages shared-memory
 //    stages. With TMA (ForwardArgs::tma, the default) one thread per warp issues a tensor-map
@@ -31,7 +32,8 @@
 // D = 128, after their tile's last S at D = 64; the V warp once it has read the slot), so the
 // producer loads the next tile's Q and first K/V stages while the consumers finish the last.
 // Shared memory: Q (tile rows) x D + kStages x (K + V) 128 x D in bf16/fp16, plus 2 + 4 kStages
-// mbarriers: 160 KiB at D = 128 (2 stages), 120 KiB at D = 64 (3 stages, 192 query rows).
+// mbarriers: 160 KiB at D = 128 (2 stages), 120 KiB at D = 64 (3 stages, 192 query rows), 105
+// KiB at D = 64 with 64 query rows (two blocks to an SM).
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -48,18 +50,18 @@ namespace {
 
 using fwd90::kTileK;
 
-// The block: a producer warpgroup and C 64-row consumer warpgroups, two at D = 128 and two or
-// three at D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the
+// The block: a producer warpgroup and C 64-row consumer warpgroups, two at D = 128 and one, two
+// or three at D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the
 // MMA work, so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
 // exponentiate, and each K/V tile feeds 192 query rows instead of 128; but a small grid then has
 // fewer, longer tiles than SMs can balance (d64_consumer_warpgroups, tile_scheduler.hpp, picks).
 // The block starts with kThreads x (65536 / kThreads) registers; the split keeps within them
-// (128 x 40 + 256 x 232 or 128 x 32 + 384 x 160). ptxas holds each role's code to its count:
+// (128 x 40 + 256 x 232 or 128 x 32 + 384 x 160; with two blocks to an SM, half as many). ptxas holds each role's code to its count:
 // the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
 // spills a few words at 32 (D = 64 has no registers to spare; the spills are per tile, not per
 // key tile).
 // One consumer (C = 1, D = 64): a 64-row block of 256 threads, two resident per SM (each 128
-// registers a thread at entry, 128 x 32 + 128 x 224 after the split, and 106 KiB of shared
+// registers a thread at entry, 128 x 32 + 128 x 224 after the split, and 105 KiB of shared
 // memory), so two blocks' tiles overlap as unsynchronized neighbours instead of taking turns; a
 // small grid has twice as many, shorter tiles to spread over the SMs.
 template <int D, int C>

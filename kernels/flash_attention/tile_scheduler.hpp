@@ -66,10 +66,10 @@ inline int cap_to_heads_in_flight(int group, int tiles, long long resident_block
 // Consumer warpgroups of the warp-specialized forward at kernel head dim 64: `query_tile` 64 -> 1
 // (two blocks per SM), 128 -> 2, 192 -> 3, else (0) 64 or 192 rows, whichever has the smaller
 // makespan in 128-row tile times of one SM: ceil(tiles / slots) rounds on sms x 2 slots of 0.95
-// (a 64-row tile on half an SM) or on sms slots of 1.24 (a 192-row tile). The costs are fitted to
-// reports/flash_d64_query_tile/runs/sixty_four_rows (64 rows 1.01-1.09x the 128-row block on every row there, so
-// 128 is never the pick; 192 rows ahead on large grids). At batch 1, 16 heads, seq 2048: 512 tiles
-// of 64 rows, two rounds of 0.95, against 176 of 192, two of 1.24: 64 rows.
+// (a 64-row tile on half an SM) or on sms slots of 1.24 (a 192-row tile). The costs are fitted
+// to reports/flash_d64_query_tile/runs/sixty_four_rows (64 rows 1.01-1.09x the 128-row block on
+// every row there, so 128 is never the pick; 192 rows ahead on large grids). At batch 1, 16
+// heads, seq 2048: 512 tiles of 64 rows, two rounds of 0.95, against 176 of 192, two of 1.24.
 inline int d64_consumer_warpgroups(int lq, int bh, int sms, int query_tile) {
   if (query_tile == 64 || query_tile == 128 || query_tile == 192) return query_tile / 64;
   auto rounds = [&](int tile_q, int slots) {
