@@ -74,8 +74,7 @@ struct Options {
   // balance worse over the SMs on small grids).
   int forward_query_tile = 0;
   // warp-specialized backward with bulk dQ at kernel head dim 64: keys per block, 128 (two
-  // consumer warpgroups taking turns), 64 (one, two blocks per SM) or 192 (three, round robin);
-  // 0 = the default (128).
+  // consumer warpgroups taking turns) or 64 (one, two blocks per SM); 0 = the default (128).
   int backward_key_tile = 0;
   // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ

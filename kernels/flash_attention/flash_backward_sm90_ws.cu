@@ -55,30 +55,29 @@ namespace {
 using bwd90::kDkvQ;
 
 // The block: a producer warpgroup and KW consumer warpgroups of 64 keys each: two (128 keys), or
-// at D = 64 (option backward_key_tile) one (64 keys), two such blocks resident per SM, whose steps
-// then overlap as unsynchronized neighbours instead of taking turns, or three (192 keys) taking
-// turns round robin, each at 160 registers (K and V then stay in shared memory).
-// The block starts with 65536 / (blocks per SM x threads) registers a thread (a multiple of 8)
-// and setmaxnreg only moves them between its warpgroups: 128 x 24 + 256 x 240 (= 384 x 168),
-// 128 x 24 + 128 x 232 (= 256 x 128) or 128 x 24 + 384 x 160 (< 512 x 128). (A producer at 32
-// left the consumers' increase waiting forever for registers the block never had.)
+// at D = 64 one (64 keys, option backward_key_tile), two such blocks resident per SM, whose steps
+// then overlap as unsynchronized neighbours instead of taking turns.
+// The block starts with 65536 / (blocks per SM x threads) registers a thread and setmaxnreg only
+// moves them between its warpgroups: 128 x 24 + 256 x 240 (= 384 x 168) or 128 x 24 + 128 x 232
+// (= 256 x 128) is all of them. (A producer at 32 left the consumers' increase waiting forever
+// for registers the block never had.)
 template <int KW>
 struct Block {
-  static_assert(KW >= 1 && KW <= 3, "one to three consumer warpgroups");
+  static_assert(KW == 1 || KW == 2, "one or two consumer warpgroups");
   static constexpr int kKeys = 64 * KW;
   static constexpr int kThreads = 128 * (1 + KW);
   static constexpr int kPerSm = KW == 1 ? 2 : 1;
-  static constexpr int kProducerRegisters = 24, kConsumerRegisters = KW == 3 ? 160 : KW == 2 ? 240 : 232;
+  static constexpr int kProducerRegisters = 24, kConsumerRegisters = KW == 2 ? 240 : 232;
   static constexpr int kConsumerWarps = 4 * KW;  // arrivals that free a stage
-  static_assert(128 * kProducerRegisters + 128 * KW * kConsumerRegisters <= kThreads * ((65536 / kPerSm / kThreads) & ~7),
-                "setmaxnreg moves only the registers the block starts with");
+  static_assert(128 * kProducerRegisters + 128 * KW * kConsumerRegisters == kThreads * ((65536 / kPerSm / kThreads) & ~7),
+                "setmaxnreg moves exactly the registers the block starts with");
 };
 constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
-// Bulk dQ: 5 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
-// 8 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
-constexpr int kDqFullBarrier = 5, kDqEmptyBarrier = 8, kDqBarrierThreads = 160;
+// Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
+// 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
+constexpr int kDqFullBarrier = 4, kDqEmptyBarrier = 6, kDqBarrierThreads = 160;
 constexpr int kDqTileBytes = kDkvQ * 64 * 4;  // one warpgroup's dQ tile of a step, fp32
-constexpr int kTurnBarrier = 11;  // ping-pong (BackwardArgs::pingpong): sm90::Turns on barriers 11 + wg
+constexpr int kTurnBarrier = 8;  // ping-pong (BackwardArgs::pingpong): sm90::Turns on barriers 8 and 9
 __device__ __forceinline__ void dq_barrier_sync(int id) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kDqBarrierThreads) : "memory");
 }
@@ -320,7 +319,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   auto step_barrier = [meet] {
     if (meet) asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory");
   };
-  const sm90::Turns turns{a.pingpong && KW > 1, wg, kTurnBarrier, KW};
+  const sm90::Turns turns{a.pingpong && KW == 2, wg, kTurnBarrier};
   turns.start();
   int pos = 0;
 #pragma unroll 1
@@ -350,7 +349,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     float acc_dk[D / 2], acc_dv[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
-    constexpr bool kRegisterKv = bwd90::kSplitKeys<D> && KW < 3;  // D = 64: see bwd90::KvFragments
+    constexpr bool kRegisterKv = bwd90::kSplitKeys<D>;  // D = 64: see bwd90::KvFragments
     bwd90::KvFragments<D> kv;
     if constexpr (kRegisterKv) {
       if (steps > 0) {
@@ -470,9 +469,8 @@ template <typename T>
 bool launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
   switch (a.d_kernel) {
     case 64:
-      // 64-key blocks (two per SM) and 192-key ones are built with bulk dQ only.
+      // 64-key blocks (two per SM) are built with bulk dQ only.
       if (a.bulk_dq && a.key_tile == 64) return launch<T, 64, true, 1>(a, stream);
-      if (a.bulk_dq && a.key_tile == 192) return launch<T, 64, true, 3>(a, stream);
       return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
     case 128: return a.bulk_dq ? launch<T, 128, true>(a, stream) : launch<T, 128, false>(a, stream);
     default:

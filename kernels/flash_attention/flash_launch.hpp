@@ -91,7 +91,7 @@ struct BackwardArgs {
   Persistence persistent = Persistence::off;
   int* tile_counter = nullptr;
   // warp-specialized with bulk dQ at kernel head dim 64: keys per block, 128 (two consumer
-  // warpgroups), 64 (one, two blocks per SM) or 192 (three); 0 = 128.
+  // warpgroups) or 64 (one, two blocks per SM); 0 = 128.
   int key_tile = 0;
 };
 

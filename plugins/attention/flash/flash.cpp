@@ -97,10 +97,9 @@ runner::PluginManifest make_manifest() {
                        "warp_specialized forward at head dim 64: query rows per block, 64 (one consumer warpgroup, "
                        "two blocks per SM), 128 (two consumer warpgroups) or 192 (three); auto: whichever finishes "
                        "the grid's tiles sooner over the SMs"),
-      runner::opt_enum("backward_key_tile", {"auto", "64", "128", "192"}, "auto",
+      runner::opt_enum("backward_key_tile", {"auto", "64", "128"}, "auto",
                        "warp_specialized_bulk_dq backward at head dim 64: keys per block, 64 (one consumer "
-                       "warpgroup, two blocks per SM), 128 (two consumer warpgroups taking turns) or 192 (three, "
-                       "round robin); auto: 128"),
+                       "warpgroup, two blocks per SM) or 128 (two consumer warpgroups taking turns); auto: 128"),
       runner::opt_enum("backward_persistent", {"auto", "true", "false"}, "auto",
                        "warp-specialized backward: true = SMs x resident blocks, each drawing its next 128-key "
                        "tile from a counter, so the next tile's K and V load while the last one's dK and dV are "
