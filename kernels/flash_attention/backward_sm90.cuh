@@ -42,17 +42,14 @@ template <int D>
 __device__ __forceinline__ int dq_col0(int wg) {
   return kSplitKeys<D> ? 0 : 64 * wg;
 }
-// kKeys: the block's keys (128, or 64 for a one-warpgroup block at D = 64), the rows of its K
-// and dS^T tiles.
-template <typename T, int D, int kKeys = kDkvKeys>
+template <typename T, int D>
 __device__ __forceinline__ void issue_dq(float (&acc_dq)[32], std::uint32_t k_addr, std::uint32_t ds_addr, int wg) {
-  static_assert(kKeys == kDkvKeys || kSplitKeys<D>, "a 64-key block only where each warpgroup owns its keys");
-  constexpr int kSteps = kSplitKeys<D> ? 4 : kKeys / 16;
+  constexpr int kSteps = kSplitKeys<D> ? 4 : kDkvKeys / 16;
   const int kk0 = kSplitKeys<D> ? 4 * wg : 0;
-  const std::uint32_t k_panel = k_addr + (kSplitKeys<D> ? 0 : wg * kKeys * 128);
+  const std::uint32_t k_panel = k_addr + (kSplitKeys<D> ? 0 : wg * kDkvKeys * 128);
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk)
-    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kKeys>(ds_addr, kk0 + kk), sm90::mn_major<kKeys>(k_panel, kk0 + kk),
+    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
                         kk > 0);
 }
 
@@ -95,9 +92,7 @@ struct NoTurns {
 // return, so the step's stage is free. A step has two issue points for `turns` (sm90::Turns):
 // S^T with dP^T, and dQ with dV and dK; `last` says this is the warpgroup's last step.
 // kRegisterKv: S^T and dP^T take K and V from `kv`, and dK += dS^T Q takes dS^T from registers.
-// kKeys: as issue_dq (tiles.k, tiles.v and the dS^T buffers have kKeys rows).
-template <typename T, int D, bool kFuseDq, bool kRegisterKv = false, int kKeys = kDkvKeys, typename DqSink,
-          typename Turn = NoTurns>
+template <typename T, int D, bool kFuseDq, bool kRegisterKv = false, typename DqSink, typename Turn = NoTurns>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
                                           const StepPlace& at, const KvFragments<D>& kv, DqSink dq_sink,
                                           const Turn& turns = {}, bool last = false) {
@@ -110,7 +105,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
     if constexpr (kRegisterKv)
       Wgmma<T, kDkvQ>::rs(st, kv.k[kk], sm90::k_major<kDkvQ>(tiles.q, 0, kk), kk > 0);
     else
-      Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kKeys>(tiles.k, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.q, 0, kk),
+      Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.q, 0, kk),
                           kk > 0);
   sm90::wgmma_commit();
 #pragma unroll
@@ -118,7 +113,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
     if constexpr (kRegisterKv)
       Wgmma<T, kDkvQ>::rs(dpt, kv.v[kk], sm90::k_major<kDkvQ>(tiles.dout, 0, kk), kk > 0);
     else
-      Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kKeys>(tiles.v, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.dout, 0, kk),
+      Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.dout, 0, kk),
                           kk > 0);
   sm90::wgmma_commit();
   turns.pass(false);
@@ -159,8 +154,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq) {
     // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
     // Row 64wg + 16warp + g + 8(j & 1): 128-byte rows, chunk (2kk + (j >> 1)) ^ g (rows differ by 8 keep g).
-    constexpr int kDsBufferBytes = kKeys * kDkvQ * 2;
-    std::uint8_t* ds_row = tiles.ds + (at.step & 1) * kDsBufferBytes + (64 * wg + 16 * warp + g) * 128 + 4 * t;
+    std::uint8_t* ds_row = tiles.ds + (at.step & 1) * kDsBytes + (64 * wg + 16 * warp + g) * 128 + 4 * t;
 #pragma unroll
     for (int kk = 0; kk < kDkvQ / 16; ++kk)
 #pragma unroll
@@ -178,7 +172,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq) {
     // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
     // commit group per step keeps ptxas from serializing the wgmmas (warning C7514).
-    issue_dq<T, D, kKeys>(acc_dq, tiles.k, smem_addr(tiles.ds + ((at.step - 1) & 1) * kKeys * kDkvQ * 2), wg);
+    issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + ((at.step - 1) & 1) * kDsBytes), wg);
     sm90::wgmma_commit();
   }
 #pragma unroll
@@ -186,10 +180,10 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq && !kRegisterKv) {
     // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
     // keeps dQ's accumulators, dK, dV and P^T within the register file.
-    const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kKeys * kDkvQ * 2);
+    const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes);
 #pragma unroll
     for (int kk = 0; kk < kDkvQ / 16; ++kk)
-      Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
+      Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kDkvKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
   } else {
 #pragma unroll
     for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
@@ -209,11 +203,11 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
 }
 
 // The last step's dQ (fused), once both warpgroups' dS^T rows of it are in shared memory.
-template <typename T, int D, int kKeys = kDkvKeys, typename DqSink>
+template <typename T, int D, typename DqSink>
 __device__ __forceinline__ void last_dq(const StepTiles& tiles, const StepPlace& at, DqSink dq_sink) {
   float acc_dq[32];
   sm90::wgmma_fence();
-  issue_dq<T, D, kKeys>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kKeys * kDkvQ * 2), at.wg);
+  issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kDsBytes), at.wg);
   sm90::wgmma_commit();
   sm90::wgmma_wait<0>();
   sm90::pin(acc_dq);

@@ -201,7 +201,7 @@ std::vector<std::int64_t> pack(const Options& o) {
   return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
           o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
           o.backward_pingpong, static_cast<std::int64_t>(o.persistent_forward),
-          static_cast<std::int64_t>(o.persistent_backward), o.forward_query_tile, o.backward_key_tile};
+          static_cast<std::int64_t>(o.persistent_backward), o.forward_query_tile};
 }
 Options unpack(const std::vector<std::int64_t>& v) {
   Options o;
@@ -217,7 +217,6 @@ Options unpack(const std::vector<std::int64_t>& v) {
   o.persistent_forward = static_cast<Options::Persistent>(v[9]);
   o.persistent_backward = static_cast<Options::Persistent>(v[10]);
   o.forward_query_tile = static_cast<int>(v[11]);
-  o.backward_key_tile = static_cast<int>(v[12]);
   return o;
 }
 
@@ -487,7 +486,6 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.bulk_dq = bulk_dq;
   a.pingpong = options.backward_pingpong;
   a.persistent = persistence(options.persistent_backward);
-  a.key_tile = options.backward_key_tile;
   // The persistent grid's tile counter (zeroed by the launch when it uses it).
   at::Tensor tile_counter;
   if (wgmma && a.warp_specialized) {

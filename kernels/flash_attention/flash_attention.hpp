@@ -73,9 +73,6 @@ struct Options {
   // more throughput on large grids); 0 = by the grid's makespan (fewer, longer 192-row tiles
   // balance worse over the SMs on small grids).
   int forward_query_tile = 0;
-  // warp-specialized backward with bulk dQ at kernel head dim 64: keys per block, 128 (two
-  // consumer warpgroups taking turns) or 64 (one, two blocks per SM); 0 = the default (128).
-  int backward_key_tile = 0;
   // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
   // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
   // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.

@@ -566,35 +566,6 @@ TEST_F(FlashWgmmaKernel, PersistentBackwardRepeatsOneBlockPerTile) {
     }
 }
 
-// At head dim 64 a 64-key block (one consumer warpgroup, two blocks per SM) runs each warpgroup's
-// 64 keys as the 128-key block does: dK and dV bit for bit, dQ up to the order of its fp32
-// additions; odd lengths, causal and not, lq > lk and lk > lq, both grids, fp16 too.
-TEST_F(FlashWgmmaKernel, D64SixtyFourKeyBackwardRepeatsTheTwoWarpgroupBlock) {
-  const auto seed = fresh_seed();
-  for (const Case& c : {Case{3, 16, 2000, 2000, 64, true}, Case{3, 16, 2000, 2000, 64, false},
-                        Case{2, 40, 700, 1300, 64, true}, Case{2, 40, 1300, 700, 64, true},
-                        Case{1, 3, 77, 77, 64, false}})
-    for (auto persistent : {flash::Options::Persistent::on, flash::Options::Persistent::off})
-      for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
-        Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
-        flash::Options wide;
-        wide.family = kWgmma;
-        wide.warp_specialized_backward = true;
-        wide.bulk_dq = true;
-        wide.persistent_backward = persistent;
-        wide.backward_key_tile = 128;
-        flash::Options narrow = wide;
-        narrow.backward_key_tile = 64;
-        const Result want = run_kernels(in, c.causal, wide);
-        const Result got = run_kernels(in, c.causal, narrow);
-        const std::string what = name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") +
-                                 (persistent == flash::Options::Persistent::on ? " persistent" : " block per tile") +
-                                 " seed " + std::to_string(seed);
-        EXPECT_TRUE(torch::equal(got.dk, want.dk) && torch::equal(got.dv, want.dv)) << what;
-        EXPECT_LT(rel_err(got.dq, want.dq), 1e-3) << what;
-      }
-}
-
 TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   Inputs in = random_inputs({2, 4, 300, 300, 128, true}, 11, torch::kBFloat16, torch::kCUDA);
   auto fwd = flash::forward(in.q, in.k, in.v, true, kWgmma);

@@ -52,26 +52,16 @@
 namespace kernels::flash::detail {
 namespace {
 
+using bwd90::kDkvKeys;
 using bwd90::kDkvQ;
+using bwd90::kDsBytes;
 
-// The block: a producer warpgroup and KW consumer warpgroups of 64 keys each: two (128 keys), or
-// at D = 64 one (64 keys, option backward_key_tile), two such blocks resident per SM, whose steps
-// then overlap as unsynchronized neighbours instead of taking turns.
-// The block starts with 65536 / (blocks per SM x threads) registers a thread and setmaxnreg only
-// moves them between its warpgroups: 128 x 24 + 256 x 240 (= 384 x 168) or 128 x 24 + 128 x 232
-// (= 256 x 128) is all of them. (A producer at 32 left the consumers' increase waiting forever
-// for registers the block never had.)
-template <int KW>
-struct Block {
-  static_assert(KW == 1 || KW == 2, "one or two consumer warpgroups");
-  static constexpr int kKeys = 64 * KW;
-  static constexpr int kThreads = 128 * (1 + KW);
-  static constexpr int kPerSm = KW == 1 ? 2 : 1;
-  static constexpr int kProducerRegisters = 24, kConsumerRegisters = KW == 2 ? 240 : 232;
-  static constexpr int kConsumerWarps = 4 * KW;  // arrivals that free a stage
-  static_assert(128 * kProducerRegisters + 128 * KW * kConsumerRegisters == kThreads * ((65536 / kPerSm / kThreads) & ~7),
-                "setmaxnreg moves exactly the registers the block starts with");
-};
+constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
+// The block starts with 168 registers a thread (384 x 168 of the SM's 64 K) and setmaxnreg only
+// moves them between its warpgroups: 128 x 24 + 256 x 240 is all of them. (A producer at 32
+// left the consumers' increase waiting forever for registers the block never had.)
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
+constexpr int kConsumerWarps = 8;  // arrivals that free a stage
 constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
 // Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
 // 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
@@ -94,17 +84,14 @@ struct Params {
 // tile's K/V arrive.expect_tx; read by the consumers and the dQ writer once K and V have landed.
 enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kDkHead, kDvHead, kTileFields };
 
-template <int D, bool kBulkDq, int KW = 2>
+template <int D, bool kBulkDq>
 struct Ring {
-  static constexpr int kKeys = Block<KW>::kKeys;
-  // A one-warpgroup block shares the SM with another: 3 stages and one K/V buffer keep it at 99 KiB.
-  static constexpr int kStages = D == 64 ? (KW == 2 ? 5 : 3) : 3;
+  static constexpr int kStages = D == 64 ? 5 : 3;
   // K/V buffers: at D = 64 two, so a persistent block loads its next tile's K and V while it
   // finishes the last one's steps; D = 128 has no room for a second (232040 bytes with one).
-  static constexpr int kKvBuffers = D == 64 && KW == 2 ? 2 : 1;
-  static constexpr int kKBytes = kKeys * D * 2, kQBytes = kDkvQ * D * 2;
-  static constexpr int kDsBytes = kKeys * kDkvQ * 2;  // dS^T of one step
-  static constexpr int kDqBytes = kBulkDq ? KW * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
+  static constexpr int kKvBuffers = D == 64 ? 2 : 1;
+  static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
+  static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
   static constexpr int kBarriers = 2 * kKvBuffers + 2 * kStages;
   static constexpr int kSlots = 2 * kTileFields;  // one set per tile parity
   static constexpr int bytes() {
@@ -147,13 +134,12 @@ struct Tile {
   long bh;
   int k0, first, steps;
 };
-template <int kKeys>
 __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
-  const int key_blocks = (a.lk + kKeys - 1) / kKeys, q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
+  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys, q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
   const TileSlot slot = tile_slot(block, key_blocks, a.bh, a.head_group);
   Tile w;
   w.block = block;
-  w.k0 = slot.rank * kKeys;  // first tiles have the most query tiles under a causal mask
+  w.k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
   w.bh = slot.head;
   w.first = a.causal ? min(w.k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
   w.steps = q_tiles - w.first;
@@ -166,9 +152,9 @@ __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
 // done with the previous tile's K and V: the tile's slot, then K and V, then per step Q and dO
 // (TMA, lane 0) and L and delta (cp.async, every lane) into the ring, whose positions run on
 // from tile to tile. A block past the end goes into the slot with no data, and everyone stops.
-template <int D, bool kBulkDq, int KW>
-__device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq, KW>& ring, int blocks) {
-  using R = Ring<D, kBulkDq, KW>;
+template <int D, bool kBulkDq>
+__device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>& ring, int blocks) {
+  using R = Ring<D, kBulkDq>;
   const BackwardArgs& a = p.a;
   const int lane = threadIdx.x % 32;
   auto box = [&](const CUtensorMap* map, const Layout& at, std::uint8_t* dst, int rows, std::uint64_t* bar, long bh,
@@ -202,7 +188,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq, 
   for (int t = 0, block = blockIdx.x;; ++t) {
     if (t > 0) block = next_block(a.tile_counter, block, true);
     Tile w{block, 0, 0, 0, 0};
-    if (block < blocks) w = tile_of<R::kKeys>(a, block);
+    if (block < blocks) w = tile_of(a, block);
     // The tile's first stages load while the consumers finish the previous tile (they free the
     // stages step by step); its K and V only once they are done with the previous tile's.
     const int early = w.steps < R::kStages ? w.steps : R::kStages;
@@ -226,8 +212,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq, 
       slot[kDkHead] = a.dk_at.head_start(w.bh);
       slot[kDvHead] = a.dv_at.head_start(w.bh);
       sm90::mbarrier_arrive_expect_tx(ring.kv_full(t), 2 * R::kKBytes);  // releases the slot's writes
-      box(&p.k, a.k_at, ring.k(t), R::kKeys, ring.kv_full(t), w.bh, w.k0);
-      box(&p.v, a.v_at, ring.v(t), R::kKeys, ring.kv_full(t), w.bh, w.k0);
+      box(&p.k, a.k_at, ring.k(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
+      box(&p.v, a.v_at, ring.v(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
     }
 #pragma unroll 1
     for (int step = early; step < w.steps; ++step) load_step(w, pos, step);
@@ -239,8 +225,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq, 
 // step) into dq_accum, in step order, with the copy engine; per tile of the block, read from its
 // slot once K and V have landed (it also arrives on K/V's empty barrier, so the loading warp
 // cannot publish tile t + 2 into that slot before it has been read).
-template <int D, int KW>
-__device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true, KW>& ring, int blocks) {
+template <int D>
+__device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true>& ring, int blocks) {
   const int lane = threadIdx.x % 32;
   const int q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
   const std::uint32_t buf0 = smem_addr(ring.dq(0));
@@ -248,7 +234,7 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   constexpr int kPanels = D / 64;
 #pragma unroll 1
   for (int t = 0;; ++t) {
-    sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true, KW>::kv_parity(t));
+    sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
     volatile long long* slot = ring.slot(t);
     const long long block = slot[kBlock], head_row0 = slot[kHeadRow0];
     const int first = static_cast<int>(slot[kFirst]);
@@ -257,8 +243,8 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
     if (block >= blocks) break;
     const int steps = q_tiles - first;
     if (steps == 0) continue;
-#pragma unroll
-    for (int wg = 0; wg < KW; ++wg) dq_barrier_arrive(kDqEmptyBarrier + wg);  // the buffers start free
+    dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
+    dq_barrier_arrive(kDqEmptyBarrier + 1);
     const long bh = static_cast<long>(head_row0 / a.lq);
     float* dst = a.dq_accum + (bh * q_tiles + first) * kPanels * (kDqTileBytes / 4);
     // Each buffer goes back as soon as the copy engine has read it, so a warpgroup ahead of the
@@ -266,7 +252,7 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
 #pragma unroll 1
     for (int step = 0; step < steps; ++step) {
 #pragma unroll
-      for (int wg = 0; wg < KW; ++wg) {
+      for (int wg = 0; wg < 2; ++wg) {
         dq_barrier_sync(kDqFullBarrier + wg);
         if (lane == 0) {
           sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), buf0 + wg * kDqTileBytes,
@@ -306,20 +292,19 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
 // step; the tile comes from its slot once K and V have landed, and K/V's empty barrier gets one
 // arrival per warp after the tile's last MMA (before dK and dV are stored, so the next tile's K
 // and V load under those stores).
-template <typename T, int D, bool kBulkDq, int KW>
-__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq, KW>& ring, int blocks, int wg) {
-  using R = Ring<D, kBulkDq, KW>;
+template <typename T, int D, bool kBulkDq>
+__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
+  using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
   const int lq = a.lq, q_tiles = (lq + kDkvQ - 1) / kDkvQ;
   // At D = 64 a warpgroup's dQ reads only its own dS^T rows (bwd90::kSplitKeys), so with ping-pong,
   // which already keeps the warpgroups within one issue point of each other, they need not meet.
-  // A one-warpgroup block has no one to meet or take turns with.
-  const bool meet = KW == 2 && !(bwd90::kSplitKeys<D> && a.pingpong);
+  const bool meet = !(bwd90::kSplitKeys<D> && a.pingpong);
   auto step_barrier = [meet] {
     if (meet) asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory");
   };
-  const sm90::Turns turns{a.pingpong && KW == 2, wg, kTurnBarrier};
+  const sm90::Turns turns{a.pingpong, wg, kTurnBarrier};
   turns.start();
   int pos = 0;
 #pragma unroll 1
@@ -353,8 +338,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     bwd90::KvFragments<D> kv;
     if constexpr (kRegisterKv) {
       if (steps > 0) {
-        sm90::load_a_fragments<R::kKeys, D>(kv.k, ring.k(tile), 64 * wg + 16 * warp, g, t);
-        sm90::load_a_fragments<R::kKeys, D>(kv.v, ring.v(tile), 64 * wg + 16 * warp, g, t);
+        sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(tile), 64 * wg + 16 * warp, g, t);
+        sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(tile), 64 * wg + 16 * warp, g, t);
       }
     }
 #pragma unroll 1
@@ -365,14 +350,13 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kRegisterKv, R::kKeys>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns,
-                                                          false);
+      bwd90::dkdv_step<T, D, true, kRegisterKv>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
       step_barrier();
       const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
-      bwd90::last_dq<T, D, R::kKeys>(tiles, place(steps - 1), add_dq);
+      bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
     }
     // K and V were last read by wgmma (async proxy) or ld.shared (generic, D = 64); the next
     // tile's TMA writes them through the async proxy.
@@ -389,66 +373,62 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   turns.finish();
 }
 
-template <typename T, int D, bool kBulkDq, int KW>
-__global__ void __launch_bounds__(Block<KW>::kThreads, Block<KW>::kPerSm)
-    flash_backward_sm90_ws(const __grid_constant__ Params p) {
+template <typename T, int D, bool kBulkDq>
+__global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  using R = Ring<D, kBulkDq, KW>;
-  using B = Block<KW>;
+  using R = Ring<D, kBulkDq>;
   const R ring(smem_raw);
   const BackwardArgs& a = p.a;
-  const int blocks = (a.lk + B::kKeys - 1) / B::kKeys * a.bh;  // tiles of work; a persistent grid has fewer blocks
+  const int blocks = (a.lk + kDkvKeys - 1) / kDkvKeys * a.bh;  // tiles of work; a persistent grid has fewer blocks
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < R::kKvBuffers; ++b) {
       sm90::mbarrier_init(ring.kv_full(b), 1);
       // The consumer warps after a tile's last MMA, and the dQ writer once it has read the slot.
-      sm90::mbarrier_init(ring.kv_empty(b), B::kConsumerWarps + (kBulkDq ? 1 : 0));
+      sm90::mbarrier_init(ring.kv_empty(b), kConsumerWarps + (kBulkDq ? 1 : 0));
     }
     for (int i = 0; i < R::kStages; ++i) {
       sm90::mbarrier_init(ring.full(i), 1 + 32);  // the TMA thread's arrive.expect_tx, one cp.async arrival per lane
-      sm90::mbarrier_init(ring.empty(i), B::kConsumerWarps);
+      sm90::mbarrier_init(ring.empty(i), kConsumerWarps);
     }
     sm90::fence_barrier_init();
   }
   __syncthreads();
 
   if (threadIdx.x < 128) {
-    sm90::setmaxnreg_dec<B::kProducerRegisters>();
+    sm90::setmaxnreg_dec<kProducerRegisters>();
     // Warp 1 adds the dQ tiles (bulk dQ), warp 0 loads; separate branches, so neither keeps the
     // other's values live at the producer's registers.
     const int warp = threadIdx.x / 32;
     if (warp == 1 && kBulkDq) {
-      if constexpr (kBulkDq) write_dq<D, KW>(a, ring, blocks);
+      if constexpr (kBulkDq) write_dq<D>(a, ring, blocks);
     } else if (warp == 0) {
-      produce<D, kBulkDq, KW>(p, ring, blocks);
+      produce<D, kBulkDq>(p, ring, blocks);
     }
   } else {
-    sm90::setmaxnreg_inc<B::kConsumerRegisters>();
-    consume<T, D, kBulkDq, KW>(a, ring, blocks, threadIdx.x / 128 - 1);
+    sm90::setmaxnreg_inc<kConsumerRegisters>();
+    consume<T, D, kBulkDq>(a, ring, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D, bool kBulkDq, int KW = 2>
+template <typename T, int D, bool kBulkDq>
 bool launch(const BackwardArgs& args, cudaStream_t stream) {
-  constexpr int smem = Ring<D, kBulkDq, KW>::bytes();
-  constexpr int kKeys = Block<KW>::kKeys, kThreads = Block<KW>::kThreads;
+  constexpr int smem = Ring<D, kBulkDq>::bytes();
   static_assert(smem <= 232448, "over the 227 KiB of shared memory a Hopper block may opt into");
-  static_assert(Block<KW>::kPerSm * (smem + 1024) <= 233472, "the blocks per SM must fit its 228 KiB");
   Params p{};
   p.a = args;
   if (!(encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
         encode_tensor_map(&p.dout, args.dout, args.dout_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
-        encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kKeys) &&
-        encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kKeys)))
+        encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys) &&
+        encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys)))
     return false;
   // Q, dO, L, delta of a head stream through the kernel, and its fp32 dQ accumulator is added
   // to in the L2 (atomics or bulk reduce) by every key tile.
-  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq, KW>;
+  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -456,7 +436,7 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, smem);
     return n;
   }();
-  const int key_tiles = (args.lk + kKeys - 1) / kKeys;
+  const int key_tiles = (args.lk + kDkvKeys - 1) / kDkvKeys;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
                                         args.head_group, key_tiles, args.causal, per_sm);
   const long long grid = persistent_grid(args.persistent, static_cast<long long>(key_tiles) * args.bh, per_sm,
@@ -468,10 +448,7 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
 template <typename T>
 bool launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
   switch (a.d_kernel) {
-    case 64:
-      // 64-key blocks (two per SM) are built with bulk dQ only.
-      if (a.bulk_dq && a.key_tile == 64) return launch<T, 64, true, 1>(a, stream);
-      return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
+    case 64: return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
     case 128: return a.bulk_dq ? launch<T, 128, true>(a, stream) : launch<T, 128, false>(a, stream);
     default:
       throw std::invalid_argument("flash backward (wgmma, warp-specialized): kernel head dim " +

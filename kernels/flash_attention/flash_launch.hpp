@@ -90,9 +90,6 @@ struct BackwardArgs {
   // tile counter.
   Persistence persistent = Persistence::off;
   int* tile_counter = nullptr;
-  // warp-specialized with bulk dQ at kernel head dim 64: keys per block, 128 (two consumer
-  // warpgroups) or 64 (one, two blocks per SM); 0 = 128.
-  int key_tile = 0;
 };
 
 // Where element (row, col) of head bh sits in the bulk-dQ backward's fp32 accumulator: one

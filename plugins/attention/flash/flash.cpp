@@ -97,9 +97,6 @@ runner::PluginManifest make_manifest() {
                        "warp_specialized forward at head dim 64: query rows per block, 64 (one consumer warpgroup, "
                        "two blocks per SM), 128 (two consumer warpgroups) or 192 (three); auto: whichever finishes "
                        "the grid's tiles sooner over the SMs"),
-      runner::opt_enum("backward_key_tile", {"auto", "64", "128"}, "auto",
-                       "warp_specialized_bulk_dq backward at head dim 64: keys per block, 64 (one consumer "
-                       "warpgroup, two blocks per SM) or 128 (two consumer warpgroups taking turns); auto: 128"),
       runner::opt_enum("backward_persistent", {"auto", "true", "false"}, "auto",
                        "warp-specialized backward: true = SMs x resident blocks, each drawing its next 128-key "
                        "tile from a counter, so the next tile's K and V load while the last one's dK and dV are "
@@ -114,7 +111,6 @@ runner::PluginManifest make_manifest() {
     o.pingpong = p.flag("pingpong");
     o.persistent_forward = grid_choice(p.text("forward_persistent"));
     o.forward_query_tile = p.text("forward_query_tile") == "auto" ? 0 : std::stoi(p.text("forward_query_tile"));
-    o.backward_key_tile = p.text("backward_key_tile") == "auto" ? 0 : std::stoi(p.text("backward_key_tile"));
     o.deterministic_backward = p.text("backward") == "deterministic";
     o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
                                   p.text("backward") == "warp_specialized_bulk_dq";
