@@ -95,8 +95,8 @@ struct Ring {
   static constexpr int kBarriers = 2 * kKvBuffers + 2 * kStages;
   static constexpr int kSlots = 2 * kTileFields;  // one set per tile parity
   static constexpr int bytes() {
-    return 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 + 8 * kSlots +
-           8 * kBarriers + 1024;
+    return 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 +
+           8 * kSlots + 8 * kBarriers + 1024;
   }
 
   std::uint8_t* base;

@@ -55,11 +55,11 @@ using fwd90::kTileK;
 // MMA work, so a third warpgroup gives the tensor cores another warpgroup's MMAs to run while two
 // exponentiate, and each K/V tile feeds 192 query rows instead of 128; but a small grid then has
 // fewer, longer tiles than SMs can balance (d64_consumer_warpgroups, tile_scheduler.hpp, picks).
-// The block starts with kThreads x (65536 / kThreads) registers; the split keeps within them
-// (128 x 40 + 256 x 232 or 128 x 32 + 384 x 160; with two blocks to an SM, half as many). ptxas holds each role's code to its count:
-// the producer's cp.async path spilled at 24, and its loop over a persistent block's tiles
-// spills a few words at 32 (D = 64 has no registers to spare; the spills are per tile, not per
-// key tile).
+// The block starts with kThreads x (65536 / kThreads) registers (half as many with two blocks
+// to an SM); the split keeps within them (128 x 40 + 256 x 232, 128 x 32 + 384 x 160, or
+// 128 x 32 + 128 x 224). ptxas holds each role's code to its count: the producer's cp.async
+// path spilled at 24, and its loop over a persistent block's tiles spills a few words at 32
+// (D = 64 has no registers to spare; the spills are per tile, not per key tile).
 // One consumer (C = 1, D = 64): a 64-row block of 256 threads, two resident per SM (each 128
 // registers a thread at entry, 128 x 32 + 128 x 224 after the split, and 105 KiB of shared
 // memory), so two blocks' tiles overlap as unsynchronized neighbours instead of taking turns; a
