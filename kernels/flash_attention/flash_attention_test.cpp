@@ -346,6 +346,15 @@ class FlashWgmmaKernel : public FlashKernel {
     if (!why.empty()) GTEST_SKIP() << why;
   }
   static constexpr auto kWgmma = flash::KernelFamily::wgmma;
+  // The warp-specialized wgmma forward with the given loader (TMA, else cp.async) and grid.
+  static flash::Options warp_specialized_forward(bool tma, flash::Options::Persistent grid) {
+    flash::Options o;
+    o.family = kWgmma;
+    o.forward_schedule = flash::ForwardSchedule::warp_specialized;
+    o.tma_loads = tma;
+    o.persistent_forward = grid;
+    return o;
+  }
   // Every wgmma forward schedule (the warp-specialized one with both loaders, with and without
   // ping-pong) and the three backwards.
   static std::vector<flash::Options> schedules() {
@@ -494,13 +503,8 @@ TEST_F(FlashWgmmaKernel, PersistentForwardRepeatsOneBlockPerTileBitForBit) {
                         Case{2, 40, 333, 333, 96, true}})
     for (bool tma : {true, false}) {
       Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
-      flash::Options tile;
-      tile.family = kWgmma;
-      tile.forward_schedule = flash::ForwardSchedule::warp_specialized;
-      tile.tma_loads = tma;
-      tile.persistent_forward = flash::Options::Persistent::off;
-      flash::Options persistent = tile;
-      persistent.persistent_forward = flash::Options::Persistent::on;
+      const flash::Options tile = warp_specialized_forward(tma, flash::Options::Persistent::off);
+      const flash::Options persistent = warp_specialized_forward(tma, flash::Options::Persistent::on);
       const auto want = flash::forward(in.q, in.k, in.v, c.causal, tile);
       for (int run = 0; run < 2; ++run) {  // the counter is zeroed by every launch
         const auto got = flash::forward(in.q, in.k, in.v, c.causal, persistent);
@@ -520,11 +524,7 @@ TEST_F(FlashWgmmaKernel, D64SixtyFourRowForwardRepeatsTheTwoWarpgroupBlockBitFor
     for (auto persistent : {flash::Options::Persistent::on, flash::Options::Persistent::off})
       for (bool tma : {true, false}) {
         Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
-        flash::Options wide;
-        wide.family = kWgmma;
-        wide.forward_schedule = flash::ForwardSchedule::warp_specialized;
-        wide.tma_loads = tma;
-        wide.persistent_forward = persistent;
+        flash::Options wide = warp_specialized_forward(tma, persistent);
         wide.forward_query_tile = 128;
         flash::Options narrow = wide;
         narrow.forward_query_tile = 64;

@@ -55,7 +55,8 @@ struct ForwardArgs {
   int* tile_counter = nullptr;
   int head_group = 0;      // heads per block-order group (tile_scheduler.hpp); 0 = sized to the L2
   // warp_specialized at kernel head dim 64: query rows per block, 64 (one consumer warpgroup, two
-  // blocks per SM), 128 (two consumer warpgroups) or 192 (three); 0 = by the grid (tile_scheduler.hpp, d64_consumer_warpgroups).
+  // blocks per SM), 128 (two consumer warpgroups) or 192 (three); 0 = by the grid
+  // (tile_scheduler.hpp, d64_consumer_warpgroups).
   int query_tile = 0;
 };
 

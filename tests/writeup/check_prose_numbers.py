@@ -183,10 +183,8 @@ class Reports:
                     out.extend(v for v, _, _, _ in numbers_in(f.read()))
             # A tree A/B (scripts/gpu/flash_tree_ab_call.sh) keeps one run per round and tree
             # (base-1, new-1, ...) inside the folder the prose names.
-            for path in [os.path.join(self.reports, run, "results.jsonl")] + sorted(
+            for path in glob.glob(os.path.join(self.reports, run, "results.jsonl")) + sorted(
                     glob.glob(os.path.join(self.reports, run, "*", "results.jsonl"))):
-                if not os.path.exists(path):
-                    continue
                 with open(path, encoding="utf-8") as f:
                     for line in f:
                         line = line.strip()
