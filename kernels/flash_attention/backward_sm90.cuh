@@ -16,8 +16,10 @@ namespace kernels::flash::detail::bwd90 {
 using sm90::Wgmma;
 
 constexpr int kDkvKeys = 128;  // 64 per warpgroup
-constexpr int kDkvQ = 64;      // query rows per step
-constexpr int kDsBytes = kDkvKeys * kDkvQ * 2;  // dS^T of one step, for the fused dQ product
+constexpr int kDkvQ = 64;      // query rows per step (the warp-specialized kernel: 128 at D = 64, StepQ)
+template <int Q = kDkvQ>
+constexpr int kDsBytes = kDkvKeys * Q * 2;  // dS^T of one Q-query step, for the fused dQ product
+constexpr int kDqTileRows = 64;             // a warpgroup's dQ tile of a step: 64 queries x 64 columns
 
 // dQ rows of one step, [64 queries x 64 columns] per warpgroup, added into dq_accum.
 // Columns col0 + 8i.. at or past `cols` (a padded head dim) are zero and skipped.
@@ -33,23 +35,38 @@ __device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], 
     }
 }
 
-// dQ[64 queries x D] of one step = dS K over the block's 128 keys. At D = 128 warpgroup w
-// takes output columns 64w.. over all keys; at D = 64, all columns over its own 64 keys
-// (both add into the same rows). Either way an m64n64 product with K MN-major.
+// dQ[Q queries x D] of one step = dS K over the block's 128 keys, split between the two
+// warpgroups so that each computes one m64n64 product (K MN-major), in one of three ways:
+//  kColumns (D = 128, 64-query steps): warpgroup w takes output columns 64w.. over all keys;
+//  kKeys (D = 64, 64-query steps): all columns over its own 64 keys (both add into the same
+//    rows, so the L2 sees every dQ element twice);
+//  kQueries (D = 64, 128-query steps): queries 64w.. over all keys (every element once).
+// kKeys reads only the warpgroup's own dS^T rows; the other two read both warpgroups'.
+enum class DqSplit { kColumns, kKeys, kQueries };
+template <int D, int Q>
+constexpr DqSplit kDqSplit = D == 128 ? DqSplit::kColumns : Q == 64 ? DqSplit::kKeys : DqSplit::kQueries;
 template <int D>
-constexpr bool kSplitKeys = D == 64;
-template <int D>
+constexpr bool kSplitKeys = D == 64;  // the 64-query step (the fused kernel): kDqSplit<D, 64> == kKeys
+template <int D, int Q = kDkvQ>
 __device__ __forceinline__ int dq_col0(int wg) {
-  return kSplitKeys<D> ? 0 : 64 * wg;
+  return kDqSplit<D, Q> == DqSplit::kColumns ? 64 * wg : 0;
 }
-template <typename T, int D>
+template <int D, int Q = kDkvQ>
+__device__ __forceinline__ int dq_row0(int wg) {
+  return kDqSplit<D, Q> == DqSplit::kQueries ? 64 * wg : 0;
+}
+template <typename T, int D, int Q = kDkvQ>
 __device__ __forceinline__ void issue_dq(float (&acc_dq)[32], std::uint32_t k_addr, std::uint32_t ds_addr, int wg) {
-  constexpr int kSteps = kSplitKeys<D> ? 4 : kDkvKeys / 16;
-  const int kk0 = kSplitKeys<D> ? 4 * wg : 0;
-  const std::uint32_t k_panel = k_addr + (kSplitKeys<D> ? 0 : wg * kDkvKeys * 128);
+  constexpr DqSplit kSplit = kDqSplit<D, Q>;
+  static_assert(Q == 64 || kSplit == DqSplit::kQueries, "128-query steps split dQ by queries");
+  constexpr int kSteps = kSplit == DqSplit::kKeys ? 4 : kDkvKeys / 16;
+  const int kk0 = kSplit == DqSplit::kKeys ? 4 * wg : 0;
+  const std::uint32_t k_panel = k_addr + (kSplit == DqSplit::kColumns ? wg * kDkvKeys * 128 : 0);
+  // dS^T is [128 keys x Q queries]: with 128 queries, warpgroup w's 64 are panel w.
+  const std::uint32_t ds_panel = ds_addr + (kSplit == DqSplit::kQueries ? wg * kDkvKeys * 128 : 0);
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk)
-    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_addr, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
+    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_panel, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
                         kk > 0);
 }
 
@@ -57,8 +74,8 @@ __device__ __forceinline__ void issue_dq(float (&acc_dq)[32], std::uint32_t k_ad
 // the two dS^T buffers), the thread's place in its warpgroup and the problem's bounds.
 struct StepTiles {
   std::uint32_t k, v, q, dout;
-  const float *lse, *delta;  // [64] of the step's queries
-  std::uint8_t* ds;          // two kDsBytes buffers (fused only)
+  const float *lse, *delta;  // [Q] of the step's queries
+  std::uint8_t* ds;          // two kDsBytes<Q> buffers (fused only)
 };
 struct StepPlace {
   int wg, warp, g, t;
@@ -92,28 +109,30 @@ struct NoTurns {
 // return, so the step's stage is free. A step has two issue points for `turns` (sm90::Turns):
 // S^T with dP^T, and dQ with dV and dK; `last` says this is the warpgroup's last step.
 // kRegisterKv: S^T and dP^T take K and V from `kv`, and dK += dS^T Q takes dS^T from registers.
-template <typename T, int D, bool kFuseDq, bool kRegisterKv = false, typename DqSink, typename Turn = NoTurns>
+// Q: the step's queries, 64 or (the warp-specialized kernel at D = 64) 128.
+template <typename T, int D, bool kFuseDq, bool kRegisterKv = false, int Q = kDkvQ, typename DqSink,
+          typename Turn = NoTurns>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
                                           const StepPlace& at, const KvFragments<D>& kv, DqSink dq_sink,
                                           const Turn& turns = {}, bool last = false) {
   const int wg = at.wg, warp = at.warp, g = at.g, t = at.t;
-  float st[kDkvQ / 2], dpt[kDkvQ / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
+  float st[Q / 2], dpt[Q / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
   turns.wait();
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     if constexpr (kRegisterKv)
-      Wgmma<T, kDkvQ>::rs(st, kv.k[kk], sm90::k_major<kDkvQ>(tiles.q, 0, kk), kk > 0);
+      Wgmma<T, Q>::rs(st, kv.k[kk], sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
     else
-      Wgmma<T, kDkvQ>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.q, 0, kk),
+      Wgmma<T, Q>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<Q>(tiles.q, 0, kk),
                           kk > 0);
   sm90::wgmma_commit();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     if constexpr (kRegisterKv)
-      Wgmma<T, kDkvQ>::rs(dpt, kv.v[kk], sm90::k_major<kDkvQ>(tiles.dout, 0, kk), kk > 0);
+      Wgmma<T, Q>::rs(dpt, kv.v[kk], sm90::k_major<Q>(tiles.dout, 0, kk), kk > 0);
     else
-      Wgmma<T, kDkvQ>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<kDkvQ>(tiles.dout, 0, kk),
+      Wgmma<T, Q>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<Q>(tiles.dout, 0, kk),
                           kk > 0);
   sm90::wgmma_commit();
   turns.pass(false);
@@ -124,7 +143,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   // inside the exponential's expression became a branch per element, each waiting on its
   // own shared-memory load of L (Nsight Compute: 36 % of the kernel's stall samples).
 #pragma unroll
-  for (int i = 0; i < kDkvQ / 8; ++i) {
+  for (int i = 0; i < Q / 8; ++i) {
     const float2 l = *reinterpret_cast<const float2*>(tiles.lse + 8 * i + 2 * t);  // queries 8i + 2t, + 1
     const float l0 = l.x * kLog2e, l1 = l.y * kLog2e;
     st[4 * i + 0] = exp2f(st[4 * i + 0] * at.scale_log2 - l0);
@@ -134,13 +153,13 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
   const int lq = at.lq, r0 = at.r0, key0 = at.key0;
   const bool causal = at.causal;
-  if (r0 + kDkvQ > lq || (causal && r0 < key0 + 63))  // rows are keys here, columns queries
-    mask_fragment<kDkvQ>(st, key0 + 16 * warp + g, r0, t, 0.f,
+  if (r0 + Q > lq || (causal && r0 < key0 + 63))  // rows are keys here, columns queries
+    mask_fragment<Q>(st, key0 + 16 * warp + g, r0, t, 0.f,
                          [&](int key, int query) { return query >= lq || (causal && query < key); });
   sm90::wgmma_wait<0>();
   sm90::pin(dpt);
 #pragma unroll
-  for (int i = 0; i < kDkvQ / 8; ++i) {
+  for (int i = 0; i < Q / 8; ++i) {
     const float2 d = *reinterpret_cast<const float2*>(tiles.delta + 8 * i + 2 * t);
     dpt[4 * i + 0] = st[4 * i + 0] * (dpt[4 * i + 0] - d.x);
     dpt[4 * i + 1] = st[4 * i + 1] * (dpt[4 * i + 1] - d.y);
@@ -148,18 +167,20 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
     dpt[4 * i + 3] = st[4 * i + 3] * (dpt[4 * i + 3] - d.y);
   }
 
-  std::uint32_t a_p[kDkvQ / 16][4], a_ds[kDkvQ / 16][4];
-  sm90::to_a_fragments<T, kDkvQ>(a_p, st);
-  sm90::to_a_fragments<T, kDkvQ>(a_ds, dpt);
+  std::uint32_t a_p[Q / 16][4], a_ds[Q / 16][4];
+  sm90::to_a_fragments<T, Q>(a_p, st);
+  sm90::to_a_fragments<T, Q>(a_ds, dpt);
   if constexpr (kFuseDq) {
     // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
-    // Row 64wg + 16warp + g + 8(j & 1): 128-byte rows, chunk (2kk + (j >> 1)) ^ g (rows differ by 8 keep g).
-    std::uint8_t* ds_row = tiles.ds + (at.step & 1) * kDsBytes + (64 * wg + 16 * warp + g) * 128 + 4 * t;
+    // Row 64wg + 16warp + g + 8(j & 1) of panel kk / 4 (64 queries each): 128-byte rows, chunk
+    // (2(kk % 4) + (j >> 1)) ^ g (rows differ by 8 keep g).
+    std::uint8_t* ds_row = tiles.ds + (at.step & 1) * kDsBytes<Q> + (64 * wg + 16 * warp + g) * 128 + 4 * t;
 #pragma unroll
-    for (int kk = 0; kk < kDkvQ / 16; ++kk)
+    for (int kk = 0; kk < Q / 16; ++kk)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        *reinterpret_cast<std::uint32_t*>(ds_row + 8 * (j & 1) * 128 + (((2 * kk + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
+        *reinterpret_cast<std::uint32_t*>(ds_row + (kk / 4) * kDkvKeys * 128 + 8 * (j & 1) * 128 +
+                                          (((2 * (kk % 4) + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
     sm90::fence_proxy_async();  // read by this step's dK and, after the next barrier, by dQ
     // This warpgroup's dS^T rows are dK's A operand: its four warps must have stored them.
     asm volatile("bar.sync %0, 128;\n" ::"r"(at.ds_barrier) : "memory");
@@ -172,28 +193,28 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq) {
     // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
     // commit group per step keeps ptxas from serializing the wgmmas (warning C7514).
-    issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + ((at.step - 1) & 1) * kDsBytes), wg);
+    issue_dq<T, D, Q>(acc_dq, tiles.k, smem_addr(tiles.ds + ((at.step - 1) & 1) * kDsBytes<Q>), wg);
     sm90::wgmma_commit();
   }
 #pragma unroll
-  for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<kDkvQ>(tiles.dout, kk), 1);
+  for (int kk = 0; kk < Q / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<Q>(tiles.dout, kk), 1);
   if constexpr (kFuseDq && !kRegisterKv) {
     // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
     // keeps dQ's accumulators, dK, dV and P^T within the register file.
-    const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes);
+    const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes<Q>);
 #pragma unroll
-    for (int kk = 0; kk < kDkvQ / 16; ++kk)
-      Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kDkvKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
+    for (int kk = 0; kk < Q / 16; ++kk)
+      Wgmma<T, D>::ss_mn(acc_dk, sm90::k_major<kDkvKeys>(ds_addr, 64 * wg, kk), sm90::mn_major<Q>(tiles.q, kk), 1);
   } else {
 #pragma unroll
-    for (int kk = 0; kk < kDkvQ / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<kDkvQ>(tiles.q, kk), 1);
+    for (int kk = 0; kk < Q / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dk, a_ds[kk], sm90::mn_major<Q>(tiles.q, kk), 1);
   }
   sm90::wgmma_commit();
   turns.pass(last);
   if constexpr (kFuseDq) {
     sm90::wgmma_wait<1>();  // dQ of the previous step has landed; dV and dK still run
     sm90::pin(acc_dq);
-    if (at.step > 0) dq_sink(acc_dq, r0 - kDkvQ);
+    if (at.step > 0) dq_sink(acc_dq, r0 - Q);
   }
   sm90::wgmma_wait<0>();
   sm90::pin(acc_dv);
@@ -203,11 +224,11 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
 }
 
 // The last step's dQ (fused), once both warpgroups' dS^T rows of it are in shared memory.
-template <typename T, int D, typename DqSink>
+template <typename T, int D, int Q = kDkvQ, typename DqSink>
 __device__ __forceinline__ void last_dq(const StepTiles& tiles, const StepPlace& at, DqSink dq_sink) {
   float acc_dq[32];
   sm90::wgmma_fence();
-  issue_dq<T, D>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kDsBytes), at.wg);
+  issue_dq<T, D, Q>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kDsBytes<Q>), at.wg);
   sm90::wgmma_commit();
   sm90::wgmma_wait<0>();
   sm90::pin(acc_dq);

@@ -64,7 +64,7 @@ constexpr int kThreads = 256;  // two warpgroups
 // ---- dK, dV: key-major (the step: backward_sm90.cuh) ----
 using bwd90::kDkvKeys;
 using bwd90::kDkvQ;
-using bwd90::kDsBytes;
+constexpr int kDsBytes = bwd90::kDsBytes<>;
 constexpr int kQStages = 3;  // Q/dO ring: step j + 2 loads while j runs and j - 1's stage is free
 
 template <int D, bool kFuseDq>

@@ -53,8 +53,12 @@ namespace kernels::flash::detail {
 namespace {
 
 using bwd90::kDkvKeys;
-using bwd90::kDkvQ;
-using bwd90::kDsBytes;
+// Queries per step: 128 at D = 64 (every MMA of the step 128 wide or deep, and each dQ element
+// reduced once: bwd90::DqSplit::kQueries), 64 at D = 128 (no room in registers for more).
+template <int D>
+constexpr int kStepQ = D == 64 ? 128 : 64;
+template <int D>
+constexpr int kDsBytes = bwd90::kDsBytes<kStepQ<D>>;
 
 constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
 // The block starts with 168 registers a thread (384 x 168 of the SM's 64 K) and setmaxnreg only
@@ -66,7 +70,7 @@ constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads;
 // Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
 // 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
 constexpr int kDqFullBarrier = 4, kDqEmptyBarrier = 6, kDqBarrierThreads = 160;
-constexpr int kDqTileBytes = kDkvQ * 64 * 4;  // one warpgroup's dQ tile of a step, fp32
+constexpr int kDqTileBytes = bwd90::kDqTileRows * 64 * 4;  // one warpgroup's dQ tile of a step, fp32
 constexpr int kTurnBarrier = 8;  // ping-pong (BackwardArgs::pingpong): sm90::Turns on barriers 8 and 9
 __device__ __forceinline__ void dq_barrier_sync(int id) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kDqBarrierThreads) : "memory");
@@ -86,16 +90,17 @@ enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kDkHead, kDvHead, kTileFields
 
 template <int D, bool kBulkDq>
 struct Ring {
-  static constexpr int kStages = D == 64 ? 5 : 3;
+  static constexpr int kStages = D == 64 ? 2 : 3;
   // K/V buffers: at D = 64 two, so a persistent block loads its next tile's K and V while it
   // finishes the last one's steps; D = 128 has no room for a second (232040 bytes with one).
-  static constexpr int kKvBuffers = D == 64 ? 2 : 1;
-  static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
+  static constexpr int kKvBuffers = 1;
+  static constexpr int kQ = kStepQ<D>;
+  static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kQ * D * 2;
   static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
   static constexpr int kBarriers = 2 * kKvBuffers + 2 * kStages;
   static constexpr int kSlots = 2 * kTileFields;  // one set per tile parity
   static constexpr int bytes() {
-    return 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes + kDqBytes + 2 * kStages * kDkvQ * 4 +
+    return 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes<D> + kDqBytes + 2 * kStages * kQ * 4 +
            8 * kSlots + 8 * kBarriers + 1024;
   }
 
@@ -109,9 +114,9 @@ struct Ring {
   __device__ std::uint8_t* q(int s) const { return base + 2 * kKvBuffers * kKBytes + s * 2 * kQBytes; }
   __device__ std::uint8_t* dout(int s) const { return q(s) + kQBytes; }
   __device__ std::uint8_t* ds() const { return base + 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes; }
-  __device__ float* dq(int wg) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + wg * kDqTileBytes); }
-  __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes + kDqBytes) + s * kDkvQ; }
-  __device__ float* delta(int s) const { return lse(kStages) + s * kDkvQ; }
+  __device__ float* dq(int wg) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes<D> + wg * kDqTileBytes); }
+  __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes<D> + kDqBytes) + s * kQ; }
+  __device__ float* delta(int s) const { return lse(kStages) + s * kQ; }
   // Tile t's block of the order, head offsets and first key and query tile (TileField; re-read,
   // not kept in registers, as in flash_dkdv_sm90_kernel); tile t + 2 reuses tile t's set.
   __device__ volatile long long* slot(int t) const {
@@ -134,14 +139,16 @@ struct Tile {
   long bh;
   int k0, first, steps;
 };
+template <int D>
 __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
-  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys, q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
+  constexpr int kQ = kStepQ<D>;
+  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys, q_tiles = (a.lq + kQ - 1) / kQ;
   const TileSlot slot = tile_slot(block, key_blocks, a.bh, a.head_group);
   Tile w;
   w.block = block;
   w.k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
   w.bh = slot.head;
-  w.first = a.causal ? min(w.k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
+  w.first = a.causal ? min(w.k0 / kQ, q_tiles) : 0;  // queries before k0 see none of these keys
   w.steps = q_tiles - w.first;
   return w;
 }
@@ -171,16 +178,16 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
   // Step `step` of tile w: Q and dO (TMA, lane 0), L and delta (cp.async, every lane) into the
   // ring stage of position pos + step.
   auto load_step = [&](const Tile& w, int pos, int step) {
-    const int s = (pos + step) % R::kStages, r0 = (w.first + step) * kDkvQ;
+    const int s = (pos + step) % R::kStages, r0 = (w.first + step) * R::kQ;
     const long head_row0 = w.bh * a.lq;
     sm90::mbarrier_wait(ring.empty(s), (((pos + step) / R::kStages) & 1) ^ 1);
     if (lane == 0) {
       sm90::mbarrier_arrive_expect_tx(ring.full(s), 2 * R::kQBytes);
-      box(&p.q, a.q_at, ring.q(s), kDkvQ, ring.full(s), w.bh, r0);
-      box(&p.dout, a.dout_at, ring.dout(s), kDkvQ, ring.full(s), w.bh, r0);
+      box(&p.q, a.q_at, ring.q(s), R::kQ, ring.full(s), w.bh, r0);
+      box(&p.dout, a.dout_at, ring.dout(s), R::kQ, ring.full(s), w.bh, r0);
     }
-    sm90::load_floats_async(ring.lse(s), a.lse + head_row0 + r0, kDkvQ, a.lq - r0, lane, 32);
-    sm90::load_floats_async(ring.delta(s), a.delta + head_row0 + r0, kDkvQ, a.lq - r0, lane, 32);
+    sm90::load_floats_async(ring.lse(s), a.lse + head_row0 + r0, R::kQ, a.lq - r0, lane, 32);
+    sm90::load_floats_async(ring.delta(s), a.delta + head_row0 + r0, R::kQ, a.lq - r0, lane, 32);
     sm90::cp_async_arrive(ring.full(s));
   };
   int pos = 0;
@@ -188,7 +195,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
   for (int t = 0, block = blockIdx.x;; ++t) {
     if (t > 0) block = next_block(a.tile_counter, block, true);
     Tile w{block, 0, 0, 0, 0};
-    if (block < blocks) w = tile_of(a, block);
+    if (block < blocks) w = tile_of<D>(a, block);
     // The tile's first stages load while the consumers finish the previous tile (they free the
     // stages step by step); its K and V only once they are done with the previous tile's.
     const int early = w.steps < R::kStages ? w.steps : R::kStages;
@@ -227,11 +234,15 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
 // cannot publish tile t + 2 into that slot before it has been read).
 template <int D>
 __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true>& ring, int blocks) {
+  constexpr int kQ = kStepQ<D>, kTileFloats = kDqTileBytes / 4;
   const int lane = threadIdx.x % 32;
-  const int q_tiles = (a.lq + kDkvQ - 1) / kDkvQ;
+  // dq_accum's tiles are 64 rows x 64 columns (dq_tiled_offset); a step covers kQ / 64 x D / 64.
+  const int q_steps = (a.lq + kQ - 1) / kQ, row_tiles = (a.lq + 63) / 64;
   const std::uint32_t buf0 = smem_addr(ring.dq(0));
-  // At D = 128 warpgroup w adds columns 64w.. (the next chunk); at D = 64 both add into one chunk.
-  constexpr int kPanels = D / 64;
+  // Warpgroup w adds the next tile of the step: columns 64w.. at D = 128, queries 64w.. at D = 64
+  // (DqSplit::kColumns, kQueries); a 128-query step's second tile may lie past the last row.
+  constexpr int kPanels = D / 64, kStepTiles = kQ / 64 * kPanels;
+  static_assert(bwd90::kDqSplit<D, kQ> != bwd90::DqSplit::kKeys, "each warpgroup adds its own tile");
 #pragma unroll 1
   for (int t = 0;; ++t) {
     sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
@@ -241,12 +252,13 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
     __syncwarp();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(t));
     if (block >= blocks) break;
-    const int steps = q_tiles - first;
+    const int steps = q_steps - first;
     if (steps == 0) continue;
     dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
     dq_barrier_arrive(kDqEmptyBarrier + 1);
     const long bh = static_cast<long>(head_row0 / a.lq);
-    float* dst = a.dq_accum + (bh * q_tiles + first) * kPanels * (kDqTileBytes / 4);
+    float* dst = a.dq_accum + (bh * row_tiles * kPanels + first * kStepTiles) * kTileFloats;
+    int row_tile = first * (kQ / 64);  // the step's first 64-row tile
     // Each buffer goes back as soon as the copy engine has read it, so a warpgroup ahead of the
     // other (ping-pong) does not wait for the other's tile to be added before it stores its next.
 #pragma unroll 1
@@ -254,16 +266,17 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
 #pragma unroll
       for (int wg = 0; wg < 2; ++wg) {
         dq_barrier_sync(kDqFullBarrier + wg);
-        if (lane == 0) {
-          sm90::bulk_reduce_add_f32(dst + (kPanels == 2 ? wg : 0) * (kDqTileBytes / 4), buf0 + wg * kDqTileBytes,
-                                    kDqTileBytes);
+        const bool inside = kPanels == 2 || row_tile + wg < row_tiles;
+        if (lane == 0 && inside) {
+          sm90::bulk_reduce_add_f32(dst + wg * kTileFloats, buf0 + wg * kDqTileBytes, kDqTileBytes);
           sm90::bulk_commit_group();
           sm90::bulk_wait_group_read<0>();  // the copy engine has read the buffer
         }
         __syncwarp();
         if (step + 1 < steps) dq_barrier_arrive(kDqEmptyBarrier + wg);
       }
-      dst += kPanels * (kDqTileBytes / 4);
+      dst += kStepTiles * kTileFloats;
+      row_tile += kQ / 64;
     }
   }
   if (lane == 0) sm90::bulk_wait_group<0>();
@@ -297,10 +310,12 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
-  const int lq = a.lq, q_tiles = (lq + kDkvQ - 1) / kDkvQ;
-  // At D = 64 a warpgroup's dQ reads only its own dS^T rows (bwd90::kSplitKeys), so with ping-pong,
-  // which already keeps the warpgroups within one issue point of each other, they need not meet.
-  const bool meet = !(bwd90::kSplitKeys<D> && a.pingpong);
+  constexpr int kQ = kStepQ<D>;
+  const int lq = a.lq, q_tiles = (lq + kQ - 1) / kQ;
+  // A warpgroup's dQ reads both warpgroups' dS^T rows of the step before (bwd90::DqSplit), so
+  // they meet once a step: those rows are stored, and the buffer this step overwrites is free.
+  // (Split by keys, dQ would read only its own rows, and with ping-pong they need not meet.)
+  const bool meet = !(bwd90::kDqSplit<D, kQ> == bwd90::DqSplit::kKeys && a.pingpong);
   auto step_barrier = [meet] {
     if (meet) asm volatile("bar.sync %0, 256;\n" ::"n"(kStepBarrier) : "memory");
   };
@@ -317,24 +332,26 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
     auto wg_key0 = [&] { return static_cast<int>(slot[kKey0]) + 64 * wg; };
     auto dq_dst = [&](int r0) {
-      return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + bwd90::dq_col0<D>(wg) + 2 * t;
+      return a.dq_accum + (head_row0() + r0 + bwd90::dq_row0<D, kQ>(wg) + 16 * warp + g) * D +
+             bwd90::dq_col0<D, kQ>(wg) + 2 * t;
     };
     auto place = [&](int step) {
-      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, a.causal, scale_log2,
+      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kQ, step, lq, a.d, a.causal, scale_log2,
                               2 + wg};
     };
     auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
       if constexpr (kBulkDq) {
         stage_dq(smem_addr(ring.dq(wg)), acc_dq, wg, warp, g, t);
       } else {
-        bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + 16 * warp + g, lq, D, bwd90::dq_col0<D>(wg), a.d);
+        bwd90::add_dq_rows(dq_dst(r0), acc_dq, r0 + bwd90::dq_row0<D, kQ>(wg) + 16 * warp + g, lq, D,
+                           bwd90::dq_col0<D, kQ>(wg), a.d);
       }
     };
 
     float acc_dk[D / 2], acc_dv[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
-    constexpr bool kRegisterKv = bwd90::kSplitKeys<D>;  // D = 64: see bwd90::KvFragments
+    constexpr bool kRegisterKv = false;
     bwd90::KvFragments<D> kv;
     if constexpr (kRegisterKv) {
       if (steps > 0) {
@@ -350,13 +367,13 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kRegisterKv>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
+      bwd90::dkdv_step<T, D, true, kRegisterKv, kQ>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
       step_barrier();
       const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
-      bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
+      bwd90::last_dq<T, D, kQ>(tiles, place(steps - 1), add_dq);
     }
     // K and V were last read by wgmma (async proxy) or ld.shared (generic, D = 64); the next
     // tile's TMA writes them through the async proxy.
@@ -421,8 +438,8 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   static_assert(smem <= 232448, "over the 227 KiB of shared memory a Hopper block may opt into");
   Params p{};
   p.a = args;
-  if (!(encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
-        encode_tensor_map(&p.dout, args.dout, args.dout_at, args.bh, args.lq, args.d, args.dtype, kDkvQ) &&
+  if (!(encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kStepQ<D>) &&
+        encode_tensor_map(&p.dout, args.dout, args.dout_at, args.bh, args.lq, args.d, args.dtype, kStepQ<D>) &&
         encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys) &&
         encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kDkvKeys)))
     return false;
