@@ -48,7 +48,6 @@
 namespace kernels::flash::detail {
 namespace {
 
-using fwd90::kTileK;
 
 // The block: a producer warpgroup and C 64-row consumer warpgroups, two at D = 128 and one, two
 // or three at D = 64. At D = 64 a key tile's exponentials cost as much as at D = 128 over half the
@@ -85,11 +84,11 @@ struct Params {
 };
 
 // The shared-memory carve-up: Q, then kStages x (K, V), then the mbarriers.
-template <int D, int C>
+template <int D, int C, int KT>
 struct Ring {
   static constexpr int kTileQ = Shape<D, C>::kTileQ;
   static constexpr int kStages = D == 64 ? 3 : 2;
-  static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = kTileK * D * 2;
+  static constexpr int kQBytes = kTileQ * D * 2, kTileBytes = KT * D * 2;
   static constexpr int kBarriers = 2 + 4 * kStages;
   // + the two tile slots, + alignment
   static constexpr int bytes() { return kQBytes + 2 * kStages * kTileBytes + 8 * kBarriers + 8 + 1024; }
@@ -120,7 +119,7 @@ struct Work {
   int q0, key_tiles;
 };
 
-template <int D, int C>
+template <int D, int C, int KT>
 __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int tiles) {
   constexpr int kTileQ = Shape<D, C>::kTileQ;
   const TileSlot slot = tile_slot(block, tiles, a.bh, a.head_group);
@@ -128,7 +127,7 @@ __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int til
   w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
   w.bh = slot.head;
   const int key_end = a.causal ? min(a.lk, w.q0 + kTileQ) : a.lk;
-  w.key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+  w.key_tiles = (key_end + KT - 1) / KT;  // >= 1: every row sees key 0
   return w;
 }
 
@@ -154,9 +153,9 @@ __device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std:
 // loads are issued, i.e. about kStages key tiles before the consumers finish that tile, and
 // publishes it in the tile slot with the Q load; warp 1 and the consumers read it there. A tile
 // at or past `blocks` is the end: Q's full barrier then completes without data.
-template <int D, int C>
-__device__ __forceinline__ void produce(const Params& p, const Ring<D, C>& ring, int tiles, int blocks) {
-  using R = Ring<D, C>;
+template <int D, int C, int KT>
+__device__ __forceinline__ void produce(const Params& p, const Ring<D, C, KT>& ring, int tiles, int blocks) {
+  using R = Ring<D, C, KT>;
   constexpr int kTileQ = R::kTileQ;
   const ForwardArgs& a = p.a;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -190,7 +189,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C>& ring,
       if (lane == 0) sm90::mbarrier_arrive(ring.q_empty());  // read: warp 0 may publish tile t + 2 there
       if (block >= blocks) return;
     }
-    const Work w = work_of<D, C>(a, block, tiles);
+    const Work w = work_of<D, C, KT>(a, block, tiles);
     if (a.tma) {
       const int head = static_cast<int>(w.bh % at.heads), batch = static_cast<int>(w.bh / at.heads);
       if (keys) {
@@ -206,7 +205,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C>& ring,
         sm90::mbarrier_arrive_expect_tx(full, R::kTileBytes);
 #pragma unroll
         for (int panel = 0; panel < D / 64; ++panel)
-          sm90::tma_load_4d(dst + panel * kTileK * 128, map, full, 64 * panel, j * kTileK, head, batch);
+          sm90::tma_load_4d(dst + panel * KT * 128, map, full, 64 * panel, j * KT, head, batch);
       }
     } else {
       if (keys) {
@@ -220,8 +219,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C>& ring,
         std::uint64_t* full;
         std::uint8_t* dst;
         stage(pos + j, full, dst);
-        copy_tile_by_warp<kTileK, D>(dst, g + static_cast<long long>(j) * kTileK * at.row, at.row,
-                                     a.lk - j * kTileK, a.d, lane);
+        copy_tile_by_warp<KT, D>(dst, g + static_cast<long long>(j) * KT * at.row, at.row,
+                                     a.lk - j * KT, a.d, lane);
         sm90::cp_async_arrive(full);
       }
     }
@@ -235,9 +234,9 @@ constexpr int kTurnBarrier = 1;
 
 // One consumer warpgroup (wg 0 .. kConsumers - 1): its 64 query rows of each of the block's
 // tiles through every key tile. Ring positions run on across tiles as in produce().
-template <typename T, int D, int C>
-__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& ring, int tiles, int blocks, int wg) {
-  using R = Ring<D, C>;
+template <typename T, int D, int C, int KT>
+__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, KT>& ring, int tiles, int blocks, int wg) {
+  using R = Ring<D, C, KT>;
   constexpr int kTileQ = R::kTileQ;
   const int thread = threadIdx.x % 128;
   const bool releases = thread % 32 == 0;  // one arrival per warp frees a stage
@@ -254,15 +253,16 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
   // With two consumers (232 registers) the warpgroup's Q rows sit in registers as A fragments,
   // read once, and each S = Q K^T reads only K from shared memory (version 15; it measured
   // within the spread of version 14, so shared-memory reads were not what bound this kernel);
-  // three consumers (160 registers) have no room for them and read Q from shared memory.
-  constexpr bool kQInRegisters = Shape<D, C>::kConsumers <= 2;
+  // three consumers (160 registers) have no room for them and read Q from shared memory, nor
+  // has a 176-key tile (its S and P take 88 + 44 registers where a 128-key tile's take 64 + 32).
+  constexpr bool kQInRegisters = Shape<D, C>::kConsumers <= 2 && KT == fwd90::kTileK;
   std::uint32_t q[D / 16][4];
   const std::uint32_t q_tile = smem_addr(ring.q());
-  auto issue_scores = [&](float(&s)[kTileK / 2], std::uint32_t k_tile) {
+  auto issue_scores = [&](float(&s)[KT / 2], std::uint32_t k_tile) {
     if constexpr (kQInRegisters)
       fwd90::issue_scores<T, D>(s, q, k_tile);
     else
-      fwd90::issue_scores<T, D, kTileQ>(s, q_tile, 64 * wg, k_tile);
+      fwd90::issue_scores<T, D, kTileQ, KT>(s, q_tile, 64 * wg, k_tile);
   };
 
   const sm90::Turns turns{a.pingpong && C > 1, wg, kTurnBarrier, Shape<D, C>::kConsumers};
@@ -272,7 +272,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
     wait_parity(ring.q_full(), t & 1);
     const int block = *ring.tile(t);  // published by the producer before Q's barrier completed
     if (block >= blocks) break;
-    const Work w = work_of<D, C>(a, block, tiles);
+    const Work w = work_of<D, C, KT>(a, block, tiles);
     const fwd90::RowPlace at = fwd90::row_place(w.q0 + 64 * wg, thread);
     const int key_tiles = w.key_tiles;
     float o[D / 2];
@@ -289,7 +289,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
     }
     const int s0 = pos % R::kStages;
     wait_full(ring.k_full(s0), pos);
-    float s[kTileK / 2];
+    float s[KT / 2];
     turns.wait();
     sm90::wgmma_fence();
     issue_scores(s, smem_addr(ring.k(s0)));
@@ -299,10 +299,10 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
     sm90::pin(s);
     release(ring.k_empty(s0));
     if (!kQInRegisters && key_tiles == 1) release(ring.q_empty());  // the tile's last S has landed
-    fwd90::mask_scores(s, at, 0, a.lk, a.causal);
-    softmax_step<kTileK>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
-    std::uint32_t p[kTileK / 16][4];
-    sm90::to_a_fragments<T, kTileK>(p, s);
+    fwd90::mask_scores<KT>(s, at, 0, a.lk, a.causal);
+    softmax_step<KT>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
+    std::uint32_t p[KT / 16][4];
+    sm90::to_a_fragments<T, KT>(p, s);
 
     for (int j = 1; j < key_tiles; ++j) {
       const int sk = (pos + j) % R::kStages, sv = (pos + j - 1) % R::kStages;
@@ -313,7 +313,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
       sm90::wgmma_fence();
       issue_scores(s, smem_addr(ring.k(sk)));
       sm90::wgmma_commit();
-      fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(sv)));
+      fwd90::issue_pv<T, D, KT>(o, p, smem_addr(ring.v(sv)));
       sm90::wgmma_commit();
       turns.pass(false);
 
@@ -321,14 +321,14 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
       sm90::pin(s);
       release(ring.k_empty(sk));
       if (!kQInRegisters && j == key_tiles - 1) release(ring.q_empty());
-      fwd90::mask_scores(s, at, j, a.lk, a.causal);
-      softmax_step<kTileK>(s, m, l, alpha, scale_log2);
+      fwd90::mask_scores<KT>(s, at, j, a.lk, a.causal);
+      softmax_step<KT>(s, m, l, alpha, scale_log2);
       sm90::wgmma_wait<0>();
       sm90::pin(o);
       sm90::pin(p);
       release(ring.v_empty(sv));
       rescale_rows<D>(o, alpha);
-      sm90::to_a_fragments<T, kTileK>(p, s);
+      sm90::to_a_fragments<T, KT>(p, s);
     }
 
     const int last = (pos + key_tiles - 1) % R::kStages;
@@ -336,7 +336,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
     turns.wait();
     sm90::pin(o);
     sm90::wgmma_fence();
-    fwd90::issue_pv<T, D>(o, p, smem_addr(ring.v(last)));
+    fwd90::issue_pv<T, D, KT>(o, p, smem_addr(ring.v(last)));
     sm90::wgmma_commit();
     turns.pass(false);  // whether this was the block's last tile is known only at the next slot
     sm90::wgmma_wait<0>();
@@ -350,12 +350,12 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C>& 
 
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of blocks per SM)
 // and each warpgroup's role in one branch of a single if / else.
-template <typename T, int D, int C>
+template <typename T, int D, int C, int KT>
 __global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPerSm)
     flash_forward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  using R = Ring<D, C>;
+  using R = Ring<D, C, KT>;
   using S = Shape<D, C>;
   constexpr int kTileQ = S::kTileQ;
   const R ring(smem_raw);
@@ -380,26 +380,26 @@ __global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPer
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<S::kProducerRegisters>();
-    produce<D, C>(p, ring, tiles, blocks);
+    produce<D, C, KT>(p, ring, tiles, blocks);
   } else {
     sm90::setmaxnreg_inc<S::kConsumerRegisters>();
-    consume<T, D, C>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, C, KT>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D, int C>
+template <typename T, int D, int C, int KT>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
-  constexpr int smem = Ring<D, C>::bytes();
+  constexpr int smem = Ring<D, C, KT>::bytes();
   constexpr int kTileQ = Shape<D, C>::kTileQ, kThreads = Shape<D, C>::kThreads;
   Params p{};
   p.a = args;
   p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&
-            encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, kTileK) &&
-            encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, kTileK);
-  const auto kernel = flash_forward_sm90_ws<T, D, C>;
+            encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, KT) &&
+            encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, KT);
+  const auto kernel = flash_forward_sm90_ws<T, D, C, KT>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -421,11 +421,13 @@ void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
   switch (a.d_kernel) {
     case 64:
       switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
-        case 1: return launch<T, 64, 1>(a, stream);
-        case 3: return launch<T, 64, 3>(a, stream);
-        default: return launch<T, 64, 2>(a, stream);
+        case 1: return launch<T, 64, 1, 128>(a, stream);
+        case 3: return launch<T, 64, 3, 128>(a, stream);
+        default: return launch<T, 64, 2, 128>(a, stream);
       }
-    case 128: return launch<T, 128, 2>(a, stream);
+    case 128:
+      if (!a.causal) return launch<T, 128, 2, 176>(a, stream);
+      return launch<T, 128, 2, 128>(a, stream);
     default:
       throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
                                   std::to_string(a.d_kernel) + " not compiled");

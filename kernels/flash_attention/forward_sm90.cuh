@@ -14,17 +14,15 @@
 namespace kernels::flash::detail::fwd90 {
 
 constexpr int kTileQ = 128;  // two warpgroups of 64 rows (the warp-specialized kernel: Shape<D>)
-constexpr int kTileK = 128;
+constexpr int kTileK = 128;  // key rows per tile (the warp-specialized kernel: KT, 176 at D = 128 not causal)
 
 // S = Q K^T for the warpgroup's 64 rows starting at row0 of a TILE_Q-row Q tile (issued, not
 // waited for).
-template <typename T, int D, int TILE_Q = kTileQ>
-__device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], std::uint32_t q_tile, int row0,
-                                             std::uint32_t k_tile) {
+template <typename T, int D, int TILE_Q = kTileQ, int KT = kTileK>
+__device__ __forceinline__ void issue_scores(float (&s)[KT / 2], std::uint32_t q_tile, int row0, std::uint32_t k_tile) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    sm90::Wgmma<T, kTileK>::ss(s, sm90::k_major<TILE_Q>(q_tile, row0, kk), sm90::k_major<kTileK>(k_tile, 0, kk),
-                               kk > 0);
+    sm90::Wgmma<T, KT>::ss(s, sm90::k_major<TILE_Q>(q_tile, row0, kk), sm90::k_major<KT>(k_tile, 0, kk), kk > 0);
 }
 
 // The same with the warpgroup's Q rows as A fragments in registers (sm90::load_a_fragments):
@@ -38,11 +36,10 @@ __device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], const std::
 }
 
 // O += P V (issued, not waited for).
-template <typename T, int D>
-__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[kTileK / 16][4],
-                                         std::uint32_t v_tile) {
+template <typename T, int D, int KT = kTileK>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[KT / 16][4], std::uint32_t v_tile) {
 #pragma unroll
-  for (int kk = 0; kk < kTileK / 16; ++kk) sm90::Wgmma<T, D>::rs_mn(o, p[kk], sm90::mn_major<kTileK>(v_tile, kk), 1);
+  for (int kk = 0; kk < KT / 16; ++kk) sm90::Wgmma<T, D>::rs_mn(o, p[kk], sm90::mn_major<KT>(v_tile, kk), 1);
 }
 
 // Where a thread's accumulator rows sit: the warpgroup's first row, the thread's row (and
@@ -56,11 +53,11 @@ __device__ __forceinline__ RowPlace row_place(int wg_row0, int thread_in_wg) {
 }
 
 // Scores the warpgroup's rows may not see in key tile `tile` -> -inf (tiles that need it only).
-__device__ __forceinline__ void mask_scores(float (&s)[kTileK / 2], const RowPlace& at, int tile, int lk,
-                                            bool causal) {
-  const int k0 = tile * kTileK;
-  if (tile_needs_mask(at.wg_row0, k0, kTileK, lk, causal))
-    mask_fragment<kTileK>(s, at.row, k0, at.t, -INFINITY, [&](int r, int c) { return hidden(r, c, lk, causal); });
+template <int KT = kTileK>
+__device__ __forceinline__ void mask_scores(float (&s)[KT / 2], const RowPlace& at, int tile, int lk, bool causal) {
+  const int k0 = tile * KT;
+  if (tile_needs_mask(at.wg_row0, k0, KT, lk, causal))
+    mask_fragment<KT>(s, at.row, k0, at.t, -INFINITY, [&](int r, int c) { return hidden(r, c, lk, causal); });
 }
 
 // O / l in the input type, and L, for the thread's rows.
