@@ -45,8 +45,6 @@ __device__ __forceinline__ void add_dq_rows(float* dst, const float (&acc)[32], 
 enum class DqSplit { kColumns, kKeys, kQueries };
 template <int D, int Q>
 constexpr DqSplit kDqSplit = D == 128 ? DqSplit::kColumns : Q == 64 ? DqSplit::kKeys : DqSplit::kQueries;
-template <int D>
-constexpr bool kSplitKeys = D == 64;  // the 64-query step (the fused kernel): kDqSplit<D, 64> == kKeys
 template <int D, int Q = kDkvQ>
 __device__ __forceinline__ int dq_col0(int wg) {
   return kDqSplit<D, Q> == DqSplit::kColumns ? 64 * wg : 0;
@@ -88,10 +86,11 @@ struct StepPlace {
   int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused: its dS^T rows stored)
 };
 
-// The warpgroup's 64 rows of K and V as A fragments (kRegisterKv). At D = 64 every MMA of the
-// step is 64 wide, so S^T and dP^T read as many A bytes (K, V) from shared memory as B bytes;
-// with K and V in registers, loaded once per block, they read only Q and dO. The warp-
-// specialized kernel's consumers have the registers for it at D = 64 (not at 128).
+// The warpgroup's 64 rows of K and V as A fragments (kRegisterKv). With 64-query steps at D = 64
+// every MMA of the step is 64 wide, so S^T and dP^T read as many A bytes (K, V) from shared
+// memory as B bytes; with K and V in registers, loaded once per block, they read only Q and dO
+// (version 14). No kernel instantiates it now: the warp-specialized kernel's 128-query steps
+// (version 21) read each K/V byte once per 128 queries and have no registers left for it.
 template <int D>
 struct KvFragments {
   std::uint32_t k[D / 16][4], v[D / 16][4];

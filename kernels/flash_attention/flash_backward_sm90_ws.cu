@@ -14,8 +14,9 @@
 //  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 24); one warp loads. Lane
 //    0 issues tensor-map box loads (TMA, 64 columns x rows, 128-byte swizzle = the SW128
 //    layout of the wgmma descriptors; zeros past the sequence end and past d): a tile's K and
-//    V once, then per step the 64-query Q and dO tiles into a ring of kStages stages.
-//    The 32 lanes copy the step's L and delta rows (64 fp32 each, cp.async, zeros past the end)
+//    V once, then per step the Q and dO tiles (kStepQ queries: 128 at D = 64, 64 at D = 128)
+//    into a ring of kStages stages.
+//    The 32 lanes copy the step's L and delta rows (fp32, cp.async, zeros past the end)
 //    and arrive on the stage's "full" mbarrier when their copies land.
 //  * Warpgroups 1 and 2, the consumers, take registers (setmaxnreg to 240) and own 64 keys each.
 //    Per step they wait for the stage's full barrier, meet at one named barrier of their 256
@@ -24,11 +25,14 @@
 //    back: one arrival per consumer warp on its "empty" barrier. The producer runs up to
 //    kStages steps ahead; no block-wide barrier after the start. With ping-pong
 //    (BackwardArgs::pingpong) the two warpgroups alternate the step's two MMA issue points
-//    (sm90::Turns), and at D = 64, where neither reads the other's dS^T, skip the step barrier;
-//    at D = 64 the warpgroup's K and V rows also sit in registers (bwd90::KvFragments).
-// Shared memory: K, V 128 x D (two buffers at D = 64, Ring::kKvBuffers); kStages x (Q, dO) 64 x D;
-// two dS^T [128 x 64] tiles; L and delta per stage; the barriers: 196 KiB at D = 128 (3 stages),
-// 180 KiB at D = 64 (5 stages).
+//    (sm90::Turns). At D = 64 a step is 128 queries (version 21): S^T and dP^T are 64 keys x
+//    128 queries per warpgroup, dV and dK contract over 128 queries, and dQ is split by
+//    queries (bwd90::DqSplit::kQueries), so every dQ element goes into the L2 once a step, not
+//    once per warpgroup; there are no registers left to hold K and V (version 14's
+//    bwd90::KvFragments: ptxas spilled 96 bytes), so they are read from shared memory.
+// Shared memory: K, V 128 x D (one buffer); kStages x (Q, dO) kStepQ x D; two dS^T [128 x
+// kStepQ] tiles; L and delta per stage; the barriers: 196 KiB at D = 128 (3 stages), 163 KiB at
+// D = 64 (2 stages).
 // Bulk dQ (kBulkDq, option backward: warp_specialized_bulk_dq): instead of float2 atomics from
 // the consumers' registers, each consumer warpgroup stores its step's dQ tile (64 queries x 64
 // columns, fp32) into its own 16 KiB shared buffer and arrives on a named barrier; warp 1 of
@@ -36,7 +40,8 @@
 // cp.reduce.async.bulk .add.f32 of 16 KiB (element-wise atomic in L2), waits until the copy
 // engine has read the buffer and hands it back through a second named barrier. dq_accum is
 // then tiled (flash_launch.hpp, dq_tiled_offset) so a tile is one contiguous 16 KiB run.
-// 228 KiB at D = 128 (3 stages + 32 KiB), 212 KiB at D = 64.
+// 228 KiB at D = 128 (3 stages + 32 KiB), 195 KiB at D = 64 (no room for a third stage or the
+// second K/V buffer version 19 gave the persistent grid).
 // FLOPs and bytes: as the fused backward. Layouts no tensor map describes (a broadcast head
 // stride) run the fused kernel instead (launch_backward_sm90 decides). Measured speed: README.md.
 #include <cuda.h>
@@ -91,8 +96,8 @@ enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kDkHead, kDvHead, kTileFields
 template <int D, bool kBulkDq>
 struct Ring {
   static constexpr int kStages = D == 64 ? 2 : 3;
-  // K/V buffers: at D = 64 two, so a persistent block loads its next tile's K and V while it
-  // finishes the last one's steps; D = 128 has no room for a second (232040 bytes with one).
+  // One K/V buffer: neither head dim has room for a second (version 19 had two at D = 64 with
+  // 64-query steps), so a persistent block's next K and V load once its last tile's MMAs are done.
   static constexpr int kKvBuffers = 1;
   static constexpr int kQ = kStepQ<D>;
   static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kQ * D * 2;
@@ -351,14 +356,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     float acc_dk[D / 2], acc_dv[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
-    constexpr bool kRegisterKv = false;
-    bwd90::KvFragments<D> kv;
-    if constexpr (kRegisterKv) {
-      if (steps > 0) {
-        sm90::load_a_fragments<kDkvKeys, D>(kv.k, ring.k(tile), 64 * wg + 16 * warp, g, t);
-        sm90::load_a_fragments<kDkvKeys, D>(kv.v, ring.v(tile), 64 * wg + 16 * warp, g, t);
-      }
-    }
+    const bwd90::KvFragments<D> kv{};  // K and V stay in shared memory (header)
 #pragma unroll 1
     for (int step = 0; step < steps; ++step) {
       const int s = (pos + step) % R::kStages;
@@ -367,7 +365,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kRegisterKv, kQ>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
+      bwd90::dkdv_step<T, D, true, false, kQ>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ

@@ -31,9 +31,12 @@
 // from tile to tile and Q has an "empty" mbarrier (consumers arrive once Q is in registers at
 // D = 128, after their tile's last S at D = 64; the V warp once it has read the slot), so the
 // producer loads the next tile's Q and first K/V stages while the consumers finish the last.
-// Shared memory: Q (tile rows) x D + kStages x (K + V) 128 x D in bf16/fp16, plus 2 + 4 kStages
-// mbarriers: 160 KiB at D = 128 (2 stages), 120 KiB at D = 64 (3 stages, 192 query rows), 105
-// KiB at D = 64 with 64 query rows (two blocks to an SM).
+// Key tiles (KT): 128 rows, or 176 at D = 128 without a causal mask (version 22, FlashAttention-3's
+// choice there): a tile's fixed costs (barrier waits, the O rescale, the MMA groups' latency) spread
+// over more keys; its S and P need 88 + 44 registers, so Q is read from shared memory.
+// Shared memory: Q (tile rows) x D + kStages x (K + V) KT x D in bf16/fp16, plus 2 + 4 kStages
+// mbarriers: 160 KiB at D = 128 (2 stages; 208 KiB with 176-key tiles), 120 KiB at D = 64 (3
+// stages, 192 query rows), 105 KiB at D = 64 with 64 query rows (two blocks to an SM).
 // FLOPs and bytes: as flash_forward_sm90.cu. Measured speed: README.md, version log.
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -11,13 +11,18 @@ using attention_check::Case;
 const Case kCases[] = {{2, 3, 37, 16, false}, {2, 3, 37, 16, true}, {1, 2, 100, 32, true}, {2, 0, 65, 64, false},
                        {1, 2, 129, 64, true}, {1, 1, 90, 128, true}, {1, 2, 17, 128, false}};
 
+// fp32 against naive in fp64, as relative norms: the tiled online softmax rescales each row once
+// per key tile, so its rounding exceeds a single fp32 pass; one random seed (737640, b2 h3 seq 37
+// d 16) measured 1.7e-5 on the output. A wrong mask or tile bound shows at 1e-3 and above.
+constexpr double kFp32Tolerance = 5e-5;
+
 TEST(FlashTiledAttention, MatchesNaiveInFp32OnCpu) {
   runner::PluginRegistry registry;
   auto tiled = attention_check::load(registry, "flash_tiled");
   const auto seed = attention_check::fresh_seed();
   for (const Case& c : kCases) {
     const auto e = attention_check::compare_with_naive(*tiled, c, torch::kFloat, torch::kCPU, seed);
-    EXPECT_LT(e.max(), 1e-5) << c.name() << " seed " << seed << ": " << e;
+    EXPECT_LT(e.max(), kFp32Tolerance) << c.name() << " seed " << seed << ": " << e;
   }
 }
 
@@ -28,7 +33,7 @@ TEST(FlashTiledAttention, MatchesNaiveOnCuda) {
   const auto seed = attention_check::fresh_seed();
   for (const Case& c : kCases) {
     const auto e32 = attention_check::compare_with_naive(*tiled, c, torch::kFloat, torch::kCUDA, seed);
-    EXPECT_LT(e32.max(), 1e-5) << c.name() << " fp32 seed " << seed;
+    EXPECT_LT(e32.max(), kFp32Tolerance) << c.name() << " fp32 seed " << seed;
     const auto e16 = attention_check::compare_with_naive(*tiled, c, torch::kBFloat16, torch::kCUDA, seed);
     EXPECT_LT(e16.max(), 2e-2) << c.name() << " bf16 seed " << seed;
   }
