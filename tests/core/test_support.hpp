@@ -14,13 +14,18 @@
 namespace runner::testing {
 
 // A fresh directory under the build tree (never removed: remove_all is unsafe
-// next to this LibTorch, and the build tree is disposable).
+// next to this LibTorch, and the build tree is disposable). Each test runs in its own
+// process, so the pid and counter repeat once pids are reused, and test-tmp outlives a test
+// run: a name already taken by an earlier process is skipped (mkdir fails on it), never
+// reused with that process's files in it.
 inline std::filesystem::path fresh_dir(const std::string& name) {
   static std::atomic<int> counter{0};
-  auto dir = std::filesystem::path(RUNNER_BINARY_DIR) / "test-tmp" /
-             (name + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::create_directories(dir);
-  return dir;
+  const auto root = std::filesystem::path(RUNNER_BINARY_DIR) / "test-tmp";
+  std::filesystem::create_directories(root);
+  for (;;) {
+    auto dir = root / (name + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    if (std::filesystem::create_directory(dir)) return dir;
+  }
 }
 
 inline std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {
