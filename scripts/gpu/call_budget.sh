@@ -7,7 +7,8 @@
 #   verdict LOG   the gtest PASSED/FAILED summary lines of LOG on one line
 #   stage_fits N LABEL   true while more than N seconds are left; else logs "LABEL skipped
 #                 (left S s)" and fails, so a stage loop writes `stage_fits 45 "$x" || continue`
-#   build_targets CAP TARGET...   configure build-gpu (configure.sh), then build TARGETs cut at
+#   build_targets CAP TARGET...   touch the sources whose content changed since build-gpu's last
+#                 build (refresh_sources.sh), configure build-gpu (configure.sh), then build TARGETs cut at
 #                 min(CAP, left); output in $build_log (default $logs/build.log); the status is
 #                 the build's. In another tree: ( cd TREE && build_log=FILE build_targets ... )
 #   bench_targets  what an attention_bench experiment needs: runner, the flash and SDPA
@@ -35,6 +36,7 @@ bench_targets=(runner attention_flash attention_sdpa task_attention_bench)
 build_targets() {
   local wanted="$1"; shift
   local out="${build_log:-$logs/build.log}"
+  bash scripts/gpu/refresh_sources.sh build-gpu >> "$out" 2>&1  # sources changed since the last build -> newer
   bash scripts/gpu/configure.sh build-gpu "$out" || return 1
   timeout -k 10 "$(cap "$wanted")" cmake --build build-gpu -j "$(nproc)" --target "$@" >> "$out" 2>&1
 }
