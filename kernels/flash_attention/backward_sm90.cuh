@@ -16,7 +16,7 @@ namespace kernels::flash::detail::bwd90 {
 using sm90::Wgmma;
 
 constexpr int kDkvKeys = 128;  // 64 per warpgroup
-constexpr int kDkvQ = 64;      // query rows per step (the warp-specialized kernel: 128 at D = 64, StepQ)
+constexpr int kDkvQ = 64;      // query rows per step (the warp-specialized kernel: 128 at D = 64, kStepQ)
 template <int Q = kDkvQ>
 constexpr int kDsBytes = kDkvKeys * Q * 2;  // dS^T of one Q-query step, for the fused dQ product
 constexpr int kDqTileRows = 64;             // a warpgroup's dQ tile of a step: 64 queries x 64 columns
@@ -86,16 +86,6 @@ struct StepPlace {
   int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused: its dS^T rows stored)
 };
 
-// The warpgroup's 64 rows of K and V as A fragments (kRegisterKv). With 64-query steps at D = 64
-// every MMA of the step is 64 wide, so S^T and dP^T read as many A bytes (K, V) from shared
-// memory as B bytes; with K and V in registers, loaded once per block, they read only Q and dO
-// (version 14). No kernel instantiates it now: the warp-specialized kernel's 128-query steps
-// (version 21) read each K/V byte once per 128 queries and have no registers left for it.
-template <int D>
-struct KvFragments {
-  std::uint32_t k[D / 16][4], v[D / 16][4];
-};
-
 // Turns of the warpgroups that do not take turns (the fused kernel, ping-pong off).
 struct NoTurns {
   __device__ void wait() const {}
@@ -107,32 +97,25 @@ struct NoTurns {
 // it: atomics, or a shared-memory tile for a bulk reduce). Every MMA of the step has finished on
 // return, so the step's stage is free. A step has two issue points for `turns` (sm90::Turns):
 // S^T with dP^T, and dQ with dV and dK; `last` says this is the warpgroup's last step.
-// kRegisterKv: S^T and dP^T take K and V from `kv`, and dK += dS^T Q takes dS^T from registers.
-// Q: the step's queries, 64 or (the warp-specialized kernel at D = 64) 128.
-template <typename T, int D, bool kFuseDq, bool kRegisterKv = false, int Q = kDkvQ, typename DqSink,
-          typename Turn = NoTurns>
+// Q: the step's queries, 64 or (the warp-specialized kernel at D = 64) 128. (Version 14 held
+// the warpgroup's K and V rows in registers for S^T and dP^T at D = 64 with 64-query steps; the
+// 128-query steps of version 21 read each K/V byte once per 128 queries and have no registers
+// left for them.)
+template <typename T, int D, bool kFuseDq, int Q = kDkvQ, typename DqSink, typename Turn = NoTurns>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
-                                          const StepPlace& at, const KvFragments<D>& kv, DqSink dq_sink,
-                                          const Turn& turns = {}, bool last = false) {
+                                          const StepPlace& at, DqSink dq_sink, const Turn& turns = {},
+                                          bool last = false) {
   const int wg = at.wg, warp = at.warp, g = at.g, t = at.t;
   float st[Q / 2], dpt[Q / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
   turns.wait();
   sm90::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    if constexpr (kRegisterKv)
-      Wgmma<T, Q>::rs(st, kv.k[kk], sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
-    else
-      Wgmma<T, Q>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<Q>(tiles.q, 0, kk),
-                          kk > 0);
+    Wgmma<T, Q>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
   sm90::wgmma_commit();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    if constexpr (kRegisterKv)
-      Wgmma<T, Q>::rs(dpt, kv.v[kk], sm90::k_major<Q>(tiles.dout, 0, kk), kk > 0);
-    else
-      Wgmma<T, Q>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<Q>(tiles.dout, 0, kk),
-                          kk > 0);
+    Wgmma<T, Q>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<Q>(tiles.dout, 0, kk), kk > 0);
   sm90::wgmma_commit();
   turns.pass(false);
   sm90::wgmma_wait<1>();  // S^T is done; dP^T still runs under the exponentials
@@ -172,7 +155,8 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq) {
     // Fragment j of step kk holds rows g + 8(j & 1) and columns 16kk + 8(j >> 1) + 2t, +1.
     // Row 64wg + 16warp + g + 8(j & 1) of panel kk / 4 (64 queries each): 128-byte rows, chunk
-    // (2(kk % 4) + (j >> 1)) ^ g (rows differ by 8 keep g).
+    // (2(kk % 4) + (j >> 1)) ^ g (rows differ by 8 keep g). This is sw128::offset with row % 8 = g
+    // folded in by hand: written through the helper, the SASS of both backward kernels grew.
     std::uint8_t* ds_row = tiles.ds + (at.step & 1) * kDsBytes<Q> + (64 * wg + 16 * warp + g) * 128 + 4 * t;
 #pragma unroll
     for (int kk = 0; kk < Q / 16; ++kk)
@@ -197,7 +181,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
 #pragma unroll
   for (int kk = 0; kk < Q / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<Q>(tiles.dout, kk), 1);
-  if constexpr (kFuseDq && !kRegisterKv) {
+  if constexpr (kFuseDq) {
     // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
     // keeps dQ's accumulators, dK, dV and P^T within the register file.
     const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes<Q>);

@@ -181,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
     }
     const bwd90::StepTiles tiles{k_addr,        v_addr,         smem_addr(sQ(stage)), smem_addr(sDO(stage)),
                                  sL + stage * kDkvQ, sDelta + stage * kDkvQ, sDS};
-    bwd90::dkdv_step<T, D, kFuseDq>(acc_dk, acc_dv, tiles, place(step), bwd90::KvFragments<D>{}, add_dq);
+    bwd90::dkdv_step<T, D, kFuseDq>(acc_dk, acc_dv, tiles, place(step), add_dq);
   }
   if constexpr (kFuseDq) {
     if (steps > 0) {  // the last step's dQ

@@ -28,8 +28,8 @@
 //    (sm90::Turns). At D = 64 a step is 128 queries (version 21): S^T and dP^T are 64 keys x
 //    128 queries per warpgroup, dV and dK contract over 128 queries, and dQ is split by
 //    queries (bwd90::DqSplit::kQueries), so every dQ element goes into the L2 once a step, not
-//    once per warpgroup; there are no registers left to hold K and V (version 14's
-//    bwd90::KvFragments: ptxas spilled 96 bytes), so they are read from shared memory.
+//    once per warpgroup; there are no registers left to hold K and V (version 14 held them at
+//    64-query steps; at 128, ptxas spilled 96 bytes), so they are read from shared memory.
 // Shared memory: K, V 128 x D (one buffer); kStages x (Q, dO) kStepQ x D; two dS^T [128 x
 // kStepQ] tiles; L and delta per stage; the barriers: 196 KiB at D = 128 (3 stages), 163 KiB at
 // D = 64 (2 stages).
@@ -356,7 +356,6 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     float acc_dk[D / 2], acc_dv[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
-    const bwd90::KvFragments<D> kv{};  // K and V stay in shared memory (header)
 #pragma unroll 1
     for (int step = 0; step < steps; ++step) {
       const int s = (pos + step) % R::kStages;
@@ -365,7 +364,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, false, kQ>(acc_dk, acc_dv, tiles, place(step), kv, add_dq, turns, false);
+      bwd90::dkdv_step<T, D, true, kQ>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
