@@ -64,8 +64,8 @@ __device__ __forceinline__ void issue_dq(float (&acc_dq)[32], std::uint32_t k_ad
   const std::uint32_t ds_panel = ds_addr + (kSplit == DqSplit::kQueries ? wg * kDkvKeys * 128 : 0);
 #pragma unroll
   for (int kk = 0; kk < kSteps; ++kk)
-    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_panel, kk0 + kk), sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk),
-                        kk > 0);
+    Wgmma<T, 64>::ss_tt(acc_dq, sm90::mn_major<kDkvKeys>(ds_panel, kk0 + kk),
+                        sm90::mn_major<kDkvKeys>(k_panel, kk0 + kk), kk > 0);
 }
 
 // Where the step runs: shared-memory tiles (K, V of the block; Q, dO, L, delta of the step;

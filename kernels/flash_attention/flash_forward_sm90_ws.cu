@@ -222,8 +222,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C, KT>& r
         std::uint64_t* full;
         std::uint8_t* dst;
         stage(pos + j, full, dst);
-        copy_tile_by_warp<KT, D>(dst, g + static_cast<long long>(j) * KT * at.row, at.row,
-                                     a.lk - j * KT, a.d, lane);
+        copy_tile_by_warp<KT, D>(dst, g + static_cast<long long>(j) * KT * at.row, at.row, a.lk - j * KT, a.d,
+                                 lane);
         sm90::cp_async_arrive(full);
       }
     }
@@ -238,7 +238,8 @@ constexpr int kTurnBarrier = 1;
 // One consumer warpgroup (wg 0 .. kConsumers - 1): its 64 query rows of each of the block's
 // tiles through every key tile. Ring positions run on across tiles as in produce().
 template <typename T, int D, int C, int KT>
-__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, KT>& ring, int tiles, int blocks, int wg) {
+__device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, KT>& ring, int tiles, int blocks,
+                                        int wg) {
   using R = Ring<D, C, KT>;
   constexpr int kTileQ = R::kTileQ;
   const int thread = threadIdx.x % 128;

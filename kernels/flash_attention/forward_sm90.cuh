@@ -37,7 +37,8 @@ __device__ __forceinline__ void issue_scores(float (&s)[kTileK / 2], const std::
 
 // O += P V (issued, not waited for).
 template <typename T, int D, int KT = kTileK>
-__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[KT / 16][4], std::uint32_t v_tile) {
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const std::uint32_t (&p)[KT / 16][4],
+                                         std::uint32_t v_tile) {
 #pragma unroll
   for (int kk = 0; kk < KT / 16; ++kk) sm90::Wgmma<T, D>::rs_mn(o, p[kk], sm90::mn_major<KT>(v_tile, kk), 1);
 }
