@@ -83,7 +83,16 @@ struct StepPlace {
   int lq, d;
   bool causal;
   float scale_log2;
-  int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused: its dS^T rows stored)
+  int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused, dS^T from shared memory: stored)
+};
+
+// The first STEPS 16-column steps of the warpgroup's 64 K rows as A fragments, loaded once per
+// key tile: S^T then reads only Q from shared memory for those steps (the warp-specialized kernel
+// at D = 128, version 23, where shared-memory traffic bounds the step). STEPS = 0: none.
+template <int STEPS>
+struct KRows {
+  static constexpr int kSteps = STEPS;
+  std::uint32_t k[STEPS > 0 ? STEPS : 1][4];
 };
 
 // Turns of the warpgroups that do not take turns (the fused kernel, ping-pong off).
@@ -97,21 +106,28 @@ struct NoTurns {
 // it: atomics, or a shared-memory tile for a bulk reduce). Every MMA of the step has finished on
 // return, so the step's stage is free. A step has two issue points for `turns` (sm90::Turns):
 // S^T with dP^T, and dQ with dV and dK; `last` says this is the warpgroup's last step.
+// kDsInRegisters (fused): dK += dS^T Q takes dS^T from registers, so the warpgroup need not meet
+// after storing it (dQ reads it after the next step barrier); k_rows: K steps held in registers.
 // Q: the step's queries, 64 or (the warp-specialized kernel at D = 64) 128. (Version 14 held
 // the warpgroup's K and V rows in registers for S^T and dP^T at D = 64 with 64-query steps; the
 // 128-query steps of version 21 read each K/V byte once per 128 queries and have no registers
 // left for them.)
-template <typename T, int D, bool kFuseDq, int Q = kDkvQ, typename DqSink, typename Turn = NoTurns>
+template <typename T, int D, bool kFuseDq, int Q = kDkvQ, bool kDsInRegisters = false, typename DqSink,
+          typename Turn = NoTurns, int KSteps = 0>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
                                           const StepPlace& at, DqSink dq_sink, const Turn& turns = {},
-                                          bool last = false) {
+                                          bool last = false, const KRows<KSteps>& k_rows = {}) {
   const int wg = at.wg, warp = at.warp, g = at.g, t = at.t;
   float st[Q / 2], dpt[Q / 2];  // S^T and dP^T: rows = this warpgroup's keys, columns = queries
   turns.wait();
   sm90::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-    Wgmma<T, Q>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
+  for (int kk = 0; kk < D / 16; ++kk) {
+    if (kk < KSteps)
+      Wgmma<T, Q>::rs(st, k_rows.k[kk < KSteps ? kk : 0], sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
+    else
+      Wgmma<T, Q>::ss(st, sm90::k_major<kDkvKeys>(tiles.k, 64 * wg, kk), sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
+  }
   sm90::wgmma_commit();
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
@@ -165,8 +181,9 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
         *reinterpret_cast<std::uint32_t*>(ds_row + (kk / 4) * kDkvKeys * 128 + 8 * (j & 1) * 128 +
                                           (((2 * (kk % 4) + (j >> 1)) ^ g) << 4)) = a_ds[kk][j];
     sm90::fence_proxy_async();  // read by this step's dK and, after the next barrier, by dQ
-    // This warpgroup's dS^T rows are dK's A operand: its four warps must have stored them.
-    asm volatile("bar.sync %0, 128;\n" ::"r"(at.ds_barrier) : "memory");
+    // From shared memory, this warpgroup's dS^T rows are dK's A operand: its four warps must have
+    // stored them.
+    if constexpr (!kDsInRegisters) asm volatile("bar.sync %0, 128;\n" ::"r"(at.ds_barrier) : "memory");
   }
   sm90::pin(acc_dv);
   sm90::pin(acc_dk);
@@ -181,9 +198,9 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
 #pragma unroll
   for (int kk = 0; kk < Q / 16; ++kk) Wgmma<T, D>::rs_mn(acc_dv, a_p[kk], sm90::mn_major<Q>(tiles.dout, kk), 1);
-  if constexpr (kFuseDq) {
+  if constexpr (kFuseDq && !kDsInRegisters) {
     // dK += dS^T Q with dS^T from shared memory (K-major): a_ds is dead before the MMAs, which
-    // keeps dQ's accumulators, dK, dV and P^T within the register file.
+    // keeps dQ's accumulators, dK, dV and P^T within the fused kernel's register file.
     const std::uint32_t ds_addr = smem_addr(tiles.ds + (at.step & 1) * kDsBytes<Q>);
 #pragma unroll
     for (int kk = 0; kk < Q / 16; ++kk)

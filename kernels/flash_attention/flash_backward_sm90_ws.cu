@@ -64,6 +64,13 @@ template <int D>
 constexpr int kStepQ = D == 64 ? 128 : 64;
 template <int D>
 constexpr int kDsBytes = bwd90::kDsBytes<kStepQ<D>>;
+// What the consumers' 240 registers hold beyond the step's accumulators (version 23): dS^T for
+// dK at both head dims (dK reads it from registers, not shared memory, and the warpgroup's barrier
+// after storing it goes), and at D = 128 the first two of K's eight 16-column steps for S^T. Both
+// cut the shared-memory reads of a step, which bound it at D = 128 (ncu_v22: L1/TEX 78 %). More K
+// steps (3 at D = 128, 2 at D = 64) spill, and then ptxas serializes every wgmma.
+template <int D>
+constexpr int kKRegisterSteps = D == 128 ? 2 : 0;
 
 constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
 // The block starts with 168 registers a thread (384 x 168 of the SM's 64 K) and setmaxnreg only
@@ -71,7 +78,7 @@ constexpr int kThreads = 384;  // producer warpgroup + two consumer warpgroups
 // left the consumers' increase waiting forever for registers the block never had.)
 constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
 constexpr int kConsumerWarps = 8;  // arrivals that free a stage
-constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads; 2 + wg: one warpgroup's
+constexpr int kStepBarrier = 1;    // named barrier of the 256 consumer threads (2 + wg: unused since version 23)
 // Bulk dQ: 4 + wg "tile wg stored" (consumer warpgroup wg arrives, the writer warp syncs) and
 // 6 + wg "buffer wg free" (the writer arrives, the warpgroup syncs); 128 + 32 threads each.
 constexpr int kDqFullBarrier = 4, kDqEmptyBarrier = 6, kDqBarrierThreads = 160;
@@ -356,6 +363,9 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     float acc_dk[D / 2], acc_dv[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc_dk[i] = acc_dv[i] = 0.f;
+    bwd90::KRows<kKRegisterSteps<D>> k_rows;
+    if constexpr (kKRegisterSteps<D> > 0)
+      sm90::load_a_fragments<kDkvKeys, 16 * kKRegisterSteps<D>>(k_rows.k, ring.k(tile), 64 * wg + 16 * warp, g, t);
 #pragma unroll 1
     for (int step = 0; step < steps; ++step) {
       const int s = (pos + step) % R::kStages;
@@ -364,7 +374,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kQ>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false);
+      bwd90::dkdv_step<T, D, true, kQ, true>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false, k_rows);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
@@ -372,7 +382,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
       bwd90::last_dq<T, D, kQ>(tiles, place(steps - 1), add_dq);
     }
-    // K and V were last read by wgmma (async proxy) or ld.shared (generic, D = 64); the next
+    // K and V were last read by wgmma (async proxy) or ld.shared (generic: k_rows); the next
     // tile's TMA writes them through the async proxy.
     sm90::fence_proxy_async();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(tile));
