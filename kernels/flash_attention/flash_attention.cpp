@@ -468,6 +468,16 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   da.d = wgmma ? static_cast<int>(d) : dk, da.zeroed_cols = dk;
   da.dtype = dtype;
   da.zeroed_tiled = bulk_dq;
+  // The warp-specialized backward's kernels launch as programmatic dependents of each other
+  // (dependent_launch.cuh: each one's launch and prologue under the last blocks of the one before;
+  // measured in reports/flash_benchmarking/runs/v24_dependent_launch), so no memset sits between
+  // them: the delta pass zeroes the persistent grid's tile counter.
+  at::Tensor tile_counter;
+  const bool chained = wgmma && options.warp_specialized_backward;
+  if (chained) {
+    tile_counter = at::empty({1}, q.options().dtype(at::kInt));
+    da.counter = tile_counter.data_ptr<int>();
+  }
   detail::launch_backward_delta(da, stream);
   check_launch("backward delta");
 
@@ -486,12 +496,9 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.bulk_dq = bulk_dq;
   a.pingpong = options.backward_pingpong;
   a.persistent = persistence(options.persistent_backward);
-  // The persistent grid's tile counter (zeroed by the launch when it uses it).
-  at::Tensor tile_counter;
-  if (wgmma && a.warp_specialized) {
-    tile_counter = at::empty({1}, q.options().dtype(at::kInt));
-    a.tile_counter = tile_counter.data_ptr<int>();
-  }
+  if (tile_counter.defined()) a.tile_counter = tile_counter.data_ptr<int>();
+  a.counter_zeroed = chained;
+  a.dependent_launch = chained;
   detail::launch_backward(a, stream);
   check_launch("backward");
   if (!wgmma) {

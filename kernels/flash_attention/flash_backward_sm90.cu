@@ -52,6 +52,7 @@
 #include "flash_launch.hpp"
 #include "mask.cuh"
 #include "backward_sm90.cuh"
+#include "dependent_launch.cuh"
 #include "wgmma.cuh"
 
 namespace kernels::flash::detail {
@@ -330,6 +331,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
 // elements per thread.
 template <typename T, int D>
 __global__ void dq_from_accum_kernel(const __grid_constant__ BackwardArgs a) {
+  dependent_wait();  // for the dK/dV/dQ kernel's sums
   const int quads = a.d / 4, q_tiles = (a.lq + 63) / 64;
   const long n = static_cast<long>(a.bh) * a.lq * quads;
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
@@ -365,7 +367,8 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
     }
     const long n = static_cast<long>(a.bh) * a.lq * (a.d / 4);
     const int blocks = static_cast<int>(std::min<long>((n + 255) / 256, 8192));
-    dq_from_accum_kernel<T, D><<<blocks, 256, 0, stream>>>(a);
+    launch_maybe_dependent(a.dependent_launch, dq_from_accum_kernel<T, D>, static_cast<unsigned>(blocks), 256, 0,
+                           stream, a);
     return;
   }
   {

@@ -51,6 +51,7 @@
 #include <string>
 
 #include "backward_sm90.cuh"
+#include "dependent_launch.cuh"
 #include "tensor_map.hpp"
 #include "tma.cuh"
 
@@ -419,6 +420,10 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
     sm90::fence_barrier_init();
   }
   __syncthreads();
+  // Launched as a dependent of the delta pass: delta, the zeroed dQ buffer and tile counter are
+  // its writes. The conversion after this kernel may launch now and waits for it the same way.
+  dependent_wait();
+  dependent_release();
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
@@ -464,8 +469,8 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
                                         args.head_group, key_tiles, args.causal, per_sm);
   const long long grid = persistent_grid(args.persistent, static_cast<long long>(key_tiles) * args.bh, per_sm,
-                                         args.tile_counter, stream, &p.a.tile_counter);
-  kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
+                                         args.tile_counter, stream, &p.a.tile_counter, args.counter_zeroed);
+  launch_maybe_dependent(args.dependent_launch, kernel, static_cast<unsigned>(grid), kThreads, smem, stream, p);
   return true;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/device.cuh"
+#include "dependent_launch.cuh"
 #include "flash_launch.hpp"
 
 namespace kernels::flash::detail {
@@ -42,7 +43,9 @@ struct Vec8<float> {
 // `lanes` threads per row (a power of 2, 8 columns each, lanes * 8 >= d and zeroed_cols).
 template <typename T>
 __global__ void backward_delta_kernel(const __grid_constant__ DeltaArgs a, int lanes) {
+  dependent_release();  // the backward kernel may launch; it waits for this pass to finish
   const long thread = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  if (thread == 0 && a.counter != nullptr) *a.counter = 0;
   const long row = thread / lanes, rows = static_cast<long>(a.bh) * a.lq;
   const int col = static_cast<int>(thread % lanes) * 8;
   float sum = 0.f;

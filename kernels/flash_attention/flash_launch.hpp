@@ -91,6 +91,10 @@ struct BackwardArgs {
   // tile counter.
   Persistence persistent = Persistence::off;
   int* tile_counter = nullptr;
+  bool counter_zeroed = false;  // the delta pass zeroed tile_counter (no memset before the kernel)
+  // The warp-specialized kernel and the dQ conversion launch as programmatic dependents of the
+  // kernel before each (dependent_launch.cuh).
+  bool dependent_launch = false;
 };
 
 // Where element (row, col) of head bh sits in the bulk-dQ backward's fp32 accumulator: one
@@ -131,10 +135,11 @@ inline int multiprocessor_count() {
 // where the tiles fill more than one wave of resident blocks): as many blocks as fit on the GPU
 // at once, each drawing its next tile from a counter (next_block, tile_scheduler.hpp).
 // persistent_grid returns the grid for `blocks` tiles with `blocks_per_sm` resident on each SM.
-// A grid of fewer blocks than tiles zeroes `counter` (one int) on `stream` and hands it to the
-// kernel in `*kernel_counter`; otherwise that is null and each block runs its one tile.
+// A grid of fewer blocks than tiles zeroes `counter` (one int) on `stream`, unless an earlier
+// kernel did (counter_zeroed: the backward's delta pass), and hands it to the kernel in
+// `*kernel_counter`; otherwise that is null and each block runs its one tile.
 inline long long persistent_grid(Persistence choice, long long blocks, int blocks_per_sm, int* counter,
-                                 cudaStream_t stream, int** kernel_counter) {
+                                 cudaStream_t stream, int** kernel_counter, bool counter_zeroed = false) {
   static const int sms = multiprocessor_count();  // of the device this process uses, asked once
   const long long resident = static_cast<long long>(sms) * blocks_per_sm;
   const bool persistent =
@@ -143,7 +148,7 @@ inline long long persistent_grid(Persistence choice, long long blocks, int block
   *kernel_counter = nullptr;
   if (grid < blocks && counter != nullptr) {
     *kernel_counter = counter;
-    cudaMemsetAsync(counter, 0, sizeof(int), stream);
+    if (!counter_zeroed) cudaMemsetAsync(counter, 0, sizeof(int), stream);
   }
   return grid;
 }
@@ -164,6 +169,7 @@ struct DeltaArgs {
   int bh, lq, d, zeroed_cols;
   DType dtype;
   bool zeroed_tiled = false;  // zeroed is in dq_tiled_offset's layout (zeroed_cols = the kernel head dim)
+  int* counter = nullptr;      // optional: one int set to 0 too (the backward's tile counter)
 };
 void launch_backward_delta(const DeltaArgs& a, cudaStream_t stream);
 
