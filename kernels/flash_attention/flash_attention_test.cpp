@@ -446,7 +446,8 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
   const Case cases[] = {{1, 2, 1, 65, 64, false},     {1, 2, 2, 2, 64, true},      {2, 3, 37, 37, 64, false},   {2, 2, 129, 129, 64, true},
                         {1, 2, 190, 190, 128, true},  {1, 1, 64, 64, 128, false},  {1, 2, 50, 83, 64, true},
                         {1, 2, 83, 50, 128, true},    {1, 2, 300, 300, 128, true}, {1, 1, 257, 200, 128, false},
-                        {1, 2, 128, 128, 128, true},  {1, 2, 40, 300, 64, true}};  // last: key blocks with no query
+                        {1, 2, 128, 128, 128, true},  {1, 2, 300, 300, 128, false},
+                        {1, 2, 40, 300, 64, true}};  // last: key blocks with no query
   for (const flash::Options& o : schedules())
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
