@@ -21,6 +21,7 @@ bash "$script" park 4000 > out.txt
 [[ -e reports/a/a.md && -e reports/untracked.bin ]] || { echo "parked too much"; exit 1; }
 if bash "$script" park 10 2> err.txt; then echo "parked twice"; exit 1; fi
 bash "$script" restore > out2.txt
-[[ "$(md5sum reports/a/data/results.jsonl reports/b/runs/x/results.jsonl reports/a/a.md)" == "$sums" ]] || { echo "restore differs"; exit 1; }
+after="$(md5sum reports/a/data/results.jsonl reports/b/runs/x/results.jsonl reports/a/a.md)"
+[[ "$after" == "$sums" ]] || { echo "restore differs"; exit 1; }
 [[ -z "$(git status --short reports/a reports/b)" ]] || { echo "tree not clean after restore"; exit 1; }
 echo "park_records: ok"
