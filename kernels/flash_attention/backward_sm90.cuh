@@ -113,7 +113,7 @@ struct NoTurns {
 // 128-query steps of version 21 read each K/V byte once per 128 queries and have no registers
 // left for them.)
 template <typename T, int D, bool kFuseDq, int Q = kDkvQ, bool kDsInRegisters = false, typename DqSink,
-          typename Turn = NoTurns, int KSteps = 0>
+          typename Turn = NoTurns, int KSteps = 0, int DH = D>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
                                           const StepPlace& at, DqSink dq_sink, const Turn& turns = {},
                                           bool last = false, const KRows<KSteps>& k_rows = {}) {
@@ -122,7 +122,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   turns.wait();
   sm90::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
+  for (int kk = 0; kk < DH / 16; ++kk) {
     if (kk < KSteps)
       Wgmma<T, Q>::rs(st, k_rows.k[kk < KSteps ? kk : 0], sm90::k_major<Q>(tiles.q, 0, kk), kk > 0);
     else
@@ -130,7 +130,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
   sm90::wgmma_commit();
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
+  for (int kk = 0; kk < DH / 16; ++kk)
     Wgmma<T, Q>::ss(dpt, sm90::k_major<kDkvKeys>(tiles.v, 64 * wg, kk), sm90::k_major<Q>(tiles.dout, 0, kk), kk > 0);
   sm90::wgmma_commit();
   turns.pass(false);

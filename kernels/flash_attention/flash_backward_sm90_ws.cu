@@ -318,7 +318,7 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
 // step; the tile comes from its slot once K and V have landed, and K/V's empty barrier gets one
 // arrival per warp after the tile's last MMA (before dK and dV are stored, so the next tile's K
 // and V load under those stores).
-template <typename T, int D, bool kBulkDq>
+template <typename T, int D, bool kBulkDq, int DH>
 __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
   using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
@@ -375,7 +375,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kQ, true>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false, k_rows);
+      bwd90::dkdv_step<T, D, true, kQ, true, decltype(add_dq), sm90::Turns, kKRegisterSteps<D>, DH>(
+          acc_dk, acc_dv, tiles, place(step), add_dq, turns, false, k_rows);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
@@ -398,7 +399,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   turns.finish();
 }
 
-template <typename T, int D, bool kBulkDq>
+template <typename T, int D, bool kBulkDq, int DH>
 __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -437,14 +438,14 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
     }
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume<T, D, kBulkDq>(a, ring, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, kBulkDq, DH>(a, ring, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D, bool kBulkDq>
+template <typename T, int D, bool kBulkDq, int DH = D>
 bool launch(const BackwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D, kBulkDq>::bytes();
   static_assert(smem <= 232448, "over the 227 KiB of shared memory a Hopper block may opt into");
@@ -457,7 +458,7 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
     return false;
   // Q, dO, L, delta of a head stream through the kernel, and its fp32 dQ accumulator is added
   // to in the L2 (atomics or bulk reduce) by every key tile.
-  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq>;
+  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq, DH>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -478,7 +479,12 @@ template <typename T>
 bool launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
   switch (a.d_kernel) {
     case 64: return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
-    case 128: return a.bulk_dq ? launch<T, 128, true>(a, stream) : launch<T, 128, false>(a, stream);
+    case 128:
+      if (!a.bulk_dq) return launch<T, 128, false>(a, stream);
+      // head dims 65..128 in the d 128 tiles; S^T and dP^T contract over 80, 96 or 128 columns
+      if (a.d <= 80) return launch<T, 128, true, 80>(a, stream);
+      if (a.d <= 96) return launch<T, 128, true, 96>(a, stream);
+      return launch<T, 128, true>(a, stream);
     default:
       throw std::invalid_argument("flash backward (wgmma, warp-specialized): kernel head dim " +
                                   std::to_string(a.d_kernel) + " not compiled");

@@ -216,7 +216,11 @@ void expect_matches_textbook(const Shape& s, torch::Dtype dtype, const flash::Op
 TEST_F(FlashBshdKernel, EveryFamilyHeadDimAndDtypeMatchesTheTextbookFormula) {
   const auto seed = fresh_seed();
   const Shape shapes[] = {{2, 77, 77, 3, 64, true},  {1, 130, 130, 2, 80, true}, {2, 65, 65, 2, 96, false},
-                          {1, 200, 200, 2, 128, true}, {1, 150, 150, 2, 96, true}, {1, 45, 120, 2, 80, false}};
+                          {1, 200, 200, 2, 128, true}, {1, 150, 150, 2, 96, true}, {1, 45, 120, 2, 80, false},
+                          // several 176-key tiles at the forward's native 80 and 96 columns, and head dims
+                          // between them (columns past d arrive as zeros)
+                          {1, 400, 400, 2, 96, false}, {1, 333, 333, 2, 80, false}, {1, 300, 300, 2, 72, false},
+                          {1, 260, 260, 2, 88, true}};
   for (const flash::Options& o : families())
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Shape& s : shapes) expect_matches_textbook(s, dtype, o, seed);

@@ -237,7 +237,7 @@ constexpr int kTurnBarrier = 1;
 
 // One consumer warpgroup (wg 0 .. kConsumers - 1): its 64 query rows of each of the block's
 // tiles through every key tile. Ring positions run on across tiles as in produce().
-template <typename T, int D, int C, int KT>
+template <typename T, int D, int C, int KT, int DH>
 __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, KT>& ring, int tiles, int blocks,
                                         int wg) {
   using R = Ring<D, C, KT>;
@@ -260,13 +260,13 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
   // three consumers (160 registers) have no room for them and read Q from shared memory, nor
   // has a 176-key tile (its S and P take 88 + 44 registers where a 128-key tile's take 64 + 32).
   constexpr bool kQInRegisters = Shape<D, C>::kConsumers <= 2 && KT == fwd90::kTileK;
-  std::uint32_t q[D / 16][4];
+  std::uint32_t q[DH / 16][4];
   const std::uint32_t q_tile = smem_addr(ring.q());
   auto issue_scores = [&](float(&s)[KT / 2], std::uint32_t k_tile) {
     if constexpr (kQInRegisters)
-      fwd90::issue_scores<T, D>(s, q, k_tile);
+      fwd90::issue_scores<T, DH>(s, q, k_tile);
     else
-      fwd90::issue_scores<T, D, kTileQ, KT>(s, q_tile, 64 * wg, k_tile);
+      fwd90::issue_scores<T, DH, kTileQ, KT>(s, q_tile, 64 * wg, k_tile);
   };
 
   const sm90::Turns turns{a.pingpong && C > 1, wg, kTurnBarrier, Shape<D, C>::kConsumers};
@@ -279,13 +279,13 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
     const Work w = work_of<D, C, KT>(a, block, tiles);
     const fwd90::RowPlace at = fwd90::row_place(w.q0 + 64 * wg, thread);
     const int key_tiles = w.key_tiles;
-    float o[D / 2];
+    float o[DH / 2];
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    for (int i = 0; i < DH / 2; ++i) o[i] = 0.f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
 
     if constexpr (kQInRegisters) {
-      sm90::load_a_fragments<kTileQ, D>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
+      sm90::load_a_fragments<kTileQ, DH>(q, ring.q(), 64 * wg + 16 * (thread / 32), (thread % 32) / 4, thread % 4);
       // The rows are in registers: the producer may load the next tile's Q. Its TMA write is an
       // async-proxy access after these generic reads, so the proxies are fenced first.
       sm90::fence_proxy_async();
@@ -317,7 +317,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::wgmma_fence();
       issue_scores(s, smem_addr(ring.k(sk)));
       sm90::wgmma_commit();
-      fwd90::issue_pv<T, D, KT>(o, p, smem_addr(ring.v(sv)));
+      fwd90::issue_pv<T, DH, KT>(o, p, smem_addr(ring.v(sv)));
       sm90::wgmma_commit();
       turns.pass(false);
 
@@ -331,7 +331,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::pin(o);
       sm90::pin(p);
       release(ring.v_empty(sv));
-      rescale_rows<D>(o, alpha);
+      rescale_rows<DH>(o, alpha);
       sm90::to_a_fragments<T, KT>(p, s);
     }
 
@@ -340,13 +340,13 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
     turns.wait();
     sm90::pin(o);
     sm90::wgmma_fence();
-    fwd90::issue_pv<T, D, KT>(o, p, smem_addr(ring.v(last)));
+    fwd90::issue_pv<T, DH, KT>(o, p, smem_addr(ring.v(last)));
     sm90::wgmma_commit();
     turns.pass(false);  // whether this was the block's last tile is known only at the next slot
     sm90::wgmma_wait<0>();
     sm90::pin(o);
     release(ring.v_empty(last));  // the producer may be filling the other stages with the next tile
-    fwd90::write_output<T, D>(a, w.bh, at, o, m, l);
+    fwd90::write_output<T, DH>(a, w.bh, at, o, m, l);
     pos += key_tiles;
   }
   turns.finish();
@@ -354,7 +354,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
 
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of blocks per SM)
 // and each warpgroup's role in one branch of a single if / else.
-template <typename T, int D, int C, int KT>
+template <typename T, int D, int C, int KT, int DH>
 __global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPerSm)
     flash_forward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -387,14 +387,14 @@ __global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPer
     produce<D, C, KT>(p, ring, tiles, blocks);
   } else {
     sm90::setmaxnreg_inc<S::kConsumerRegisters>();
-    consume<T, D, C, KT>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, C, KT, DH>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D, int C, int KT>
+template <typename T, int D, int C, int KT, int DH = D>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D, C, KT>::bytes();
   constexpr int kTileQ = Shape<D, C>::kTileQ, kThreads = Shape<D, C>::kThreads;
@@ -403,7 +403,7 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&
             encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, KT) &&
             encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, KT);
-  const auto kernel = flash_forward_sm90_ws<T, D, C, KT>;
+  const auto kernel = flash_forward_sm90_ws<T, D, C, KT, DH>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -419,6 +419,12 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 
+template <typename T, int DH>
+void launch_d128(const ForwardArgs& a, cudaStream_t stream) {
+  if (!a.causal) return launch<T, 128, 2, 176, DH>(a, stream);
+  return launch<T, 128, 2, 128, DH>(a, stream);
+}
+
 template <typename T>
 void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
   static const int sms = multiprocessor_count();
@@ -429,9 +435,10 @@ void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
         case 3: return launch<T, 64, 3, 128>(a, stream);
         default: return launch<T, 64, 2, 128>(a, stream);
       }
-    case 128:
-      if (!a.causal) return launch<T, 128, 2, 176>(a, stream);
-      return launch<T, 128, 2, 128>(a, stream);
+    case 128:  // head dims 65..128 in the d 128 tiles; their MMAs run over 80, 96 or 128 columns
+      if (a.d <= 80) return launch_d128<T, 80>(a, stream);
+      if (a.d <= 96) return launch_d128<T, 96>(a, stream);
+      return launch_d128<T, 128>(a, stream);
     default:
       throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
                                   std::to_string(a.d_kernel) + " not compiled");
