@@ -1,7 +1,10 @@
 // FlashAttention forward on Hopper, warp-specialized (FlashAttention-3's producer/consumer
 // split): the same function as flash_forward_sm90.cu (O = softmax(scale * Q K^T + mask) V and
 // the row log-sum-exp L; strided [batch, seq, heads, d] views; kernel head dims 64 and 128,
-// 80 and 96 padded into 128), scheduled differently.
+// 80 and 96 in the d 128 tiles), scheduled differently. DH, the head dim the MMAs run (80, 96 or
+// the tile's D; version 25): S contracts over DH / 16 steps and O is DH columns wide, so d 80
+// and 96 skip the MMAs of the tile's zero columns (wgmma N may be any multiple of 8: P V reads
+// V's first DH columns, across its second 64-column panel).
 //
 // Block: a producer and two consumer warpgroups (384 threads) per (128-query tile, batch*head)
 // at D = 128; at D = 64 a producer and one consumer (256 threads, two blocks to an SM) per

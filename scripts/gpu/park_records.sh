@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A device call carries the working tree (tracked files and untracked ones git does not ignore)
 # plus its carry paths, 64 MiB in all; the committed records under reports/ take most of that.
-# `park` moves the largest tracked files under reports/ (default 8 MB worth, or $1 bytes) to
+# `park` moves the largest tracked files under reports/ (default 20 MB worth, or $1 bytes) to
 # $PARK (default /tmp/runner-parked-records) for the call; `restore` puts them back. Run
 # scripts/gpu/stamp_commit.sh before parking, so the records the call writes name a clean commit.
 # If a session ends while parked, `git checkout -- reports` restores the same files from git.
@@ -12,7 +12,7 @@ cd "$(git rev-parse --show-toplevel)"
 park=${PARK:-/tmp/runner-parked-records}
 case "${1:-}" in
   park)
-    want=${2:-8000000}
+    want=${2:-20000000}
     [[ -e $park/.list ]] && { echo "park_records: already parked (see $park/.list); restore first" >&2; exit 1; }
     mkdir -p "$park"
     moved=0
