@@ -108,12 +108,13 @@ struct NoTurns {
 // S^T with dP^T, and dQ with dV and dK; `last` says this is the warpgroup's last step.
 // kDsInRegisters (fused): dK += dS^T Q takes dS^T from registers, so the warpgroup need not meet
 // after storing it (dQ reads it after the next step barrier); k_rows: K steps held in registers.
+// DH: the columns S^T and dP^T contract over (d 80 and 96 in the d 128 tiles: 80 or 96; else D).
 // Q: the step's queries, 64 or (the warp-specialized kernel at D = 64) 128. (Version 14 held
 // the warpgroup's K and V rows in registers for S^T and dP^T at D = 64 with 64-query steps; the
 // 128-query steps of version 21 read each K/V byte once per 128 queries and have no registers
 // left for them.)
-template <typename T, int D, bool kFuseDq, int Q = kDkvQ, bool kDsInRegisters = false, typename DqSink,
-          typename Turn = NoTurns, int KSteps = 0, int DH = D>
+template <typename T, int D, bool kFuseDq, int Q = kDkvQ, bool kDsInRegisters = false, int DH = D, typename DqSink,
+          typename Turn = NoTurns, int KSteps = 0>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
                                           const StepPlace& at, DqSink dq_sink, const Turn& turns = {},
                                           bool last = false, const KRows<KSteps>& k_rows = {}) {

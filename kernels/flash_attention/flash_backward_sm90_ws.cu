@@ -375,8 +375,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kQ, true, decltype(add_dq), sm90::Turns, kKRegisterSteps<D>, DH>(
-          acc_dk, acc_dv, tiles, place(step), add_dq, turns, false, k_rows);
+      bwd90::dkdv_step<T, D, true, kQ, true, DH>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false, k_rows);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
