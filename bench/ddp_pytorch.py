@@ -24,6 +24,7 @@ optimizer, CUDA events, synchronize after every step. Prints one record line.
 """
 import argparse
 import contextlib
+import faulthandler
 import json
 import os
 import sys
@@ -55,6 +56,8 @@ def parse_args():
     p.add_argument("--compile-blocks", action="store_true", help="torch.compile each block, the final norm and the loss")
     p.add_argument("--cuda-graph", action="store_true", help="capture the whole DDP step in one CUDA graph (needs CUDA)")
     p.add_argument("--bf16-compress", action="store_true", help="DDP comm hook bf16_compress_hook (bf16 on the wire)")
+    p.add_argument("--time-limit-s", type=float, default=900.0,
+                   help="print all stacks and exit after this long (0: no limit)")
     p.add_argument("--model.size", dest="size", default="xl", choices=list(single.SIZES) + ["custom"])
     for name in ("d_model", "d_ff", "num_layers", "num_heads"):
         p.add_argument(f"--model.{name}", dest=name, type=int, default=0, help="0 = from --model.size")
@@ -73,6 +76,8 @@ def parse_args():
 
 def main():
     args = parse_args()
+    if args.time_limit_s > 0:  # a hung collective or capture prints every thread's stack, then exits
+        faulthandler.dump_traceback_later(args.time_limit_s, exit=True)
     _, _, local_rank = torch_dist.rank_env()
     cuda = args.device == "cuda"
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
@@ -136,7 +141,9 @@ def main():
         torch.cuda.current_stream().wait_stream(side)
         optimizer.zero_grad(set_to_none=True)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # Captured on the stream DDP was built and warmed up on: DDP keeps the AccumulateGrad
+        # nodes of that stream, and a capture on another one would have to wait for it.
+        with torch.cuda.graph(graph, stream=side):
             forward()
             state["loss"].backward()
             optimizer.step()
