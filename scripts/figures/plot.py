@@ -5,7 +5,7 @@
 
 The JSON is what the runner selected from stored records (runner/host/report/figure.cpp):
 {"figures": [{name, kind: line|bar, title, xlabel, ylabel, logx, logy, categories,
- panels: [{title, series: [{label, points: [{x, y, std?}]}]}], outputs: [.svg, .png, .pdf]}]}.
+ panels: [{title, series: [{label, points: [{x, y, std?}]}]}], outputs: [.svg, .pdf]}]}.
 This script only draws: no selection, no statistics. Output is byte-stable for the same
 input (no dates, fixed SVG ids), so re-rendering committed figures changes nothing.
 """
