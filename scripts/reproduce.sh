@@ -24,8 +24,10 @@ runs="${RUNNER_RUNS:-runs/reproduce}"
 gpus="" only=() dry=""
 while (($#)); do
   case $1 in
-    --gpus) gpus=${2:-}; shift 2 ;;
-    --only) only+=("${2:-}"); shift 2 ;;
+    --gpus|--only)
+      (($# >= 2)) || { echo "reproduce: $1 needs a value (scripts/reproduce.sh --help)" >&2; exit 2; }
+      if [[ $1 == --gpus ]]; then gpus=$2; else only+=("$2"); fi
+      shift 2 ;;
     --dry-run) dry=1; shift ;;
     -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reproduce: unknown argument '$1' (scripts/reproduce.sh --help)" >&2; exit 2 ;;
