@@ -36,14 +36,6 @@ link_runner() {
   esac
 }
 
-# The offline GPU host: no package manager access; the staged kit (.gpu/, made by
-# ../shared/gpu/prepare) brings the Debian libraries and builds into build-gpu/.
-if [[ -f .gpu/build.sh ]] && python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  bash .gpu/build.sh
-  quickstart "${1:-}" build-gpu
-  exit 0
-fi
-
 debian_packages=(build-essential cmake ninja-build python3 python3-venv pkg-config
   libyaml-cpp-dev libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libgtest-dev libgloo-dev nlohmann-json3-dev libsqlite3-dev)
@@ -72,7 +64,7 @@ if (( ${#missing[@]} + ${#tex_missing[@]} )); then
   fi
 fi
 
-# PyTorch: use one that is already importable at the right version (the GPU host),
+# PyTorch: use one that is already importable at the right version (e.g. a GPU box's own),
 # else a project venv with the PyPI wheel (a CUDA build that also runs on CPU).
 python_bin=""
 for candidate in "$venv/bin/python" python3; do

@@ -10,11 +10,10 @@ cd "$root"
 build_dir="${RUNNER_BUILD_DIR:-build}"
 # Headless Chromium checks the trends site (tests/history); about a minute of apt
 # on Debian, and the test skips without it. RUNNER_NO_BROWSER=1 leaves it out.
-if [[ -z ${RUNNER_NO_BROWSER:-} ]] && ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [[ ! -f .gpu/build.sh ]]; then
+if [[ -z ${RUNNER_NO_BROWSER:-} ]] && ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
   sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
   echo "test: installing chromium for the trends-site browser test"
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null ||
     echo "test: could not install chromium; the browser test will skip"
 fi
-[[ -f .gpu/build.sh && -d build-gpu ]] && python3 -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && build_dir=build-gpu
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900 "$@"

@@ -383,7 +383,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   a.wgmma = wgmma;
   // auto: warp-specialized, 1.16-1.38x the pipelined forward on every shape measured
-  // (reports/flash_forward_schedules/, H100).
+  // (git show 46d21d9:reports/flash_forward_schedules/, H100).
   const ForwardSchedule schedule = options.forward_schedule == ForwardSchedule::automatic
                                        ? ForwardSchedule::warp_specialized
                                        : options.forward_schedule;
@@ -470,7 +470,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   da.zeroed_tiled = bulk_dq;
   // The warp-specialized backward's kernels launch as programmatic dependents of each other
   // (dependent_launch.cuh: each one's launch and prologue under the last blocks of the one before;
-  // measured in reports/flash_benchmarking/runs/v24_dependent_launch), so no memset sits between
+  // measured in git show 46d21d9:reports/flash_benchmarking/runs/v24_dependent_launch), so no memset sits between
   // them: the delta pass zeroes the persistent grid's tile counter.
   at::Tensor tile_counter;
   const bool chained = wgmma && options.warp_specialized_backward;

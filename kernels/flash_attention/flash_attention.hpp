@@ -79,14 +79,14 @@ struct Options {
   bool deterministic_backward = false;
   // wgmma backward with dQ by atomics: the warp-specialized dK/dV/dQ kernel (a TMA producer
   // warpgroup fills a Q/dO ring, two consumer warpgroups compute at 240 registers; the default,
-  // 1.00-1.04x the fused one on every shape measured, reports/flash_backward_schedules/data/)
+  // 1.00-1.04x the fused one on every shape measured, git show 46d21d9:reports/flash_backward_schedules/data/)
   // or, false, the fused one; layouts a tensor map cannot describe always run the fused kernel.
   bool warp_specialized_backward = true;
   // warp-specialized backward only: each step's dQ tile goes through shared memory and is added
   // into the fp32 buffer by a producer warp with the copy engine's bulk reduce
   // (cp.reduce.async.bulk), so the consumer warpgroups issue no atomics (plugin option
   // backward: warp_specialized_bulk_dq; the default since it measured faster than the atomics on
-  // every shape of reports/flash_backward_bulk_dq/). Same numbers up to the order of the fp32
+  // every shape of git show 46d21d9:reports/flash_backward_bulk_dq/). Same numbers up to the order of the fp32
   // additions.
   bool bulk_dq = true;
   // warp-specialized backward only: the two consumer warpgroups take turns issuing their MMAs

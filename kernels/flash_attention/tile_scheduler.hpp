@@ -55,7 +55,7 @@ inline int heads_per_group(int bh, long long bytes_per_head, long long l2_bytes,
 // then need no more heads than they cover, ceil(resident_blocks / tiles). With a mask the
 // longest-first order wants every head of the group, so the L2 group stands. `group` is
 // heads_per_group's answer; an override (head_group option) is passed through untouched.
-// Measured (reports/flash_head_group/, H100, d 64, seq 2048, batch 8, 16 heads): the L2 rule's 48
+// Measured (git show 46d21d9:reports/flash_head_group/, H100, d 64, seq 2048, batch 8, 16 heads): the L2 rule's 48
 // heads ran the backward at an L2 hit rate of 64 %, 8 heads at 93 %.
 inline int cap_to_heads_in_flight(int group, int tiles, long long resident_blocks, bool causal, int override_group) {
   if (causal || override_group > 0 || tiles < 1 || resident_blocks < 1) return group;
@@ -67,7 +67,7 @@ inline int cap_to_heads_in_flight(int group, int tiles, long long resident_block
 // (two blocks per SM), 128 -> 2, 192 -> 3, else (0) 64 or 192 rows, whichever has the smaller
 // makespan in 128-row tile times of one SM: ceil(tiles / slots) rounds on sms x 2 slots of 0.95
 // (a 64-row tile on half an SM) or on sms slots of 1.24 (a 192-row tile). The costs are fitted
-// to reports/flash_d64_query_tile/runs/sixty_four_rows (64 rows 1.01-1.09x the 128-row block on
+// to git show 46d21d9:reports/flash_d64_query_tile/runs/sixty_four_rows (64 rows 1.01-1.09x the 128-row block on
 // every row there, so 128 is never the pick; 192 rows ahead on large grids). At batch 1, 16
 // heads, seq 2048: 512 tiles of 64 rows, two rounds of 0.95, against 176 of 192, two of 1.24.
 inline int d64_consumer_warpgroups(int lq, int bh, int sms, int query_tile) {

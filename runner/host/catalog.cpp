@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <cmath>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -13,9 +14,7 @@
 #include "text_distance.hpp"
 
 namespace runner {
-namespace {
 
-// Prints rows as left-aligned columns two spaces apart; the last column is free text.
 void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<size_t> width;
   for (const auto& row : rows)
@@ -31,6 +30,8 @@ void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostre
     out << "\n";
   }
 }
+
+namespace {
 
 // Whole numbers in full (1048576, not 1.04858e+06), others as the stream prints them.
 std::string bound_text(double bound) {
@@ -134,27 +135,79 @@ std::string plugin_suggestion(const PluginRegistry& registry, const std::string&
   return "";
 }
 
-int list_experiments(const std::filesystem::path& dir, std::ostream& out) {
+namespace {
+
+// What an experiment file is, for `runner list`: a question of the course spec (it names
+// the question's id in `question:`), a study (a file in a subfolder, e.g. studies/: a
+// one-off A/B whose outcome the kernel notes keep), or another experiment (the ceilings,
+// the quickstart, the measurements beyond the spec).
+struct Listed {
+  int group;  // 0 question, 1 other, 2 study
+  std::vector<std::string> row;
+};
+
+void list_file(const std::filesystem::path& file, const std::string& folder_kind, std::vector<Listed>& out,
+               int& broken, std::set<std::string>& questions) {
+  try {
+    const Experiment exp = load_experiment(file, {}, false);
+    const YAML::Node description = exp.document["description"];
+    const YAML::Node question = exp.document["question"];
+    std::string kind = folder_kind;
+    int group = 2;
+    if (folder_kind.empty()) {
+      group = question ? 0 : 1;
+      kind = question ? "question " + question.Scalar() : "other";
+      if (question) questions.insert(question.Scalar());
+    }
+    out.push_back({group, {file.string(), exp.name, kind, std::to_string(count_points(exp)),
+                           description && description.IsScalar() ? description.Scalar() : ""}});
+  } catch (const std::exception& e) {
+    ++broken;
+    out.push_back({folder_kind.empty() ? 1 : 2,
+                   {file.string(), "-", folder_kind.empty() ? "-" : folder_kind, "-",
+                    std::string("does not load: ") + e.what()}});
+  }
+}
+
+std::vector<std::filesystem::path> yaml_files(const std::filesystem::path& dir) {
   std::error_code ec;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
     if (entry.path().extension() == ".yaml" || entry.path().extension() == ".yml") files.push_back(entry.path());
   if (ec) throw ConfigError(dir.string() + ": cannot list experiments (" + ec.message() + ")");
   std::sort(files.begin(), files.end());
-  std::vector<std::vector<std::string>> rows = {{"file", "experiment", "points", "description"}};
+  return files;
+}
+
+}  // namespace
+
+int list_experiments(const std::filesystem::path& dir, std::ostream& out) {
+  std::vector<Listed> listed;
+  std::set<std::string> questions;
   int broken = 0;
-  for (const auto& file : files) {
-    try {
-      const Experiment exp = load_experiment(file, {}, false);
-      const YAML::Node description = exp.document["description"];
-      rows.push_back({file.string(), exp.name, std::to_string(count_points(exp)),
-                      description && description.IsScalar() ? description.Scalar() : ""});
-    } catch (const std::exception& e) {
-      ++broken;
-      rows.push_back({file.string(), "-", "-", std::string("does not load: ") + e.what()});
-    }
+  for (const auto& file : yaml_files(dir)) list_file(file, "", listed, broken, questions);
+  // One level of subfolders: experiments/studies/*.yaml are studies.
+  std::error_code ec;
+  std::vector<std::filesystem::path> subdirs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_directory(ec)) subdirs.push_back(entry.path());
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const auto& sub : subdirs) {
+    const std::string name = sub.filename().string();
+    const std::string kind = name == "studies" ? "study" : name;
+    for (const auto& file : yaml_files(sub)) list_file(file, kind, listed, broken, questions);
+  }
+  std::stable_sort(listed.begin(), listed.end(), [](const Listed& a, const Listed& b) { return a.group < b.group; });
+  std::vector<std::vector<std::string>> rows = {{"file", "experiment", "kind", "points", "description"}};
+  size_t count[3] = {0, 0, 0};
+  for (const auto& l : listed) {
+    rows.push_back(l.row);
+    ++count[l.group];
   }
   print_columns(rows, out);
+  out << questions.size() << " question" << (questions.size() == 1 ? "" : "s") << " (" << count[0] << " file"
+      << (count[0] == 1 ? "" : "s") << "), " << count[1] << " other experiment" << (count[1] == 1 ? "" : "s") << ", "
+      << count[2] << " stud" << (count[2] == 1 ? "y" : "ies") << "\n";
   return broken;
 }
 

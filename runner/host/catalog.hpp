@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 namespace runner {
 
@@ -25,8 +26,12 @@ bool describe_plugin(const PluginRegistry& registry, const std::string& what, st
 std::string option_table(const PluginManifest& manifest);
 // "; did you mean 'task/train_step'?" for a `what` that names no plugin.
 std::string plugin_suggestion(const PluginRegistry& registry, const std::string& what);
-// One line per *.yaml of `dir`: file, experiment name, points, description. A file
-// that does not load is listed with its error. Returns the number of such files.
+// Rows as left-aligned columns two spaces apart; the last column is free text.
+void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
+// One line per *.yaml of `dir` and of its subfolders: file, experiment name, kind
+// (question <id> for a file with `question:`, other, or study for studies/), points,
+// description; questions first, studies last, then a count of each. A file that does
+// not load is listed with its error. Returns the number of such files.
 int list_experiments(const std::filesystem::path& dir, std::ostream& out);
 
 }  // namespace runner

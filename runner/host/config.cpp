@@ -16,7 +16,8 @@ namespace {
 
 const std::vector<std::string> kTopLevelKeys = {
     "experiment", "description", "device", "seed", "precision", "measure", "profilers",
-    "task",       "params",      "sweep",  "parts", "smoke",    "report", "history", "processes", "include"};
+    "task",       "params",      "sweep",  "parts", "smoke",    "report", "history", "processes", "include",
+    "question"};
 const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
                                             "measure", "precision", "seed",     "profilers",
                                             "description", "enabled"};
@@ -556,6 +557,12 @@ Experiment load_experiment_text(const std::string& text, const std::filesystem::
   exp.name = name.Scalar();
   // The name becomes runs/<name>/: it must stay one directory inside runs/.
   check_path_component(exp.name, exp.source.where(name, "experiment") + ": experiment");
+  // question: the id of the course question the experiment answers (`runner list` groups by it).
+  if (const YAML::Node question = exp.document["question"];
+      question && (!question.IsScalar() || question.Scalar().empty()))
+    throw ConfigError(exp.source.where(question, "question") +
+                      ": question: expected the id of the question this experiment answers, e.g. "
+                      "'question: benchmarking_script' (or no question: key)");
   return exp;
 }
 

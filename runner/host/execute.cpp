@@ -189,7 +189,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
 }  // namespace
 
 // load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
-int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
+int run_experiment(const RunOptions& options, const PluginRegistry& registry, std::filesystem::path* run_dir_out) {
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
   Plan plan = plan_run(exp, options, registry);
   if (options.dry_run) {
@@ -211,6 +211,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   }
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
+  if (run_dir_out) *run_dir_out = run.dir;
   run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, session != nullptr);
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   if (launch) run.env["launcher"] = launch->launcher;

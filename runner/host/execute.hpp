@@ -29,7 +29,9 @@ struct RunOptions {
 };
 
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.
-int run_experiment(const RunOptions& options, const PluginRegistry& registry);
+// `run_dir`, when given, receives the run directory once it exists (not for --dry-run).
+int run_experiment(const RunOptions& options, const PluginRegistry& registry,
+                   std::filesystem::path* run_dir = nullptr);
 // `runner launch`: checks the experiment once (as run_experiment would, for a
 // world of nnodes x nproc ranks), then starts and supervises this node's `nproc`
 // ranks, which run `rank_args`. Returns the first failed rank's exit code, else 0.

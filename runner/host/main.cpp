@@ -18,6 +18,7 @@
 #include "report/report.hpp"
 #include "report/run_reports.hpp"
 #include "report_check_committed.hpp"
+#include "run_many.hpp"
 #include "run_dir.hpp"
 #include "stderr_line.hpp"
 #include "sweep.hpp"
@@ -32,6 +33,8 @@ const char* kUsage =
     "usage: runner <experiment.yaml | name> [key.path=value]... [--set key.path=value]... [--device cpu|cuda]\n"
     "                                [--out DIR] [--reports DIR] [--filter REGEX] [--dry-run] [--cfg] [--smoke]\n"
     "                                [--plugin-path DIR]... [--max-points N] [--resume RUN_DIR]\n"
+    "       runner <experiment.yaml> <experiment.yaml>... [options]\n"
+    "                                      each in turn into its own run directory, one summary at the end\n"
     "       runner quickstart              a one-minute CPU run: two matmul sizes and a small train step\n"
     "       runner list [DIR]              experiments in DIR (default experiments/): points, description\n"
     "       runner launch --nproc-per-node N <experiment.yaml> [options]\n"
@@ -104,21 +107,36 @@ const char* command_help(const std::string& name) {
   return nullptr;
 }
 
-// `runner device_ceilings` means experiments/device_ceilings.yaml; a file path is
-// used as it is. A name that matches nothing gets the closest experiment's name.
+// `runner device_ceilings` means experiments/device_ceilings.yaml (or a study's
+// experiments/studies/<name>.yaml); a file path is used as it is. A name that matches
+// nothing gets the closest experiment's name.
 std::filesystem::path experiment_file(const std::string& arg) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(arg, ec) || arg.find('/') != std::string::npos) return arg;
   const fs::path dir = "experiments";
-  const fs::path named = dir / (fs::path(arg).extension() == ".yaml" ? arg : arg + ".yaml");
-  if (fs::exists(named, ec)) return named;
+  const std::string file = fs::path(arg).extension() == ".yaml" ? arg : arg + ".yaml";
+  for (const fs::path& named : {dir / file, dir / "studies" / file})
+    if (fs::exists(named, ec)) return named;
+  const fs::path named = dir / file;
   std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  for (const fs::path& d : {dir, dir / "studies"})
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
   if (names.empty()) return arg;  // load_experiment says "no such experiment file"
   throw runner::ConfigError("'" + arg + "': no such experiment file, and no experiments/" + named.filename().string() +
                             runner::suggestion(fs::path(arg).stem().string(), names) + " (runner list shows them)");
+}
+
+// An argument after the experiment that names another one (`runner a.yaml b.yaml`): a
+// .yaml/.yml path, an existing file, or the name of an experiment under experiments/.
+bool names_experiment(const std::string& arg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string ext = fs::path(arg).extension().string();
+  if (ext == ".yaml" || ext == ".yml" || fs::is_regular_file(arg, ec)) return true;
+  return fs::exists(fs::path("experiments") / (arg + ".yaml"), ec) ||
+         fs::exists(fs::path("experiments") / "studies" / (arg + ".yaml"), ec);
 }
 
 // Every long option of `options` as "--name", for "did you mean" on a typo.
@@ -288,11 +306,17 @@ int main(int argc, char** argv) {
       if (!launch && vm.count(flag))
         throw runner::ConfigError(std::string("--") + flag + " belongs to `runner launch` (runner launch --help)");
     // Hydra-style overrides: `runner x.yaml params.batch_size=16` is --set params.batch_size=16.
+    // `runner a.yaml b.yaml ...`: more experiment files, run in turn (not with launch).
     std::vector<std::string> bare_overrides;
+    std::vector<std::string> more_experiments;
     for (size_t i = launch ? 2 : 1; i < args.size(); ++i) {
       if (args[i].find('=') == std::string::npos || args[i].front() == '=') {
-        std::cerr << "runner: unexpected argument '" << args[i]
-                  << "' (after the experiment, only key.path=value overrides)\n" << kUsage;
+        if (!launch && names_experiment(args[i])) {
+          more_experiments.push_back(args[i]);
+          continue;
+        }
+        std::cerr << "runner: unexpected argument '" << args[i] << "' (after the experiment, only key.path=value overrides"
+                  << (launch ? "; runner launch runs one experiment" : " or more experiment files") << ")\n" << kUsage;
         return 2;
       }
       bare_overrides.push_back(args[i]);
@@ -307,10 +331,13 @@ int main(int argc, char** argv) {
     options.experiment = experiment_file(launch ? args[1] : command);
     if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();
     options.overrides.insert(options.overrides.end(), bare_overrides.begin(), bare_overrides.end());
+    std::vector<std::filesystem::path> experiments = {options.experiment};
+    for (const auto& more : more_experiments) experiments.push_back(experiment_file(more));
     if (vm.count("cfg")) {
-      const runner::Experiment exp = runner::load_experiment(options.experiment, options.overrides, vm.count("smoke") > 0);
-      std::cout << runner::config_header(options.experiment, vm.count("smoke") > 0) << runner::resolved_text(exp.document)
-                << "\n";
+      for (const auto& file : experiments) {
+        const runner::Experiment exp = runner::load_experiment(file, options.overrides, vm.count("smoke") > 0);
+        std::cout << runner::config_header(file, vm.count("smoke") > 0) << runner::resolved_text(exp.document) << "\n";
+      }
       return 0;
     }
     if (vm.count("filter")) {
@@ -363,6 +390,7 @@ int main(int argc, char** argv) {
       }
       return runner::launch_local(options, registry, spec);
     }
+    if (experiments.size() > 1) return runner::run_experiments(experiments, options, registry, std::cout);
     return runner::run_experiment(options, registry);
   } catch (const runner::ConfigError& e) {
     runner::write_stderr_line(std::string("runner: ") + e.what());

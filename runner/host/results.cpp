@@ -122,7 +122,7 @@ nlohmann::json capture_environment(const c10::Device& device) {
   env["host"] = host;
   // The commit of the runner's own source tree, wherever the run starts from (a
   // run started in another checkout must not record that checkout's commit);
-  // RUNNER_GIT_COMMIT names it where the tree is a copy without .git (the GPU host),
+  // RUNNER_GIT_COMMIT names it where the tree is a copy without .git (a CI checkout),
   // and the commit baked in at configure time stands in when the tree is gone.
   const char* given = std::getenv("RUNNER_GIT_COMMIT");
   std::string commit = given ? given : commit_of(RUNNER_SOURCE_DIR);

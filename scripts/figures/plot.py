@@ -5,7 +5,7 @@
 
 The JSON is what the runner selected from stored records (runner/host/report/figure.cpp):
 {"figures": [{name, kind: line|bar, title, xlabel, ylabel, logx, logy, categories,
- panels: [{title, series: [{label, points: [{x, y, std?}]}]}], outputs: [.svg, .png, .pdf]}]}.
+ panels: [{title, series: [{label, points: [{x, y, std?}]}]}], outputs: [.svg, .pdf]}]}.
 This script only draws: no selection, no statistics. Output is byte-stable for the same
 input (no dates, fixed SVG ids), so re-rendering committed figures changes nothing.
 """
@@ -31,7 +31,7 @@ matplotlib.rcParams.update({
     "grid.alpha": 0.3,
     "legend.fontsize": 7,
 })
-METADATA = {".svg": {"Date": None}, ".pdf": {"CreationDate": None, "ModDate": None}, ".png": {"Software": None}}
+METADATA = {".svg": {"Date": None}, ".pdf": {"CreationDate": None, "ModDate": None}}
 
 
 def format_category(text):
@@ -158,7 +158,7 @@ def draw(figure):
         fig.tight_layout()
     for path in figure["outputs"]:
         extension = path[path.rfind("."):]
-        fig.savefig(path, dpi=150 if extension == ".png" else None, metadata=METADATA.get(extension))
+        fig.savefig(path, metadata=METADATA.get(extension))
     plt.close(fig)
 
 

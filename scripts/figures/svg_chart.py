@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Redraw the memory profiler's SVG timelines as PDF and PNG, for the LaTeX writeup.
+"""Redraw the memory profiler's SVG timelines as PDF, for the LaTeX writeup.
 
 usage: svg_chart.py <chart.svg>... [--out DIR]
 
 plugins/profiler/memory writes each active-memory timeline as a small SVG (bands as <rect>
 with a <title>, grid <line>s, axis <text>, one <polyline>); pdfLaTeX reads no SVG and this
 machine has no SVG renderer, so the same shapes are drawn again with matplotlib, in the SVG's
-own pixel coordinates, into <stem>.pdf and <stem>.png next to it (or in DIR). The title's
+own pixel coordinates, into <stem>.pdf next to it (or in DIR; the Markdown embeds the SVG). The title's
 "peak" is the peak of the drawn curve (the measured steps), and says so.
 """
 import os
@@ -19,8 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 NS = "{http://www.w3.org/2000/svg}"
-METADATA = {".pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
-            ".png": {"Software": None}}
+METADATA = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
 
 
 def number(element, key, default=0.0):
@@ -62,8 +61,7 @@ def redraw(svg_path, out_dir):
             ax.text(number(element, "x"), number(element, "y"), text, ha=anchor, va="baseline", rotation=rotation,
                     rotation_mode="anchor", fontsize=float(element.get("font-size", root.get("font-size", 12))) * 0.72)
     stem = os.path.join(out_dir or os.path.dirname(svg_path), os.path.basename(svg_path)[:-4])
-    for extension in (".pdf", ".png"):
-        fig.savefig(stem + extension, dpi=150 if extension == ".png" else None, metadata=METADATA[extension])
+    fig.savefig(stem + ".pdf", metadata=METADATA)
     plt.close(fig)
     return stem
 

@@ -53,7 +53,7 @@ TEST(ChildProcesses, AnUnregisteredChildIsLeftAlone) {
   waitpid(other, nullptr, 0);
 }
 
-// The H100 case: the call's timeout sent SIGTERM to the runner while a PyTorch script ran,
+// The H100 case: a timeout sent SIGTERM to the runner while a PyTorch script ran,
 // and the script lived on holding 20 GiB of GPU memory. Here the script ignores SIGTERM.
 TEST(ChildProcesses, AnInterruptedRunnerLeavesNoScriptBehind) {
   const auto dir = fresh_dir("child-interrupt");

@@ -10,6 +10,8 @@ into reports/<id>/<id>.md, or any number of the records of the runs that render 
 (the reports/<experiment>/data/ and reports/<experiment>/runs/<name>/ whose config names the
 report) and of the runs its prose names (`reports/<experiment>/data`,
 `reports/<experiment>/runs/<name>`, or `runs/<name>` from the report's own folder). A percentage may also match a fraction (x 100).
+Records that left the tree are named as `git show <commit>:reports/<path>`: the numbers of every
+results.jsonl, table, page and log under that path at that commit count, read from git.
 The writeup is checked section by section (\section, \subsection, \question) and more strictly,
 because a paragraph there summarises reports that are re-rendered without it: a number must be a
 table cell, a rendered number or a value of a report the section cites (\ref{tab:<id>:...},
@@ -51,6 +53,7 @@ CITATION = re.compile(r"\\(?:ref\{(?:tab|fig):|generated\{|val\{)([A-Za-z0-9_]+)
 SUPERSCRIPTS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 # A run named in prose: reports/<experiment>/data, reports/<experiment>/runs/<name> (a {a,b}
 # list names several), or runs/<name> relative to the report's folder.
+GIT_MENTION = re.compile(r"git show ([0-9a-f]{7,40}):(reports/[A-Za-z0-9_./{},-]*)")
 DATA_MENTION = re.compile(r"reports/([A-Za-z0-9_]+)/(data|runs/[A-Za-z0-9_{},]+)|(?<![\w/])(runs/[A-Za-z0-9_{},]+)")
 
 
@@ -152,6 +155,39 @@ def mentioned_runs(text, report_id=None):
     return runs
 
 
+def git_numbers(root, commit, path, cache={}):
+    """The numbers of the records, tables and pages under reports/<path> at a commit (records
+    that left the tree, cited as `git show <commit>:<path>`)."""
+    import subprocess
+    key = (commit, path)
+    if key not in cache:
+        listing = subprocess.run(["git", "-C", root, "ls-tree", "-r", "--name-only", commit, "--", path.rstrip("/")],
+                                 capture_output=True, text=True)
+        if listing.returncode != 0:
+            sys.exit(f"git show {commit}:{path}: not readable from git ({listing.stderr.strip()}); the check "
+                     "needs the repository's history")
+        files = [f for f in listing.stdout.split("\n") if f.endswith((".jsonl", ".md", ".csv", ".txt", ".tex"))]
+        out = []
+        for name in files:
+            blob = subprocess.run(["git", "-C", root, "show", f"{commit}:{name}"], capture_output=True, text=True,
+                                  errors="replace").stdout
+            if name.endswith(".jsonl"):
+                for line in blob.split("\n"):
+                    try:
+                        json_numbers(json.loads(line), out)
+                    except json.JSONDecodeError:
+                        pass
+            else:
+                out.extend(v for v, _, _, _ in numbers_in(blob))
+        cache[key] = out
+    return cache[key]
+
+
+def git_mentions(text):
+    """(commit, path) of each `git show <commit>:reports/...` in a text; {a,b} names several."""
+    return [(m.group(1), p.rstrip("}")) for m in GIT_MENTION.finditer(text) for p in expand_braces(m.group(2).rstrip(".,"))]
+
+
 class Reports:
     def __init__(self, root):
         self.root = root
@@ -181,7 +217,7 @@ class Reports:
                                 glob.glob(os.path.join(self.reports, run, "*.txt"))):
                 with open(extra, encoding="utf-8", errors="replace") as f:
                     out.extend(v for v, _, _, _ in numbers_in(f.read()))
-            # A tree A/B (scripts/gpu/flash_tree_ab_call.sh) keeps one run per round and tree
+            # A tree A/B (two builds side by side) keeps one run per round and tree
             # (base-1, new-1, ...) inside the folder the prose names.
             for path in glob.glob(os.path.join(self.reports, run, "results.jsonl")) + sorted(
                     glob.glob(os.path.join(self.reports, run, "*", "results.jsonl"))):
@@ -218,6 +254,8 @@ class Reports:
         runs.update(mentioned_runs(text, report_id))
         for run in runs:
             pool.add(self.record_numbers(run))
+        for commit, path in git_mentions(text):
+            pool.add(git_numbers(self.root, commit, path))
         self.add_named_reports(pool, text, report_id)
         pool.add(self.value_numbers(report_id))
         return pool
@@ -228,6 +266,8 @@ class Reports:
         pool = Pool()
         for run in mentioned_runs(text):
             pool.add(self.record_numbers(run))
+        for commit, path in git_mentions(text):
+            pool.add(git_numbers(self.root, commit, path))
         self.add_named_reports(pool, text)
         pool.finish()
         return pool
@@ -251,8 +291,11 @@ class Reports:
             rendered = "".join(m.group(0) for m in RENDERED_BLOCK.finditer(md))
             rendered += "".join(m.group(2) for m in RENDERED_VALUE.finditer(md))
             pool.add(v for v, _, _, _ in numbers_in(rendered))
-        for run in mentioned_runs(block.replace("\\_", "_").replace("\\{", "{").replace("\\}", "}")):
+        plain = block.replace("\\_", "_").replace("\\{", "{").replace("\\}", "}")
+        for run in mentioned_runs(plain):
             pool.add(self.record_numbers(run))
+        for commit, path in git_mentions(plain):
+            pool.add(git_numbers(self.root, commit, path))
         pool.finish()
         return pool
 

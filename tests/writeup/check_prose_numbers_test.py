@@ -78,4 +78,37 @@ results = [
            "# k\n\n| 3 | x | 777.125 TFLOP/s (`reports/demo/data/`) |\n"),
     expect("kernel README: a report's table cell", "", True, "# k\n\nSee `other`: 73.25 ms.\n"),
 ]
+
+
+def expect_git(name, readme, ok):
+    """A run committed, then removed from the tree: cited as `git show <commit>:reports/...`, its
+    records still count, read from git; without the citation they do not."""
+    root = tree("")
+    old = os.path.join(root, "reports", "demo", "runs", "old")
+    os.makedirs(old)
+    with open(os.path.join(old, "results.jsonl"), "w") as f:
+        f.write(json.dumps({"metrics": {"tflops": {"value": 654.375}}}) + "\n")
+    git = ["git", "-C", root, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q", root], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "records"], check=True)
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    subprocess.run(git + ["rm", "-rq", "reports/demo/runs/old"], check=True)
+    subprocess.run(git + ["commit", "-qm", "records out"], check=True)
+    os.makedirs(os.path.join(root, "kernels", "demo_kernel"))
+    with open(os.path.join(root, "kernels", "demo_kernel", "README.md"), "w") as f:
+        f.write(readme.replace("COMMIT", commit))
+    r = subprocess.run([PYTHON, CHECK, root], capture_output=True, text=True)
+    if (r.returncode == 0) != ok:
+        print(f"FAIL {name}: exit {r.returncode}, expected {'0' if ok else 'non-zero'}\n{r.stdout}{r.stderr}")
+        return False
+    print(f"ok   {name}")
+    return True
+
+
+results += [
+    expect_git("kernel README: a run that left the tree, cited by git show",
+               "# k\n\n| 4 | x | 654.375 TFLOP/s (`git show COMMIT:reports/demo/runs/old/`) |\n", True),
+    expect_git("kernel README: a run that left the tree, not cited", "# k\n\n| 4 | x | 654.375 TFLOP/s |\n", False),
+]
 sys.exit(0 if all(results) else 1)

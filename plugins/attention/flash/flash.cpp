@@ -89,7 +89,7 @@ runner::PluginManifest make_manifest() {
                        "warp_specialized: the fused kernel fed by a TMA producer warpgroup through an mbarrier "
                        "ring; warp_specialized_bulk_dq: the same with each step's dQ tile added from shared memory "
                        "by the copy engine (cp.reduce.async.bulk) instead of atomics; auto: the fastest measured "
-                       "(warp_specialized_bulk_dq: reports/flash_backward_bulk_dq/)"),
+                       "(warp_specialized_bulk_dq: git show 46d21d9:reports/flash_backward_bulk_dq/)"),
       runner::opt_bool("backward_pingpong", true,
                        "warp-specialized backward: the two consumer warpgroups take turns issuing their MMAs "
                        "(one computes P and dS while the other's MMAs run)"),

@@ -215,7 +215,8 @@ FigureOutcome draw_figures(const ReportSpec& spec, const std::vector<StoredRecor
     if (data["panels"].empty()) continue;  // nothing to draw; the caption says why
     const std::filesystem::path stem = dir / figure_stem(figure, spec.id);
     data["outputs"] = json::array();
-    for (const char* ext : {".svg", ".png", ".pdf"}) data["outputs"].push_back(stem.string() + ext);
+    // The Markdown embeds the SVG and the LaTeX the PDF; a PNG would only add bytes to every clone.
+    for (const char* ext : {".svg", ".pdf"}) data["outputs"].push_back(stem.string() + ext);
     job["figures"].push_back(data);
   }
   if (job["figures"].empty()) return outcome;

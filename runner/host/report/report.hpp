@@ -64,7 +64,7 @@ struct TableSpec {
 
 // A figure drawn from the same records as the tables: one point per (panel,
 // series, x) with the metric's stat as y; plotted by scripts/figures/plot.py
-// (matplotlib) into <reports>/figures/<report id>-<name>.{svg,png,pdf}.
+// (matplotlib) into <reports>/figures/<report id>-<name>.{svg,pdf}.
 struct FigureSpec {
   std::string name;  // [a-z0-9_]+, unique among the report's figures
   std::string title, question, part, caption;
@@ -165,7 +165,7 @@ std::string latex_log_problem(const std::string& log);
 // the figure parses as one, else text (categories).
 nlohmann::json figure_data(const FigureSpec& spec, const std::vector<StoredRecord>& records);
 struct FigureOutcome {
-  std::vector<std::filesystem::path> written;  // svg, png, pdf of every figure drawn
+  std::vector<std::filesystem::path> written;  // svg and pdf of every figure drawn
   std::string problem;  // one line when none could be drawn (no matplotlib, script failed)
 };
 // Runs `<python> scripts/figures/plot.py` once for all figures of the report. Python:
