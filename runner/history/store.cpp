@@ -320,6 +320,11 @@ std::int64_t HistoryStore::resume_run(const std::string& experiment, const fs::p
 
 void HistoryStore::add_point(std::int64_t run_id, const std::vector<StoredRecord>& records) {
   Transaction tx(db_);
+  if (!records.empty()) {  // a point run again (--resume after an error or timeout) replaces its earlier records
+    Statement gone(db_, "DELETE FROM records WHERE run_id = ? AND part = ? AND point = ?");
+    gone.bind(1, run_id).bind(2, records.front().part).bind(3, records.front().point.value_or(0));
+    gone.step();
+  }
   Statement rec(db_,
                 "INSERT INTO records (run_id, part, point, point_key, params, labels, status, message, time, "
                 "artifacts) VALUES (?,?,?,?,?,?,?,?,?,?)");

@@ -185,5 +185,40 @@ TEST(StoredRecord, TheReaderNamesFileAndLine) {
   EXPECT_EQ(warnings[0], torn.string() + ":3: skipped a truncated last record (the run was killed while writing it)");
 }
 
+// A point is written in one append, each record marked [i, n]: a point missing
+// any of its records (a kill or a full disk mid-write) is not read, wherever it
+// sits; records written before the marker existed are read as they are.
+TEST(StoredRecord, APointMissingSomeOfItsRecordsIsNotRead) {
+  const auto rec = [](int point, int i, int n) {
+    return R"({"experiment":"e","part":"main","point":)" + std::to_string(point) + R"(,"status":"ok","point_record":[)" +
+           std::to_string(i) + "," + std::to_string(n) + "]}\n";
+  };
+  const std::string legacy = R"({"experiment":"e","part":"main","point":9,"status":"ok"})" "\n";
+  const std::string whole = rec(0, 1, 2) + rec(0, 2, 2);
+  // Point 1 lost its last record (disk full), point 2 its first (a hand-cut file),
+  // point 3 was cut after 2 of 3 records at the end (kill -9).
+  const std::string text = legacy + whole + rec(1, 1, 2) + rec(2, 2, 2) + rec(4, 1, 1) + rec(3, 1, 3) + rec(3, 2, 3);
+  const auto file = write_lines("torn-points.jsonl", text);
+  std::vector<std::string> warnings;
+  const auto records = read_records(file, RecordTypes::checked, &warnings);
+  std::vector<std::int64_t> points;
+  for (const auto& r : records) points.push_back(*r.point);
+  EXPECT_EQ(points, (std::vector<std::int64_t>{9, 0, 0, 4}));
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_EQ(warnings[0], file.string() + ":4: skipped point main[1]: 1 of its 2 records (the run stopped while "
+                                         "writing it; --resume runs it again)");
+  EXPECT_NE(warnings[1].find(":5: skipped point main[2]: 1 of its 2 records"), std::string::npos);
+  EXPECT_NE(warnings[2].find(":7: skipped point main[3]: 2 of its 3 records"), std::string::npos);
+  // --resume keeps the file up to the end of point 4, the last whole one.
+  EXPECT_EQ(whole_points_length(file), text.size() - rec(3, 1, 3).size() - rec(3, 2, 3).size());
+  // A point whose last line lost its newline was cut mid-write too.
+  const std::string unterminated = whole + rec(5, 1, 1);
+  const auto cut = write_lines("cut-newline.jsonl", unterminated.substr(0, unterminated.size() - 1));
+  EXPECT_EQ(whole_points_length(cut), whole.size());
+  // The marker survives decode and encode, so a copied record keeps it.
+  const json line = json::parse(rec(0, 2, 2));
+  EXPECT_EQ(encode_record(decode_record(line))["point_record"], json::array({2, 2}));
+}
+
 }  // namespace
 }  // namespace runner

@@ -85,7 +85,9 @@ bool column_matches(const StoredRecord& record, const std::map<std::string, std:
 }
 
 struct Cell {
-  enum class Kind { missing, oom, error, skipped, number, text } kind = Kind::missing;
+  enum class Kind { missing, oom, error, skipped, timeout, invalid, number, text } kind = Kind::missing;
+  bool failed() const { return kind == Kind::oom || kind == Kind::error || kind == Kind::skipped ||
+                               kind == Kind::timeout || kind == Kind::invalid; }
   double value = 0, std = 0;
   bool has_std = false, integer = false;
   double rse = -1;        // relative standard error of the mean; < 0: unknown (a scalar)
@@ -109,6 +111,8 @@ Cell metric_cell(const StoredRecord& record, const std::string& metric, const st
   if (record.failed()) {
     cell.kind = record.status == RecordStatus::oom       ? Cell::Kind::oom
                 : record.status == RecordStatus::skipped ? Cell::Kind::skipped
+                : record.status == RecordStatus::timeout ? Cell::Kind::timeout
+                : record.status == RecordStatus::invalid ? Cell::Kind::invalid
                                                          : Cell::Kind::error;
     return cell;
   }
@@ -139,8 +143,7 @@ Cell metric_cell(const StoredRecord& record, const std::string& metric, const st
 
 Cell ratio_cell(const Cell& numerator, const Cell& denominator) {
   for (const Cell* side : {&numerator, &denominator})
-    if (side->kind == Cell::Kind::oom || side->kind == Cell::Kind::error || side->kind == Cell::Kind::skipped)
-      return *side;
+    if (side->failed()) return *side;
   Cell cell;
   if (numerator.kind == Cell::Kind::number && denominator.kind == Cell::Kind::number &&
       denominator.value != 0) {
@@ -177,6 +180,8 @@ std::string display(const Cell& cell, const Column& column) {
     case Cell::Kind::oom: return "OOM";
     case Cell::Kind::error: return "error";
     case Cell::Kind::skipped: return "skipped";
+    case Cell::Kind::timeout: return "timeout";
+    case Cell::Kind::invalid: return "invalid";
     case Cell::Kind::text: return cell.text;
     case Cell::Kind::number: break;
   }
@@ -351,10 +356,18 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& r
     table.caption += " † noisy: relative standard error of the mean above the run's target_rel_stderr, or above " +
                      format_number(100 * spec.noise_threshold, "%.3g") +
                      "% where it had none (a ratio: its two sides' limits in quadrature).";
-  bool any_missing = false;
+  bool any_missing = false, any_timeout = false, any_invalid = false;
   for (const auto& row : grid)
-    for (const Cell& cell : row) any_missing = any_missing || cell.kind == Cell::Kind::missing;
+    for (const Cell& cell : row) {
+      any_missing = any_missing || cell.kind == Cell::Kind::missing;
+      any_timeout = any_timeout || cell.kind == Cell::Kind::timeout;
+      any_invalid = any_invalid || cell.kind == Cell::Kind::invalid;
+    }
   if (any_missing) table.caption += " – = no record for this cell (not run, skipped, or the metric does not apply).";
+  if (any_timeout) table.caption += " timeout = the point ran past measure.timeout_s and was stopped.";
+  if (any_invalid)
+    table.caption += " invalid = the point finished without a usable number (a metric NaN or infinite, or no "
+                     "record at all; its record's error says which).";
   return table;
 }
 
