@@ -119,6 +119,11 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
                           (fs::is_symlink(status) ? "a symbolic link" : "not a regular file") +
                           "; a run directory holds its own files (copy the run to a new directory first)");
     }
+    for (const char* name : {"reports", "artifacts"})  // written into too: the run's own folders
+      if (fs::is_symlink(fs::symlink_status(resume / name, ec)))
+        throw ConfigError("--resume " + resume.string() + ": " + name +
+                          " is a symbolic link; a run directory holds its own files (copy the run to a new "
+                          "directory first)");
     const std::string stored = stored_document(read_text(config));
     if (stored != resolved)
       throw ConfigError("--resume " + resume.string() + ": the resolved config differs from " + config.string() +

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -270,6 +271,48 @@ bool belongs(const StoredRecord& record, const TableSpec& spec) {
   return !any_metric_column;
 }
 
+// Which point a record is of (a merged file's source run, part, index).
+std::string point_identity(const StoredRecord& r) {
+  return r.observed.value(kSourceRunKey, nlohmann::json()).dump() + "\n" + r.part + "\n" +
+         (r.point ? std::to_string(*r.point) : r.params.dump());
+}
+
+// Records of two points landing on one cell: the table shows the last and the other
+// vanishes without a word (rows: [model.attention] over attention variants that
+// differ only in a nested option). Said on stderr, with the cells' rows.
+void warn_of_merged_points(const TableSpec& spec, const std::vector<Column>& columns,
+                           const std::vector<const StoredRecord*>& members, const std::vector<std::size_t>& member_row,
+                           const std::vector<std::vector<std::string>>& row_keys) {
+  std::map<std::pair<std::size_t, std::size_t>, std::set<std::string>> points_of_cell;
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const StoredRecord& record = *members[m];
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const Column& column = columns[c];
+      if (column.kind == Column::Kind::ratio || !column_matches(record, column.where)) continue;
+      const bool fills = column.kind == Column::Kind::key ? lookup(record, column.key).has_value()
+                                                          : record.failed() || record.metric(column.metric);
+      if (fills) points_of_cell[{member_row[m], c}].insert(point_identity(record));
+    }
+  }
+  std::set<std::size_t> rows;
+  for (const auto& [cell, points] : points_of_cell)
+    if (points.size() > 1) rows.insert(cell.first);
+  if (rows.empty()) return;
+  std::string named;
+  for (std::size_t row : rows) {
+    if (!named.empty()) named += "; ";
+    std::string keys;
+    for (const auto& k : row_keys[row]) keys += (keys.empty() ? "" : ", ") + k;
+    named += "(" + keys + ")";
+    if (named.size() > 200) {
+      named += " ...";
+      break;
+    }
+  }
+  std::cerr << "warning: table '" << spec.name << "': " << rows.size() << " row(s) hold records of more than one point "
+            << named << "; each cell shows only the last. Add the parameter that tells them apart to rows\n";
+}
+
 }  // namespace
 
 BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records) {
@@ -290,6 +333,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& r
   }
 
   const std::vector<Column> columns = resolve_columns(spec, members);
+  warn_of_merged_points(spec, columns, members, member_row, row_keys);
   std::vector<std::vector<Cell>> grid(row_keys.size(), std::vector<Cell>(columns.size()));
   for (std::size_t row = 0; row < row_keys.size(); ++row) {
     for (std::size_t c = 0; c < columns.size(); ++c) {
