@@ -487,7 +487,6 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
   const fs::path results = run_dir / "results.jsonl";
   if (!fs::exists(results))
     throw std::runtime_error(run_dir.string() + ": not a run directory (no results.jsonl)");
-  if (run_by_dir(run_dir)) return 0;
   const std::vector<StoredRecord> lines = read_results_file(results);
   if (lines.empty()) throw std::runtime_error(results.string() + ": no records to import");
   bool smoke = false;
@@ -502,7 +501,27 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
   // One transaction, the check inside it: parallel imports of one directory add
   // it once, and a killed import adds nothing.
   Transaction tx(db_);
-  if (run_by_dir(run_dir)) return 0;
+  if (const auto known = run_by_dir(run_dir)) {
+    // Held only in part (the history was locked mid-run, or the run died between its
+    // two writes): the points the store lacks are added and the run is finished.
+    std::set<std::pair<std::string, std::int64_t>> stored;
+    {
+      Statement s(db_, "SELECT DISTINCT part, point FROM records WHERE run_id = ?");
+      s.bind(1, known->id);
+      while (s.step()) stored.emplace(s.text(0), s.int64(1));
+    }
+    std::size_t added = 0;
+    for (const auto& point : whole_points(lines)) {
+      const StoredRecord& head = point.front();
+      if (head.status == RecordStatus::interrupted || stored.count({head.part, head.point.value_or(0)})) continue;
+      add_point(known->id, point);
+      ++added;
+    }
+    if (added == 0) return 0;
+    if (known->finished.empty()) finish_run(known->id, lines.back().time.empty() ? utc_now() : lines.back().time);
+    tx.commit();
+    return known->id;
+  }
   const std::int64_t id =
       begin_run(first.experiment.empty() ? run_dir.filename().string() : first.experiment, run_dir, first.env, smoke,
                 started);

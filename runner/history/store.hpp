@@ -97,7 +97,8 @@ class HistoryStore {
                           const nlohmann::json& env, bool smoke, const std::vector<StoredRecord>& recorded);
 
   // Imports a finished run directory (config.yaml + results.jsonl); returns the
-  // run id, or 0 when that directory is already in the store.
+  // run id, or 0 when that directory is already in the store whole. A run the store
+  // holds in part gets the points it lacks and is marked finished (its id returned).
   std::int64_t import_run_dir(const std::filesystem::path& run_dir);
 
  private:

@@ -133,6 +133,19 @@ TEST(WholePoints, ASecondWriterOfARunDirectoryIsRefusedWithTheHoldersPid) {
   EXPECT_EQ(later.exit_code, 0) << later.output;
 }
 
+// --resume wrote tables through a symlinked reports/ into wherever it pointed.
+TEST(WholePoints, ResumeRefusesASymlinkedReportsFolder) {
+  const auto dir = fresh_dir("whole-symlink");
+  const auto file = write_file(dir / "torn.yaml", kThreeByThree);
+  const auto out = dir / "run";
+  ASSERT_EQ(run_runner(file.string() + " --device cpu --set sweep.value=[1] --out " + out.string()).exit_code, 0);
+  std::filesystem::rename(out / "reports", dir / "elsewhere");
+  std::filesystem::create_directory_symlink(dir / "elsewhere", out / "reports");
+  const auto r = run_runner(file.string() + " --device cpu --set sweep.value=[1] --resume " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--resume " + out.string() + ": reports is a symbolic link"), std::string::npos) << r.output;
+}
+
 // A point that never returns (a loop in plugin code) used to run forever.
 TEST(WholePoints, APointPastItsTimeoutIsRecordedAsTimeoutAndResumeRunsItAgain) {
   const auto dir = fresh_dir("whole-timeout");

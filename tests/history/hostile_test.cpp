@@ -182,6 +182,24 @@ TEST(HistoryHostile, WrongJsonTypesReadAsTextNotATypeError) {
   EXPECT_EQ(side.records.size(), 1u);
 }
 
+// The history was locked mid-run: the store held 1 of the run's 3 points, unfinished
+// ("killed"), and --import answered "1 already in" without repairing it.
+TEST(HistoryHostile, ImportCompletesARunTheStoreHoldsInPart) {
+  const auto dir = fresh_dir("hostile-partial");
+  const auto run = run_dir_with(dir / "run", {record(0, 1, around(1.0)), record(1, 2, around(2.0)),
+                                              record(2, 3, around(3.0))});
+  HistoryStore store(dir / "h.sqlite");
+  const auto id = store.begin_run("demo", run, env_json(), false);
+  store.add_point(id, stored({record(0, 1, around(1.0))}));
+  EXPECT_EQ(store.import_run_dir(run), id);
+  const auto records = store.records(id);
+  ASSERT_EQ(records.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(records[i].point, i);
+  EXPECT_FALSE(store.run(id)->finished.empty());
+  EXPECT_EQ(store.import_run_dir(run), 0);  // whole now: nothing to do
+  EXPECT_EQ(store.runs({}).size(), 1u);
+}
+
 TEST(HistoryHostile, CompareOfARunWithoutRecordsSaysSo) {
   const auto dir = fresh_dir("hostile-empty");
   const auto empty = run_dir_from(dir / "empty", "empty.jsonl");
