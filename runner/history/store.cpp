@@ -195,9 +195,11 @@ HistoryRecord history_record(const StoredRecord& stored) {
 HistoryRecord parse_record(const nlohmann::json& j) { return history_record(decode_record(j)); }
 
 std::vector<StoredRecord> read_results_file(const fs::path& results) {
-  // A run killed mid-write leaves a torn last line: the whole ones are the run.
-  std::vector<std::string> torn_last_line;
-  return read_records(results, RecordTypes::lenient, &torn_last_line);
+  // A run killed mid-write leaves a torn point: the whole ones are the run. Types
+  // are checked as `runner report` checks them, so the history never stores a
+  // record (a status 5, a point "x") that the run's own tables refuse.
+  std::vector<std::string> torn_point;
+  return read_records(results, RecordTypes::checked, &torn_point);
 }
 
 std::vector<std::vector<StoredRecord>> whole_points(const std::vector<StoredRecord>& lines) {

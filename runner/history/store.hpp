@@ -113,8 +113,8 @@ class HistoryStore {
 HistoryRecord history_record(const StoredRecord& record);
 HistoryRecord parse_record(const nlohmann::json& line);
 
-// Every whole record of a results.jsonl, read leniently (a torn last line is
-// dropped); errors name the file and line.
+// Every record of a results.jsonl's whole points, each field's JSON type checked as
+// the report checks it (a torn point is dropped); errors name the file and line.
 std::vector<StoredRecord> read_results_file(const std::filesystem::path& results);
 
 // Records grouped by point (part, index) in first-seen order; an `interrupted`
