@@ -22,7 +22,7 @@ TEST(InputLimits, DeeplyNestedValueExpressionIsRefusedNotACrash) {
   const auto dir = fresh_dir("limits-nest");
   const std::string expr = std::string(10000, '(') + "1" + std::string(10000, ')');
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\nreport:\n  id: e\n  tables:\n"
-                                               "    - {name: t, rows: [item], metric: value}\n  values:\n"
+                                               "    - {name: t, rows: [item], columns: [{metric: value}]}\n  values:\n"
                                                "    - {name: v, expr: \"" + expr + "\"}\n");
   const auto r = run_runner(file.string() + " --device cpu --dry-run");
   EXPECT_EQ(r.exit_code, 2) << r.output.substr(0, 400);
@@ -54,7 +54,7 @@ TEST(InputLimits, OnlyRegularFilesAreReadAsExperimentsOrRecords) {
   const auto run = dir / "run";
   std::filesystem::create_directories(run);
   write_file(run / "config.yaml", "experiment: e\ntask: echo\nreport:\n  id: e\n  tables:\n"
-                                  "    - {name: t, rows: [item], metric: value}\n");
+                                  "    - {name: t, rows: [item], columns: [{metric: value}]}\n");
   ASSERT_EQ(mkfifo((run / "results.jsonl").c_str(), 0644), 0);
   const auto report = run_runner("report " + run.string());
   EXPECT_NE(report.exit_code, 0);
@@ -72,7 +72,7 @@ TEST(InputLimits, OnlyRegularFilesAreReadAsExperimentsOrRecords) {
 TEST(InputLimits, ALongReportIdIsRefusedBeforeAnythingRuns) {
   const auto dir = fresh_dir("limits-id");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\nreport:\n  id: " + std::string(300, 'a') +
-                                                   "\n  tables:\n    - {name: t, rows: [item], metric: value}\n");
+                                                   "\n  tables:\n    - {name: t, rows: [item], columns: [{metric: value}]}\n");
   const auto out = dir / "run";
   const auto r = run_runner(file.string() + " --device cpu --out " + out.string());
   EXPECT_EQ(r.exit_code, 2) << r.output;

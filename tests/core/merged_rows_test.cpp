@@ -18,7 +18,7 @@ json point(int index, const std::string& attention, int window, double ms) {
 
 TEST(MergedRows, TwoPointsOnOneRowAreNamedOnStderr) {
   const TableSpec spec =
-      parse_report_spec(YAML::Load("{id: r, tables: [{name: t, rows: [model.attention], metric: step_ms}]}"),
+      parse_report_spec(YAML::Load("{id: r, tables: [{name: t, rows: [model.attention], columns: [{metric: step_ms}]}]}"),
                         "test.yaml")
           .tables.at(0);
   const std::vector<json> lines = {point(0, "sdpa", 0, 1.0), point(1, "sw", 16, 2.0), point(2, "sw", 64, 3.0)};
@@ -31,7 +31,7 @@ TEST(MergedRows, TwoPointsOnOneRowAreNamedOnStderr) {
 
   // Told apart by a second row key: no warning.
   const TableSpec split = parse_report_spec(YAML::Load("{id: r, tables: [{name: t, rows: [model.attention, "
-                                                       "model.attention.window], metric: step_ms}]}"),
+                                                       "model.attention.window], columns: [{metric: step_ms}]}]}"),
                                             "test.yaml")
                               .tables.at(0);
   ::testing::internal::CaptureStderr();

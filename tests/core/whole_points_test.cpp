@@ -87,7 +87,7 @@ sweep: {point: [0, 1, 2]}
 report:
   id: fails
   tables:
-    - {name: values, rows: [point], metric: value, format: "%.0f"}
+    - {name: values, rows: [point], columns: [{metric: value, format: "%.0f"}]}
 )");
   const auto out = dir / "run";
   EXPECT_EQ(run_runner(file.string() + " --device cpu --out " + out.string()).exit_code, 1);
@@ -190,7 +190,7 @@ sweep: {fail: [none, nan, no_records]}
 report:
   id: nan
   tables:
-    - {name: values, rows: [fail], metric: value, format: "%.0f"}
+    - {name: values, rows: [fail], columns: [{metric: value, format: "%.0f"}]}
 )");
   const auto out = dir / "run";
   const auto r = run_runner(file.string() + " --device cpu --out " + out.string());
