@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <mutex>
@@ -39,7 +40,27 @@ std::set<pid_t> wait_for(std::set<pid_t> pending, std::chrono::milliseconds limi
   return pending;
 }
 
+// The child's group when it leads one (child_spawn_attributes), else the child alone.
+void signal_child(pid_t pid, int signal_number) {
+  if (getpgid(pid) == pid) killpg(pid, signal_number);
+  else kill(pid, signal_number);
+}
+
 }  // namespace
+
+void child_spawn_attributes(posix_spawnattr_t* attr, bool own_group) {
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(attr, &none);
+  posix_spawnattr_setsigdefault(attr, &all);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (own_group) {
+    posix_spawnattr_setpgroup(attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(attr, flags);
+}
 
 ChildProcessGuard::ChildProcessGuard(pid_t pid) : pid_(pid) {
   std::lock_guard<std::mutex> lock(registry_mutex());
@@ -49,6 +70,9 @@ ChildProcessGuard::ChildProcessGuard(pid_t pid) : pid_(pid) {
 ChildProcessGuard::~ChildProcessGuard() {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry().erase(pid_);
+  // Reaped by now: what it started in its group (a data loader's workers) must not
+  // outlive it. No such group left: ESRCH, nothing happens.
+  killpg(pid_, SIGKILL);
 }
 
 void end_child_processes(std::chrono::milliseconds grace) {
@@ -58,10 +82,12 @@ void end_child_processes(std::chrono::milliseconds grace) {
     pids = registry();
   }
   if (pids.empty()) return;
-  for (const pid_t pid : pids) kill(pid, SIGTERM);
+  for (const pid_t pid : pids) signal_child(pid, SIGTERM);
   std::set<pid_t> left = wait_for(pids, grace);
-  for (const pid_t pid : left) kill(pid, SIGKILL);
+  for (const pid_t pid : left) signal_child(pid, SIGKILL);
   wait_for(left, grace);
+  // The leaders are gone; what they started in their groups goes too.
+  for (const pid_t pid : pids) killpg(pid, SIGKILL);
 }
 
 }  // namespace runner

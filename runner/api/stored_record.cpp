@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <stdexcept>
 
 namespace runner {
@@ -25,7 +26,30 @@ std::string text_of(const json& value) {
   return value.is_string() ? value.get<std::string>() : safe_dump(value);
 }
 
-double number_of(const json& value) { return value.is_number() ? value.get<double>() : kNaN; }
+// JSON has no NaN or infinity: a metric's non-finite number is written as the text
+// "NaN", "Infinity" or "-Infinity" (nlohmann would write null, which reads as a
+// number never measured).
+const char* non_finite_text(const json& value) {
+  if (!value.is_string()) return nullptr;
+  for (const char* text : {"NaN", "Infinity", "-Infinity"})
+    if (value.get_ref<const std::string&>() == text) return text;
+  return nullptr;
+}
+
+double number_of(const json& value) {
+  if (value.is_number()) return value.get<double>();
+  if (const char* text = non_finite_text(value)) {
+    if (text[0] == 'N') return kNaN;
+    return text[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  }
+  return kNaN;
+}
+
+json number_json(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
+  return x;
+}
 
 json object_or_empty(const json& value) { return value.is_object() ? value : json::object(); }
 
@@ -73,11 +97,14 @@ Metric decode_metric(const json& m, json* extra) {
 json encode_metric(const Metric& m, const json* extra) {
   json out;
   if (const auto* d = std::get_if<double>(&m.value)) {
-    out = {{"unit", m.unit}, {"value", *d}};
+    out = {{"unit", m.unit}, {"value", number_json(*d)}};
   } else if (const auto* s = std::get_if<Stats>(&m.value)) {
-    out = {{"unit", m.unit}, {"n", s->n}, {"mean", s->mean}, {"std", s->std},
-           {"median", s->median}, {"min", s->min}, {"max", s->max}};
-    if (!s->repetition_means.empty()) out["repetition_means"] = s->repetition_means;
+    out = {{"unit", m.unit}, {"n", s->n}, {"mean", number_json(s->mean)}, {"std", number_json(s->std)},
+           {"median", number_json(s->median)}, {"min", number_json(s->min)}, {"max", number_json(s->max)}};
+    if (!s->repetition_means.empty()) {
+      out["repetition_means"] = json::array();
+      for (double x : s->repetition_means) out["repetition_means"].push_back(number_json(x));
+    }
   } else {
     out["text"] = std::get<std::string>(m.value);
     if (!m.unit.empty()) out["unit"] = m.unit;
@@ -116,7 +143,8 @@ std::string wrong_field(const json& object, std::initializer_list<std::pair<cons
       {'s', "text"}, {'i', "an integer"}, {'n', "a number"}, {'o', "an object"}, {'a', "a list"}};
   for (const auto& [key, type] : fields) {
     const auto it = object.find(key);
-    if (it != object.end() && !(it->is_null() && type == 'n') && !is(*it, type))  // NaN is written as null
+    // A number may be null (written so before NaN was written as text) or NaN/Infinity text.
+    if (it != object.end() && !((it->is_null() || non_finite_text(*it)) && type == 'n') && !is(*it, type))
       return path + key + " is " + type_name(*it) + ", expected " + expected.at(type);
   }
   return "";
@@ -131,6 +159,8 @@ const char* status_name(RecordStatus status) {
     case RecordStatus::oom: return "oom";
     case RecordStatus::skipped: return "skipped";
     case RecordStatus::interrupted: return "interrupted";
+    case RecordStatus::timeout: return "timeout";
+    case RecordStatus::invalid: return "invalid";
     case RecordStatus::other: break;
   }
   return "";
@@ -138,7 +168,7 @@ const char* status_name(RecordStatus status) {
 
 RecordStatus status_named(std::string_view text) {
   for (RecordStatus s : {RecordStatus::ok, RecordStatus::error, RecordStatus::oom, RecordStatus::skipped,
-                         RecordStatus::interrupted})
+                         RecordStatus::interrupted, RecordStatus::timeout, RecordStatus::invalid})
     if (text == status_name(s)) return s;
   return RecordStatus::other;
 }
@@ -200,7 +230,7 @@ StoredRecord stored_record(const Record& record) {
     if (r.metric(name)) throw std::invalid_argument("metric '" + name + "' appears twice in one record");
     r.metrics.emplace_back(name, metric);
     if (const auto* s = std::get_if<Stats>(&metric.value); s && s->n >= 2)  // one sample says nothing about noise
-      r.metric_extra[name] = {{"rel_stderr", s->rel_stderr()}};
+      r.metric_extra[name] = {{"rel_stderr", number_json(s->rel_stderr())}};
   }
   r.artifacts = record.artifacts;
   return r;
@@ -231,6 +261,9 @@ StoredRecord decode_record(const json& j) {
       if (value.is_array())
         for (const auto& a : value) r.artifacts.push_back(text_of(a));
     }
+    else if (key == "point_record" && value.is_array() && value.size() == 2 && value[0].is_number_integer() &&
+             value[1].is_number_integer())
+      r.point_record.emplace(value[0].get<std::int64_t>(), value[1].get<std::int64_t>());
     else if (key == "metrics") {
       if (!value.is_object()) continue;
       for (const auto& [name, m] : value.items()) {
@@ -262,6 +295,7 @@ json encode_record(const StoredRecord& r) {
   }
   j["artifacts"] = r.artifacts;
   for (const auto& [key, value] : r.observed.items()) j[key] = value;
+  if (r.point_record) j["point_record"] = {r.point_record->first, r.point_record->second};
   j["env"] = r.env;
   j["time"] = r.time;
   return j;
@@ -272,7 +306,8 @@ std::string record_line(const StoredRecord& record) { return safe_dump(encode_re
 std::string check_record_types(const json& r) {
   std::string why = wrong_field(r, {{"experiment", 's'}, {"part", 's'}, {"task", 's'}, {"status", 's'}, {"error", 's'},
                                     {"reason", 's'}, {"time", 's'}, {"timer", 's'}, {"point", 'i'}, {"params", 'o'},
-                                    {"labels", 'o'}, {"metrics", 'o'}, {"env", 'o'}, {"artifacts", 'a'}},
+                                    {"labels", 'o'}, {"metrics", 'o'}, {"env", 'o'}, {"artifacts", 'a'},
+                                    {"point_record", 'a'}},
                                 "");
   if (!why.empty()) return why;
   if (const auto m = r.find("metrics"); m != r.end() && m->is_object())
@@ -310,16 +345,76 @@ json parse_record_line(const std::string& line) {
   }
 }
 
-std::vector<StoredRecord> read_records(const std::filesystem::path& results_jsonl, RecordTypes types,
-                                       std::vector<std::string>* warnings) {
+namespace {
+
+struct Scan {
+  std::vector<StoredRecord> records;
+  std::vector<std::size_t> group;   // per record: which whole point (in file order) it came with
+  std::uintmax_t whole_length = 0;  // bytes up to the end of the last whole point
+};
+
+// A point written again (--resume runs failed and interrupted points anew) replaces
+// what was read of it before: only its last write, marked with point_record, stays.
+// A record's point is its part and index within its source run.
+void keep_last_writes(Scan& scan) {
+  const auto key = [](const StoredRecord& r) {
+    return r.observed.value("source_run", json()).dump() + "\n" + r.part + "\n" + std::to_string(*r.point);
+  };
+  std::map<std::string, std::size_t> last_write;
+  for (std::size_t i = 0; i < scan.records.size(); ++i)
+    if (scan.records[i].point_record && scan.records[i].point) last_write[key(scan.records[i])] = scan.group[i];
+  if (last_write.empty()) return;
+  std::vector<StoredRecord> kept;
+  for (std::size_t i = 0; i < scan.records.size(); ++i) {
+    StoredRecord& r = scan.records[i];
+    const auto later = r.point ? last_write.find(key(r)) : last_write.end();
+    if (later == last_write.end() || scan.group[i] >= later->second) kept.push_back(std::move(r));
+  }
+  scan.records = std::move(kept);
+}
+
+// Reads every line; keeps the records of whole points. `torn_if_unterminated`: a
+// last line without its newline counts as cut off (the writer always ends a point
+// with one), for the length --resume keeps.
+Scan scan_records(const std::filesystem::path& results_jsonl, RecordTypes types, std::vector<std::string>* warnings,
+                  bool torn_if_unterminated) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(results_jsonl, ec);
+  if (!ec && !std::filesystem::is_regular_file(status))  // a FIFO would hang every reader, /dev/zero never end
+    throw std::runtime_error(results_jsonl.string() + ": not a regular file; records are read from a results.jsonl file");
   std::ifstream in(results_jsonl, std::ios::binary);
   if (!in) throw std::runtime_error(results_jsonl.string() + ": cannot open");
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  std::vector<std::uintmax_t> ends;  // byte offset just past each line (and its newline)
+  std::uintmax_t offset = 0;
+  bool terminated = true;
+  for (std::string line; std::getline(in, line);) {
+    terminated = !in.eof();
+    offset += line.size() + (terminated ? 1 : 0);
+    ends.push_back(offset);
+    lines.push_back(std::move(line));
+  }
+  const auto warn = [&](const std::string& warning) {
+    if (warnings) warnings->push_back(warning);
+    else std::cerr << "warning: " << warning << "\n";
+  };
   const auto blank = [](const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; };
   std::size_t last = lines.size();
   while (last > 0 && blank(lines[last - 1])) --last;
-  std::vector<StoredRecord> records;
+  Scan scan;
+  std::size_t groups = 0;
+  // The records of the point being read (with point_record), not yet all there.
+  std::vector<StoredRecord> pending;
+  std::size_t pending_line = 0;
+  const auto drop_pending = [&] {
+    if (pending.empty()) return;
+    const StoredRecord& first = pending.front();
+    warn(results_jsonl.string() + ":" + std::to_string(pending_line) + ": skipped point " + first.part + "[" +
+         (first.point ? std::to_string(*first.point) : std::string("?")) + "]: " + std::to_string(pending.size()) +
+         " of its " + std::to_string(first.point_record->second) +
+         " records (the run stopped while writing it; --resume runs it again)");
+    pending.clear();
+  };
   for (std::size_t i = 0; i < last; ++i) {
     if (blank(lines[i])) continue;
     const std::string where = results_jsonl.string() + ":" + std::to_string(i + 1) + ": ";
@@ -327,10 +422,8 @@ std::vector<StoredRecord> read_records(const std::filesystem::path& results_json
     try {
       line = parse_record_line(lines[i]);
     } catch (const json::parse_error& e) {
-      if (i + 1 == last) {  // records are appended whole; only a kill cuts the last one
-        const std::string warning = where + "skipped a truncated last record (the run was killed while writing it)";
-        if (warnings) warnings->push_back(warning);
-        else std::cerr << "warning: " << warning << "\n";
+      if (i + 1 == last) {  // points are appended whole; only a kill cuts the last one
+        warn(where + "skipped a truncated last record (the run was killed while writing it)");
         break;
       }
       throw std::runtime_error(where + "malformed JSON: " + e.what());
@@ -341,9 +434,54 @@ std::vector<StoredRecord> read_records(const std::filesystem::path& results_json
     if (types == RecordTypes::checked)
       if (const std::string why = check_record_types(line); !why.empty())
         throw std::runtime_error(where + why + " (not a record the runner writes)");
-    records.push_back(decode_record(line));
+    StoredRecord record = decode_record(line);
+    const bool cut = torn_if_unterminated && !terminated && i + 1 == lines.size();
+    if (!record.point_record) {  // written before point_record: whole by assumption
+      drop_pending();
+      if (cut) break;
+      scan.records.push_back(std::move(record));
+      scan.group.push_back(groups++);
+      scan.whole_length = ends[i];
+      continue;
+    }
+    const auto [index, count] = *record.point_record;
+    const bool continues = !pending.empty() && index == static_cast<std::int64_t>(pending.size()) + 1 &&
+                           count == pending.front().point_record->second && record.part == pending.front().part &&
+                           record.point == pending.front().point;
+    if (!continues) drop_pending();
+    if (!continues && index != 1) {  // the tail of a point whose head is gone
+      pending_line = i + 1;
+      pending.push_back(std::move(record));
+      drop_pending();
+      continue;
+    }
+    if (pending.empty()) pending_line = i + 1;
+    pending.push_back(std::move(record));
+    if (static_cast<std::int64_t>(pending.size()) == count && !cut) {
+      for (auto& r : pending) {
+        scan.records.push_back(std::move(r));
+        scan.group.push_back(groups);
+      }
+      ++groups;
+      pending.clear();
+      scan.whole_length = ends[i];
+    }
   }
-  return records;
+  drop_pending();
+  keep_last_writes(scan);
+  return scan;
+}
+
+}  // namespace
+
+std::vector<StoredRecord> read_records(const std::filesystem::path& results_jsonl, RecordTypes types,
+                                       std::vector<std::string>* warnings) {
+  return scan_records(results_jsonl, types, warnings, false).records;
+}
+
+std::uintmax_t whole_points_length(const std::filesystem::path& results_jsonl) {
+  std::vector<std::string> warnings;
+  return scan_records(results_jsonl, RecordTypes::checked, &warnings, true).whole_length;
 }
 
 }  // namespace runner

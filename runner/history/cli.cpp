@@ -14,6 +14,7 @@
 #include "history/store.hpp"
 #include "history/time_text.hpp"
 #include "history/trends.hpp"
+#include "host/printable.hpp"
 
 namespace runner::history {
 namespace po = boost::program_options;
@@ -116,7 +117,7 @@ int history_command(const std::vector<std::string>& args) {
       }
       for (const auto& dir : dirs) {
         const std::int64_t id = store.import_run_dir(dir);
-        if (id) std::cout << "imported " << dir.string() << " as run " << id << "\n";
+        if (id) std::cout << "imported " << printable(dir.string()) << " as run " << id << "\n";
         id ? ++added : ++known;
       }
     }
@@ -162,9 +163,11 @@ int history_command(const std::vector<std::string>& args) {
     std::string status = r.status;
     if (r.verdict == "regression") status += ",REGR";
     if (r.smoke) status += ",smoke";
-    std::cout << std::setw(6) << r.id << std::setw(22) << r.started << std::setw(24) << r.experiment << std::setw(20)
-              << (r.git_commit.empty() ? "?" : r.git_commit) << std::setw(28) << r.device_name.substr(0, 26)
-              << std::setw(9) << r.records << std::setw(15) << status << r.run_dir << "\n";
+    // Names come from imported files: a terminal escape in one must print as text.
+    std::cout << std::setw(6) << r.id << std::setw(22) << printable(r.started) << std::setw(24)
+              << printable(r.experiment) << std::setw(20) << (r.git_commit.empty() ? "?" : printable(r.git_commit))
+              << std::setw(28) << printable(r.device_name.substr(0, 26)) << std::setw(9) << r.records << std::setw(15)
+              << printable(status) << printable(r.run_dir) << "\n";
   }
   if (runs.empty()) std::cout << "(no runs match)\n";
   return 0;

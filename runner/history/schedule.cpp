@@ -119,10 +119,14 @@ std::string systemd_on_calendar(long e, const std::string& at) {
 
 // The firing's own output (a schedule that cannot even start, e.g. a removed
 // definition) goes to a file `runner schedule --list` names, never /dev/null.
+// cron turns an unescaped % in the command into a newline (and cuts the command
+// there), also inside quotes: each is escaped as \%, which cron hands on as %.
 std::string cron_line(const Schedule& s) {
   const std::string sink = s.output.empty() ? std::string("/dev/null") : quote(s.output);
-  return cron_times(s.every_seconds, s.at) + " cd " + quote(s.workdir) + " && " + run_command(s) + " >>" + sink +
-         " 2>&1 # runner:" + s.name;
+  const std::string command = "cd " + quote(s.workdir) + " && " + run_command(s) + " >>" + sink + " 2>&1";
+  std::string escaped;
+  for (char c : command) escaped += c == '%' ? std::string("\\%") : std::string(1, c);
+  return cron_times(s.every_seconds, s.at) + " " + escaped + " # runner:" + s.name;
 }
 
 std::string systemd_service(const Schedule& s) {

@@ -195,9 +195,11 @@ HistoryRecord history_record(const StoredRecord& stored) {
 HistoryRecord parse_record(const nlohmann::json& j) { return history_record(decode_record(j)); }
 
 std::vector<StoredRecord> read_results_file(const fs::path& results) {
-  // A run killed mid-write leaves a torn last line: the whole ones are the run.
-  std::vector<std::string> torn_last_line;
-  return read_records(results, RecordTypes::lenient, &torn_last_line);
+  // A run killed mid-write leaves a torn point: the whole ones are the run. Types
+  // are checked as `runner report` checks them, so the history never stores a
+  // record (a status 5, a point "x") that the run's own tables refuse.
+  std::vector<std::string> torn_point;
+  return read_records(results, RecordTypes::checked, &torn_point);
 }
 
 std::vector<std::vector<StoredRecord>> whole_points(const std::vector<StoredRecord>& lines) {
@@ -320,6 +322,11 @@ std::int64_t HistoryStore::resume_run(const std::string& experiment, const fs::p
 
 void HistoryStore::add_point(std::int64_t run_id, const std::vector<StoredRecord>& records) {
   Transaction tx(db_);
+  if (!records.empty()) {  // a point run again (--resume after an error or timeout) replaces its earlier records
+    Statement gone(db_, "DELETE FROM records WHERE run_id = ? AND part = ? AND point = ?");
+    gone.bind(1, run_id).bind(2, records.front().part).bind(3, records.front().point.value_or(0));
+    gone.step();
+  }
   Statement rec(db_,
                 "INSERT INTO records (run_id, part, point, point_key, params, labels, status, message, time, "
                 "artifacts) VALUES (?,?,?,?,?,?,?,?,?,?)");
@@ -482,7 +489,6 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
   const fs::path results = run_dir / "results.jsonl";
   if (!fs::exists(results))
     throw std::runtime_error(run_dir.string() + ": not a run directory (no results.jsonl)");
-  if (run_by_dir(run_dir)) return 0;
   const std::vector<StoredRecord> lines = read_results_file(results);
   if (lines.empty()) throw std::runtime_error(results.string() + ": no records to import");
   bool smoke = false;
@@ -497,7 +503,27 @@ std::int64_t HistoryStore::import_run_dir(const fs::path& run_dir) {
   // One transaction, the check inside it: parallel imports of one directory add
   // it once, and a killed import adds nothing.
   Transaction tx(db_);
-  if (run_by_dir(run_dir)) return 0;
+  if (const auto known = run_by_dir(run_dir)) {
+    // Held only in part (the history was locked mid-run, or the run died between its
+    // two writes): the points the store lacks are added and the run is finished.
+    std::set<std::pair<std::string, std::int64_t>> stored;
+    {
+      Statement s(db_, "SELECT DISTINCT part, point FROM records WHERE run_id = ?");
+      s.bind(1, known->id);
+      while (s.step()) stored.emplace(s.text(0), s.int64(1));
+    }
+    std::size_t added = 0;
+    for (const auto& point : whole_points(lines)) {
+      const StoredRecord& head = point.front();
+      if (head.status == RecordStatus::interrupted || stored.count({head.part, head.point.value_or(0)})) continue;
+      add_point(known->id, point);
+      ++added;
+    }
+    if (added == 0) return 0;
+    if (known->finished.empty()) finish_run(known->id, lines.back().time.empty() ? utc_now() : lines.back().time);
+    tx.commit();
+    return known->id;
+  }
   const std::int64_t id =
       begin_run(first.experiment.empty() ? run_dir.filename().string() : first.experiment, run_dir, first.env, smoke,
                 started);

@@ -97,7 +97,8 @@ class HistoryStore {
                           const nlohmann::json& env, bool smoke, const std::vector<StoredRecord>& recorded);
 
   // Imports a finished run directory (config.yaml + results.jsonl); returns the
-  // run id, or 0 when that directory is already in the store.
+  // run id, or 0 when that directory is already in the store whole. A run the store
+  // holds in part gets the points it lacks and is marked finished (its id returned).
   std::int64_t import_run_dir(const std::filesystem::path& run_dir);
 
  private:
@@ -112,8 +113,8 @@ class HistoryStore {
 HistoryRecord history_record(const StoredRecord& record);
 HistoryRecord parse_record(const nlohmann::json& line);
 
-// Every whole record of a results.jsonl, read leniently (a torn last line is
-// dropped); errors name the file and line.
+// Every record of a results.jsonl's whole points, each field's JSON type checked as
+// the report checks it (a torn point is dropped); errors name the file and line.
 std::vector<StoredRecord> read_results_file(const std::filesystem::path& results);
 
 // Records grouped by point (part, index) in first-seen order; an `interrupted`

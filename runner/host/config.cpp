@@ -143,6 +143,7 @@ void reject_duplicate_keys(const YAML::Node& node, const SourceMap& src, const s
 // are appended), any other value replaces the included one.
 
 std::string text_of(const std::filesystem::path& file) {
+  check_experiment_file(file);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ConfigError(file.string() + ": cannot read the file");
   std::stringstream text;
@@ -384,6 +385,18 @@ bool config_header_marks_smoke(const std::string& first_line) {
          first_line.compare(first_line.size() - mark.size(), std::string::npos, mark) == 0;
 }
 
+void check_experiment_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec) return;  // the read that follows says why it cannot open it
+  if (!std::filesystem::is_regular_file(status))
+    throw ConfigError(file.string() + ": not a regular file (a FIFO, device or socket would hang or never end); "
+                      "name an experiment file");
+  if (const auto size = std::filesystem::file_size(file, ec); !ec && size > kMaxExperimentFileBytes)
+    throw ConfigError(file.string() + ": " + std::to_string(size) + " bytes; an experiment file has at most " +
+                      std::to_string(kMaxExperimentFileBytes / (1 << 20)) + " MiB");
+}
+
 void check_path_component(const std::string& text, const std::string& what) {
   const bool bad = text.empty() || text == "." || text == ".." || text.find('/') != std::string::npos ||
                    text.find('\\') != std::string::npos || text.find('\0') != std::string::npos ||
@@ -410,9 +423,11 @@ void set_path(YAML::Node root, const std::string& path, const YAML::Node& value)
     if (node.IsSequence()) {
       bool found = false;
       for (size_t k = 0; k < node.size() && !found; ++k) {
+        // A `name` that is not a scalar (`{name: {x: 1}}`) names nothing here; validation
+        // reports it with its line.
         const bool match = is_index(parts[i]) ? parts[i].size() < 10 && std::stoul(parts[i]) == k
-                                              : (node[k].IsMap() && node[k]["name"] &&
-                                                 node[k]["name"].as<std::string>() == parts[i]);
+                                              : (node[k].IsMap() && node[k]["name"] && node[k]["name"].IsScalar() &&
+                                                 node[k]["name"].Scalar() == parts[i]);
         if (match) {
           if (i + 1 == parts.size()) {
             node[k] = value;
@@ -464,6 +479,7 @@ Experiment load_experiment(const std::filesystem::path& file, const std::vector<
   if (!std::filesystem::exists(file, ec)) throw ConfigError(file.string() + ": no such experiment file");
   if (std::filesystem::is_directory(file, ec))
     throw ConfigError(file.string() + ": is a directory; name an experiment file, e.g. experiments/device_ceilings.yaml");
+  check_experiment_file(file);
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ConfigError(file.string() + ": cannot read the experiment file");
   std::stringstream text;
@@ -587,9 +603,24 @@ std::vector<PartNode> experiment_parts(const Experiment& exp, bool include_disab
     return merged;
   };
   if (const YAML::Node list = doc["parts"]) {
-    if (doc["task"] || doc["params"] || doc["sweep"])
+    if (doc["task"] || doc["params"] || doc["sweep"]) {
+      // `runner quickstart params.batch_size=8`: the override made the top-level key,
+      // so the override is what is wrong, not the file.
+      for (const char* key : {"task", "params", "sweep"})
+        for (const auto& [path, set] : exp.source.overridden)
+          if (doc[key] && (path == key || path.rfind(std::string(key) + ".", 0) == 0)) {
+            std::string names;
+            for (const auto& part : list)
+              if (part.IsMap() && part["name"] && part["name"].IsScalar())
+                names += (names.empty() ? "" : ", ") + part["name"].Scalar();
+            throw ConfigError(set + ": this experiment has parts (" + names + "), so '" + path +
+                              "' names no key; address one part, e.g. parts." +
+                              (names.empty() ? std::string("<part>") : names.substr(0, names.find(','))) + "." +
+                              path);
+          }
       throw ConfigError(exp.source.where(list, "parts") +
                         ": parts: use either top-level task/params/sweep or parts, not both");
+    }
     if (!list.IsSequence() || list.size() == 0)
       throw ConfigError(exp.source.where(list, "parts") + ": parts: expected a non-empty list");
     std::set<std::string> seen;

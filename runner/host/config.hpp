@@ -51,6 +51,11 @@ std::string resolved_text(const YAML::Node& document);
 std::string config_header(const std::filesystem::path& experiment_file, bool smoke);
 bool config_header_marks_smoke(const std::string& first_line);
 
+// Experiment and include files are YAML of a few KiB: a larger one (or /dev/zero) is
+// refused before it is read, and so is anything but a regular file (a FIFO hangs).
+inline constexpr std::uintmax_t kMaxExperimentFileBytes = 16u << 20;
+void check_experiment_file(const std::filesystem::path& file);
+
 // Throws ConfigError unless `text` is usable as one directory name (no '/', '..',
 // absolute paths or control characters). `what` starts the message.
 void check_path_component(const std::string& text, const std::string& what);

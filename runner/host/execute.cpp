@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <sstream>
 
 #include "config.hpp"
 #include "distributed.hpp"
@@ -19,6 +20,7 @@
 #include "launch.hpp"
 #include "point.hpp"
 #include "point_guard.hpp"
+#include "point_timeout.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/run_reports.hpp"
@@ -31,7 +33,9 @@
 namespace runner {
 namespace {
 
-c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const SourceMap& src) {
+// `smoke`: --smoke given; `points`: the sweep's size, for the hint on a machine without a GPU.
+c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const SourceMap& src, bool smoke,
+                          std::size_t points) {
   std::string wanted = flag;
   if (wanted.empty() && doc["device"]) wanted = doc["device"].as<std::string>();
   if (wanted.empty() || wanted == "auto") wanted = cuda_available() ? "cuda" : "cpu";
@@ -40,7 +44,12 @@ c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const 
     if (!cuda_available())
       throw ConfigError("device cuda requested but no CUDA device is available" +
                         std::string(flag.empty() ? " (" + src.where(doc["device"], "device") + ")" : "") +
-                        "; use --device cpu");
+                        // A GPU-sized sweep on a CPU runs for hours: the smoke version is what
+                        // a CPU box can check.
+                        (!smoke && doc["smoke"] ? "; on this machine try --smoke --device cpu (the experiment's "
+                                                  "seconds-long version; its full sweep of " +
+                                                      std::to_string(points) + " points is sized for a GPU)"
+                                                : std::string("; use --device cpu")));
     return c10::Device(c10::kCUDA, 0);
   }
   throw ConfigError((flag.empty() ? src.where(doc["device"], "device") : std::string("--device")) +
@@ -68,7 +77,7 @@ void filter_points(std::vector<Point>& points, const std::string& filter) {
 Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
   Plan plan;
   plan.points = expand_points(exp, registry, options.max_points);
-  plan.device = choose_device(options.device, exp.document, exp.source);
+  plan.device = choose_device(options.device, exp.document, exp.source, options.smoke, plan.points.size());
   // Tables are checked against every part, so leaving one out of a run
   // (`enabled: false`) does not make a valid report spec invalid.
   const bool all_enabled = experiment_parts(exp, true).size() == experiment_parts(exp).size();
@@ -124,6 +133,22 @@ Context point_context(const Point& point, const c10::Device& device, RunOutput& 
   return ctx;
 }
 
+std::string seconds_text(double seconds) {
+  std::ostringstream text;
+  text << seconds << " s";
+  return text.str();
+}
+
+// A point that ran past measure.timeout_s and then returned (its children stopped):
+// whatever it recorded is cut short, so only the timeout stays.
+void mark_timed_out(PointOutcome& outcome, double timeout_s) {
+  std::string message = "ran past measure.timeout_s (" + seconds_text(timeout_s) + "); its child processes were stopped";
+  if (!outcome.message.empty()) message += " (the task then said: " + outcome.message + ")";
+  outcome.status = RecordStatus::timeout;
+  outcome.message = message;
+  outcome.records.assign(1, Record{});
+}
+
 struct SweepResult {
   int failures = 0;
   bool device_fault = false;
@@ -146,15 +171,32 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     interrupt.on_interrupt([&, i](const char* signal_name) {
       const std::string note = std::string("interrupted by ") + signal_name + " during point " +
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
-      if (run.results) run.results->append(point_record(exp.name, point, RecordStatus::interrupted, note, Record{},
-                                     point_params_json(point, plan.device), run.env));
+      if (run.results) run.results->append_point({point_record(exp.name, point, RecordStatus::interrupted, note,
+                                                               Record{}, point_params_json(point, plan.device), run.env)});
       run.log.warn(note + "; " + run.resume_hint);
       if (render_reports) render_reports();
     });
     Context ctx = point_context(point, plan.device, run, registry);
+    // Past its time limit, with its children stopped, and still running: plugin code
+    // that nothing can interrupt. Its record says so and the run ends (124, as
+    // timeout(1)); --resume runs it again.
+    const auto stuck = [&, i] {
+      std::lock_guard<std::mutex> lock(interrupt.mutex());
+      const std::string note = "ran past measure.timeout_s (" + seconds_text(point.timeout_s) +
+                               ") and did not return once its child processes were stopped; the run stopped at point " +
+                               std::to_string(i + 1) + "/" + std::to_string(plan.points.size());
+      if (run.results) run.results->append_point({point_record(exp.name, point, RecordStatus::timeout, note, Record{},
+                                                               point_params_json(point, plan.device), run.env)});
+      run.log.warn(label + ": timeout: " + note + "; " + run.resume_hint);
+      if (render_reports) render_reports();
+      exit_now(124);
+    };
     PointOutcome outcome = [&] {
       const PointGuard guard(death_note(exp, point, plan.device, run, label));
-      return run_point(point, ctx);
+      const PointTimeout timeout(point.timeout_s, point_timeout_grace(point.timeout_s), stuck);
+      PointOutcome returned = run_point(point, ctx);
+      if (timeout.expired()) mark_timed_out(returned, point.timeout_s);
+      return returned;
     }();
     {
       std::lock_guard<std::mutex> lock(interrupt.mutex());
@@ -164,7 +206,9 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     interrupt.on_interrupt([&](const char*) {
       if (render_reports) render_reports();
     });
-    if (outcome.status == RecordStatus::error) ++sweep.failures;
+    if (outcome.status == RecordStatus::error || outcome.status == RecordStatus::timeout ||
+        outcome.status == RecordStatus::invalid)
+      ++sweep.failures;
     if (outcome.status == RecordStatus::skipped) run.log.info(label + ": skipped: " + outcome.message);
     else if (outcome.status != RecordStatus::ok)
       run.log.warn(label + ": " + status_name(outcome.status) + ": " + outcome.message);

@@ -234,6 +234,18 @@ int main(int argc, char** argv) {
     std::cout << command_help(args[0]);
     return 0;
   }
+  if (vm.count("help") && !args.empty()) {
+    // `runner submit --help`: a word that is neither a command nor an experiment is
+    // an error, not a question the general usage answers.
+    try {
+      if (!std::filesystem::exists(experiment_file(args[0])))
+        throw runner::ConfigError("'" + args[0] + "': no such command or experiment file (runner --help lists the "
+                                  "commands, runner list the experiments)");
+    } catch (const runner::ConfigError& e) {
+      runner::write_stderr_line(std::string("runner: unknown command: ") + e.what());
+      return 2;
+    }
+  }
   if (vm.count("help") || args.empty()) {
     std::cout << kUsage << "\n" << flags;
     return args.empty() && !vm.count("help") ? 2 : 0;
@@ -397,6 +409,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const runner::report::SpecError& e) {
     runner::write_stderr_line(std::string("runner: ") + e.what());
+    return 2;
+  } catch (const YAML::Exception& e) {  // a value of the wrong kind that no check named first
+    runner::write_stderr_line(std::string("runner: ") + e.what() +
+                              "; that value has the wrong kind (a map or list where a name or number belongs)");
     return 2;
   } catch (const std::bad_alloc&) {
     runner::write_stderr_line("runner: out of memory (a sweep or file too large for this machine?)");

@@ -1,6 +1,7 @@
 #include "point.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 
@@ -136,12 +137,35 @@ void merge_summary(PointOutcome& outcome, const Record& summary) {
   }
 }
 
+// Why a point whose task finished did not measure anything usable: no record at
+// all, or a number that is NaN or infinite; "" when it did.
+std::string invalid_reason(const std::vector<Record>& records) {
+  if (records.empty()) return "the task finished without emitting a record";
+  const auto bad = [](double x) { return std::isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf"; };
+  for (const Record& r : records)
+    for (const auto& [name, metric] : r.metrics) {
+      if (const auto* d = std::get_if<double>(&metric.value); d && !std::isfinite(*d))
+        return "metric '" + name + "' is " + bad(*d);
+      if (const auto* s = std::get_if<Stats>(&metric.value); s && s->n > 0)
+        for (const char* field : {"mean", "median", "min", "max"})
+          if (const double x = stat_named(*s, field); !std::isfinite(x))
+            return "metric '" + name + "' has " + field + " " + bad(x);
+    }
+  return "";
+}
+
 }  // namespace
 
 PointOutcome run_point(const Point& point, Context& ctx) {
   std::vector<ActiveProfiler> profilers;
   const GpuSample before = sample_gpu(ctx.device);
   PointOutcome outcome = run_task(point, ctx, profilers);
+  if (outcome.status == RecordStatus::ok)
+    if (const std::string why = invalid_reason(outcome.records); !why.empty()) {
+      // Kept with its records, the non-finite numbers written as such.
+      outcome.status = RecordStatus::invalid;
+      outcome.message = why + "; the point measured nothing usable";
+    }
   if (!outcome.device_fault) outcome.observed = observe_point(ctx.measurements, ctx.measure, before, sample_gpu(ctx.device));
   const Record summary = end_profilers(ctx, profilers);
   if (outcome.status == RecordStatus::error && !outcome.device_fault) {
@@ -150,7 +174,7 @@ PointOutcome run_point(const Point& point, Context& ctx) {
       outcome.message += " (" + *fault + ")";
     }
   }
-  if (outcome.status != RecordStatus::ok) {
+  if (outcome.status != RecordStatus::ok && outcome.status != RecordStatus::invalid) {
     outcome.records.clear();
     if (!outcome.device_fault) {
       try {

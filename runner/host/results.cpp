@@ -1,8 +1,12 @@
 #include "results.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -151,6 +155,8 @@ nlohmann::json point_params_json(const Point& point, const c10::Device& device) 
   }
   out["measure.repetitions"] = point.measure.repetitions;
   out["measure.cache"] = point.measure.cache;
+  // Only when set: records of points under the default compare equal to older ones.
+  if (point.timeout_s != kDefaultPointTimeoutS) out["measure.timeout_s"] = point.timeout_s;
   return out;
 }
 
@@ -176,14 +182,44 @@ StoredRecord point_record(const std::string& experiment, const Point& point, Rec
   return r;
 }
 
-ResultsWriter::ResultsWriter(const std::filesystem::path& file) : out_(file, std::ios::app), file_(file) {
-  if (!out_) throw std::runtime_error("cannot open " + file.string() + " for writing");
+ResultsWriter::ResultsWriter(const std::filesystem::path& file) : file_(file) {
+  fd_ = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot open " + file.string() + " for writing: " + std::strerror(errno));
 }
 
-void ResultsWriter::append(const StoredRecord& record) {
-  out_ << record_line(record) << '\n';
-  out_.flush();
-  if (!out_) throw std::runtime_error("writing " + file_.string() + " failed (disk full?)");
+ResultsWriter::~ResultsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void mark_point_records(std::vector<StoredRecord>& records) {
+  const auto n = static_cast<std::int64_t>(records.size());
+  for (std::int64_t i = 0; i < n; ++i) records[static_cast<size_t>(i)].point_record.emplace(i + 1, n);
+}
+
+void ResultsWriter::append_point(std::vector<StoredRecord> records) {
+  mark_point_records(records);
+  std::string text;
+  for (const StoredRecord& r : records) text += record_line(r) + '\n';
+  struct stat before {};
+  const bool sized = ::fstat(fd_, &before) == 0;
+  const char* at = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, at, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
+      // Only this process appends (the run directory is locked): what it wrote of
+      // the point is cut off again. Should that fail too, the point is torn, which
+      // every reader skips.
+      if (sized) {
+        [[maybe_unused]] const int cut = ::ftruncate(fd_, before.st_size);
+      }
+      throw std::runtime_error("writing " + file_.string() + " failed (" + why + "; disk full?)");
+    }
+    at += n;
+    left -= static_cast<size_t>(n);
+  }
 }
 
 }  // namespace runner

@@ -1,5 +1,6 @@
-// results.jsonl: one JSON object per record, appended and flushed one at a time
-// so a crash mid-sweep keeps every finished record.
+// results.jsonl: one JSON object per record; a point's records are appended in one
+// write, each marked "point_record": [i, n], so a crash mid-sweep keeps every
+// finished point and readers skip a point cut off while being written.
 #pragma once
 #include <filesystem>
 #include <fstream>
@@ -37,13 +38,21 @@ StoredRecord point_record(const std::string& experiment, const Point& point, Rec
 class ResultsWriter {
  public:
   explicit ResultsWriter(const std::filesystem::path& file);
-  // One line, flushed; text that is not UTF-8 is replaced by U+FFFD, never lost.
-  void append(const StoredRecord& record);
+  ~ResultsWriter();
+  ResultsWriter(const ResultsWriter&) = delete;
+  ResultsWriter& operator=(const ResultsWriter&) = delete;
+  // One point's records, each marked with its point_record, in one write; text that
+  // is not UTF-8 is replaced by U+FFFD, never lost. A failed write (disk full) is
+  // cut back off the file, so no part of the point stays, and throws.
+  void append_point(std::vector<StoredRecord> records);
 
  private:
-  std::ofstream out_;
+  int fd_ = -1;
   std::filesystem::path file_;
 };
+
+// `records` marked as one point's, each with its point_record [i, n].
+void mark_point_records(std::vector<StoredRecord>& records);
 
 std::string utc_timestamp(bool for_path);
 

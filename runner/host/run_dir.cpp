@@ -1,5 +1,10 @@
 #include "run_dir.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -43,16 +48,55 @@ std::string first_difference(const std::string& a, const std::string& b) {
   }
 }
 
-void drop_truncated_record(const std::filesystem::path& results) {
+// Cuts a point the run did not finish writing (and a torn last line) off the end,
+// so the points appended now follow the last whole one.
+void drop_unfinished_point(const std::filesystem::path& results) {
   std::error_code ec;
   if (!std::filesystem::exists(results, ec)) return;
-  const std::string text = read_text(results);
-  if (text.empty() || text.back() == '\n') return;
-  const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
-  std::filesystem::resize_file(results, keep);
+  std::uintmax_t keep = 0;
+  try {
+    keep = whole_points_length(results);
+  } catch (const std::exception& e) {
+    throw ConfigError("--resume: " + std::string(e.what()) + "; the run's records are damaged, start a new run");
+  }
+  if (keep < std::filesystem::file_size(results)) std::filesystem::resize_file(results, keep);
+}
+
+// The pid holding a flock on the file with this inode, from /proc/locks
+// ("1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"); 0 when not found.
+long lock_holder(const struct stat& file) {
+  std::ifstream locks("/proc/locks");
+  for (std::string line; std::getline(locks, line);) {
+    std::istringstream fields(line);
+    std::string number, kind, mode, access, device;
+    long pid = 0;
+    if (!(fields >> number >> kind >> mode >> access >> pid >> device) || kind != "FLOCK") continue;
+    const size_t colon = device.rfind(':');
+    if (colon != std::string::npos && device.substr(colon + 1) == std::to_string(file.st_ino)) return pid;
+  }
+  return 0;
 }
 
 }  // namespace
+
+std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, const std::string& what) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    throw ConfigError(what + " " + dir.string() + ": cannot open the run directory (" + std::strerror(errno) + ")");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    struct stat st {};
+    const long holder = ::fstat(fd, &st) == 0 ? lock_holder(st) : 0;
+    ::close(fd);
+    throw ConfigError(what + " " + dir.string() + ": another runner is writing this run directory (" +
+                      (holder > 0 ? "pid " + std::to_string(holder) : std::string("its pid is unknown")) +
+                      "); wait for it to finish or stop it, then --resume");
+  }
+  // Closing the descriptor releases the lock; a child never inherits it (O_CLOEXEC).
+  return std::shared_ptr<const int>(new int(fd), [](const int* held) {
+    ::close(*held);
+    delete held;
+  });
+}
 
 RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume) {
@@ -64,6 +108,7 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
     const fs::path config = resume / "config.yaml";
     if (!fs::exists(config, ec))
       throw ConfigError("--resume " + resume.string() + ": not a run directory (no config.yaml)");
+    run.lock = lock_run_directory(resume, "--resume");
     // A resumed run truncates and appends to these files: never through a link
     // to some other file.
     for (const char* name : {"config.yaml", "results.jsonl", "log.txt"}) {
@@ -74,12 +119,17 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
                           (fs::is_symlink(status) ? "a symbolic link" : "not a regular file") +
                           "; a run directory holds its own files (copy the run to a new directory first)");
     }
+    for (const char* name : {"reports", "artifacts"})  // written into too: the run's own folders
+      if (fs::is_symlink(fs::symlink_status(resume / name, ec)))
+        throw ConfigError("--resume " + resume.string() + ": " + name +
+                          " is a symbolic link; a run directory holds its own files (copy the run to a new "
+                          "directory first)");
     const std::string stored = stored_document(read_text(config));
     if (stored != resolved)
       throw ConfigError("--resume " + resume.string() + ": the resolved config differs from " + config.string() +
                         " (" + first_difference(stored, resolved) +
                         "); resume with the same experiment file, --set and --smoke as the run");
-    drop_truncated_record(resume / "results.jsonl");
+    drop_unfinished_point(resume / "results.jsonl");
     run.path = resume;
     run.resumed = true;
     run.finished = finished_points(resume / "results.jsonl");
@@ -97,6 +147,14 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
                       "directory, so nothing in it is overwritten");
   }
   const bool existed = fs::exists(run.path, ec);
+  fs::create_directories(run.path, ec);
+  if (ec) throw ConfigError("--out " + run.path.string() + ": cannot create the run directory (" + ec.message() + ")");
+  run.lock = lock_run_directory(run.path, "--out");
+  // Two runs given one --out may both have found it empty: the one that locked it
+  // first owns it, the other stops here.
+  if (fs::exists(run.path / "config.yaml", ec))
+    throw ConfigError("--out " + run.path.string() + ": another run has just started in this directory; a run "
+                      "needs a new (or empty) directory");
   fs::create_directories(run.path / "artifacts", ec);
   if (ec) throw ConfigError("--out " + run.path.string() + ": cannot create the run directory (" + ec.message() + ")");
   // Written whole or not at all: a full disk must not leave an empty config.yaml
@@ -127,7 +185,11 @@ std::set<std::pair<std::string, int>> finished_points(const std::filesystem::pat
   if (!std::filesystem::exists(results_jsonl)) return done;
   std::vector<std::string> warnings;
   for (const StoredRecord& record : read_records(results_jsonl, RecordTypes::checked, &warnings)) {
-    if (record.status == RecordStatus::interrupted || !record.point) continue;
+    // A point that did not finish (interrupted, timed out, failed) runs again; records
+    // read later supersede its earlier ones (read_records).
+    if (record.status == RecordStatus::interrupted || record.status == RecordStatus::error ||
+        record.status == RecordStatus::timeout || !record.point)
+      continue;
     done.emplace(record.part, static_cast<int>(*record.point));
   }
   return done;

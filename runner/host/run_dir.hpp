@@ -2,6 +2,7 @@
 // (which points already have a finished record).
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -14,19 +15,29 @@ struct RunDirectory {
   std::filesystem::path path;
   bool resumed = false;
   std::set<std::pair<std::string, int>> finished;  // on resume: points that already have a record
+  // The run directory's flock, held while this (or a copy) lives: no second run
+  // or --resume writes the same directory at the same time.
+  std::shared_ptr<const int> lock;
 };
+
+// Takes the exclusive flock of directory `dir` for as long as the returned handle
+// lives; throws ConfigError naming the process that holds it (`what`: "--out" or
+// "--resume", for the message).
+std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, const std::string& what);
 
 // A new run: `out` (must not exist, or be an empty directory), else
 // runs/<experiment>/<UTC time>[-n]; writes config.yaml (plain YAML, with a header
 // naming the file, --smoke and each --set) and makes artifacts/.
 // A resumed run (`resume` set): the directory must hold config.yaml equal to the
-// resolved document of `exp`; a record cut off by a kill is dropped from
-// results.jsonl so appends start on a fresh line. Throws ConfigError.
+// resolved document of `exp`; a point cut off while being written (a kill, a full
+// disk) is dropped from results.jsonl so appends start after the last whole point.
+// Either way the directory is locked (lock_run_directory). Throws ConfigError.
 RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume);
 
 // (part, point index) of every point with a finished record (any status but
-// `interrupted`); a truncated last record is skipped.
+// `interrupted`, `error` and `timeout`, which --resume runs again); a point not
+// written whole is skipped.
 std::set<std::pair<std::string, int>> finished_points(const std::filesystem::path& results_jsonl);
 
 }  // namespace runner

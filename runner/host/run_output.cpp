@@ -65,8 +65,10 @@ PointDeathNote death_note(const Experiment& exp, const Point& point, const c10::
   note.log_file = log_file_of(run.dir, run.rank).string();
   if (const char* dir = std::getenv("RUNNER_LAUNCH_ERROR_DIR"); dir && run.session)
     note.note_file = std::string(dir) + "/rank" + std::to_string(run.rank) + ".txt";
-  note.record_json = record_line(point_record(exp.name, point, RecordStatus::error, kDeathPlaceholder, Record{},
-                                              point_params_json(point, device), run.env));
+  std::vector<StoredRecord> death = {point_record(exp.name, point, RecordStatus::error, kDeathPlaceholder, Record{},
+                                                  point_params_json(point, device), run.env)};
+  mark_point_records(death);  // a point of one record, written in one write(2)
+  note.record_json = record_line(death.front());
   note.label = printable((run.session ? "rank " + std::to_string(run.rank) + ": " : std::string()) + label);
   note.after = "; the run stopped here (records so far: " + (run.dir / "results.jsonl").string() + "; " +
                run.resume_hint + ")";
@@ -101,15 +103,17 @@ void record_point(const Experiment& exp, const Point& point, int point_index, co
     lines = {point_record(exp.name, point, outcome.status, outcome.message, Record{}, params, run.env)};
   }
   if (!run.session) {
-    for (const auto& line : lines) run.results->append(line);
+    run.results->append_point(lines);
     if (run.history) run.history->add_point(lines);
     return;
   }
-  if (outcome.status != RecordStatus::ok && outcome.status != RecordStatus::skipped) {
+  // An invalid point finished its collectives like an ok one: the ranks still agree.
+  if (outcome.status != RecordStatus::ok && outcome.status != RecordStatus::skipped &&
+      outcome.status != RecordStatus::invalid) {
     const std::string why = "rank " + std::to_string(run.rank) + ": " + point.part + " " + describe_point(point) + ": " +
                             status_name(outcome.status) + ": " + outcome.message;
     if (run.rank == 0) {
-      for (const auto& line : lines) run.results->append(line);
+      run.results->append_point(lines);
     } else {
       run.session->send_records(point_index, lines);
     }
@@ -121,7 +125,7 @@ void record_point(const Experiment& exp, const Point& point, int point_index, co
     return;
   }
   const auto merged = merge_rank_records(run.session->gather_records(point_index, std::move(lines)));
-  for (const auto& line : merged) run.results->append(line);
+  run.results->append_point(merged);
   if (run.history) run.history->add_point(merged);
 }
 

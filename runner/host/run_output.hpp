@@ -67,7 +67,7 @@ std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Poin
                                                           const PluginRegistry& registry);
 
 // Writes the records of point number `point_index` of the sweep. A rank whose point
-// failed (not ok, not skipped) cannot wait for its peers, which may sit in a
+// failed (not ok, skipped or invalid) cannot wait for its peers, which may sit in a
 // collective it will never join: it writes what it can and leaves (leave_peers).
 void record_point(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
                   PointOutcome& outcome, RunOutput& run);

@@ -30,6 +30,9 @@ const std::vector<OptionSpec>& measure_options() {
                "CUDA, with sync_each_step false: hold the stream while a batch of steps is enqueued, so short "
                "steps' times hold no host launch gaps"),
       opt_enum("cache", {"warm", "cold"}, "warm", "cold: write a buffer larger than L2 before every step"),
+      opt_float("timeout_s", kDefaultPointTimeoutS,
+                "stop a point that runs longer than this (its child processes too) and record it as timeout")
+          .in_range(0.001, 1e9),
   };
   return options;
 }
@@ -205,6 +208,7 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
       p.measure.max_seconds = m.number("max_seconds");
       p.measure.repetitions = static_cast<int>(m.integer("repetitions"));
       p.measure.cache = m.text("cache");
+      p.timeout_s = m.number("timeout_s");
       check_measure(p.measure, node["measure"], src);
       YAML::Node top(YAML::NodeType::Map);
       for (const char* key : {"precision", "seed"})

@@ -15,12 +15,17 @@ namespace runner {
 
 class PluginRegistry;
 
+// Generous: an hour, far past any sane point, short of a run that hangs all night.
+inline constexpr double kDefaultPointTimeoutS = 3600;
+
 struct Point {
   std::string part;
   int index = 0;          // within the part
   std::string task;       // task plugin name
   Params params;          // the task's resolved options
   MeasureSettings measure;
+  // measure.timeout_s: the point is stopped (status timeout) when it runs longer.
+  double timeout_s = kDefaultPointTimeoutS;
   Precision precision;
   std::uint64_t seed = 0;
   std::vector<Params> profilers;

@@ -83,4 +83,43 @@ TEST(ChildProcesses, AnInterruptedRunnerLeavesNoScriptBehind) {
   if (kill(pid, 0) == 0) kill(pid, SIGKILL);
 }
 
+// A child's own children (a data loader's workers, `sh -c 'sleep &'`) outlived it:
+// only the child was signalled. Started in its own group, it is ended as a group.
+TEST(ChildProcesses, AChildsOwnChildrenAreEndedWithIt) {
+  const auto dir = fresh_dir("child-group");
+  const auto grandchild_pid = dir / "grandchild.pid";
+  const std::string script = "sleep 60 & echo $! > " + grandchild_pid.string() + "; wait";
+  const char* argv[] = {"sh", "-c", script.c_str(), nullptr};
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  runner::child_spawn_attributes(&attributes, true);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawnp(&pid, "sh", nullptr, &attributes, const_cast<char**>(argv), environ), 0);
+  posix_spawnattr_destroy(&attributes);
+  pid_t grandchild = 0;
+  for (int i = 0; i < 200 && grandchild == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(grandchild_pid) >> grandchild;
+  }
+  ASSERT_GT(grandchild, 0);
+  {
+    const runner::ChildProcessGuard guard(pid);
+    runner::end_child_processes(std::chrono::milliseconds(500));
+  }
+  EXPECT_FALSE(alive(pid));
+  // Not our child: once dead it waits for init, which in a container may never reap it.
+  const auto dead = [](pid_t p) {
+    std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+    std::string pid_field, name, state;
+    return !(stat >> pid_field >> name >> state) || state == "Z";
+  };
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = dead(grandchild);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "the child's own child (pid " << grandchild << ") outlived it";
+  if (!gone) kill(grandchild, SIGKILL);
+}
+
 }  // namespace

@@ -123,7 +123,8 @@ TEST(HostileCorpus, ResumeRefusesASymlinkedResultsFile) {
   const auto dir = fresh_dir("hostile-symlink");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");
   const Experiment exp = load_experiment(file, {}, false);
-  const RunDirectory run = prepare_run_directory(exp, {}, false, dir / "run", {});
+  RunDirectory run = prepare_run_directory(exp, {}, false, dir / "run", {});
+  run.lock.reset();  // that run has ended: its directory is free to resume
   const auto victim = write_file(dir / "victim.txt", "precious\n");
   std::filesystem::create_symlink(victim, run.path / "results.jsonl");
   try {

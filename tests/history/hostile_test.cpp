@@ -167,19 +167,35 @@ TEST(HistoryHostile, ANumberPastDoublesRangeIsRefusedWithTheFileAndLine) {
   EXPECT_EQ(error_of([&] { resolve_side(run.string(), &store, nullptr, ""); }), import);
 }
 
-TEST(HistoryHostile, WrongJsonTypesReadAsTextNotATypeError) {
+// Import and compare stored what `runner report` refuses (status 3 stored as a
+// status, a part that is a list): now they refuse it too, naming file and line.
+TEST(HistoryHostile, WrongJsonTypesAreRefusedAsTheReportRefusesThem) {
   const auto dir = fresh_dir("hostile-types");
   const auto run = run_dir_from(dir / "run", "wrong_types.jsonl");
   HistoryStore store(dir / "h.sqlite");
-  const auto id = store.import_run_dir(run);
+  const std::string import = error_of([&] { store.import_run_dir(run); });
+  EXPECT_EQ(import, (run / "results.jsonl").string() +
+                        ":1: experiment is an integer, expected text (not a record the runner writes)");
+  EXPECT_TRUE(store.runs({}).empty());
+  EXPECT_EQ(error_of([&] { resolve_side(run.string(), &store, nullptr, ""); }), import);
+}
+
+// The history was locked mid-run: the store held 1 of the run's 3 points, unfinished
+// ("killed"), and --import answered "1 already in" without repairing it.
+TEST(HistoryHostile, ImportCompletesARunTheStoreHoldsInPart) {
+  const auto dir = fresh_dir("hostile-partial");
+  const auto run = run_dir_with(dir / "run", {record(0, 1, around(1.0)), record(1, 2, around(2.0)),
+                                              record(2, 3, around(3.0))});
+  HistoryStore store(dir / "h.sqlite");
+  const auto id = store.begin_run("demo", run, env_json(), false);
+  store.add_point(id, stored({record(0, 1, around(1.0))}));
+  EXPECT_EQ(store.import_run_dir(run), id);
   const auto records = store.records(id);
-  ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].status, "3");
-  EXPECT_EQ(records[0].message, "{\"a\":1}");
-  EXPECT_EQ(records[0].part, "[\"main\"]");
-  EXPECT_EQ(store.run(id)->experiment, "7");
-  const Side side = resolve_side(run.string(), &store, nullptr, "");
-  EXPECT_EQ(side.records.size(), 1u);
+  ASSERT_EQ(records.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(records[i].point, i);
+  EXPECT_FALSE(store.run(id)->finished.empty());
+  EXPECT_EQ(store.import_run_dir(run), 0);  // whole now: nothing to do
+  EXPECT_EQ(store.runs({}).size(), 1u);
 }
 
 TEST(HistoryHostile, CompareOfARunWithoutRecordsSaysSo) {

@@ -50,6 +50,16 @@ TEST(Schedule, SystemdUnitsRunTheScheduledSweepFromTheProject) {
   EXPECT_NE(systemd_timer(s).find("Persistent=true"), std::string::npos);
 }
 
+// cron cuts a command at an unescaped % (a working directory named "100%" ran
+// `cd '/proj/100` and nothing else).
+TEST(Schedule, CronLineEscapesEveryPercentSign) {
+  Schedule s = nightly();
+  s.workdir = "/proj/100%";
+  s.output = "/logs/%d.log";
+  EXPECT_EQ(cron_line(s), "0 2 * * * cd '/proj/100\\%' && '/proj/build/runner' schedule --run 'nightly' "
+                          ">>'/logs/\\%d.log' 2>&1 # runner:nightly");
+}
+
 TEST(Schedule, SbatchScriptResubmitsItselfWithBegin) {
   Schedule s = nightly();
   s.sbatch_args = {"--gres=gpu:1"};

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -22,6 +23,8 @@ class Echo : public runner::Task {
     if (fail == "skip") throw runner::SkipPoint("echo: this configuration is not supported");
     // What the host sees after a sticky CUDA error (simulated: CPU runs have none).
     if (fail == "device_fault") throw runner::DeviceFault("echo: pretend illegal memory access");
+    // A task that finished but measured nothing usable: no record, or a NaN metric.
+    if (fail == "no_records") return;
     // RUNNER_ECHO_EXTRA_SLEEP_US slows every step without changing the point's
     // parameters: a stand-in for code that got slower (history tests).
     const char* extra = std::getenv("RUNNER_ECHO_EXTRA_SLEEP_US");
@@ -32,7 +35,7 @@ class Echo : public runner::Task {
     for (const auto& label : p.texts("labels")) {
       runner::Record r;
       r.label("item", label);
-      r.add("value", p.number("value"), "units");
+      r.add("value", fail == "nan" ? std::nan("") : p.number("value"), "units");
       r.add("sleep_ms", runner::Stats::of(times.ms.at("sleep")), "ms");
       r.add_text("word", p.text("word"));
       if (fail == "duplicate_metric") r.add("value", 0.0, "units");
@@ -51,7 +54,7 @@ runner::PluginManifest make_manifest() {
       runner::opt_float("value", 1.0, "recorded as metric 'value'"),
       runner::opt_int("sleep_us", 0, "time spent per step").in_range(0, 1e7),
       runner::opt_string("word", "hello", "recorded as text metric 'word'"),
-      runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric"}, "none", "how to fail"),
+      runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric", "nan", "no_records"}, "none", "how to fail"),
       runner::opt_list("labels", runner::OptionType::StringList, runner::Value::List{runner::Value("a")},
                        "one record per label"),
       runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "sgd", "a nested plugin, for validation tests"),

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "runner/stored_record.hpp"
 
@@ -130,16 +131,26 @@ TEST(StoredRecord, KeysTheCodecDoesNotModelAreKept) {
   EXPECT_EQ(r.label_or_param("env."), nullptr);
 }
 
-TEST(StoredRecord, NullNumbersReadAsNaNAndWriteAsNull) {
+// JSON has no NaN: nlohmann wrote it as null, which reads as "never measured". A
+// non-finite number is written as the text NaN, Infinity or -Infinity and reads back
+// as that number; null (files written before) still reads as NaN.
+TEST(StoredRecord, NullReadsAsNaNAndNonFiniteNumbersWriteAsText) {
   const json line = {{"metrics", {{"a", {{"unit", "ms"}, {"value", nullptr}}},
                                   {"b", {{"unit", "ms"}, {"n", 1}, {"mean", nullptr}, {"std", nullptr},
-                                         {"median", 1.0}, {"min", 1.0}, {"max", 1.0}}}}}};
+                                         {"median", 1.0}, {"min", "-Infinity"}, {"max", "Infinity"}}}}}};
+  EXPECT_EQ(check_record_types(line), "");
   const StoredRecord r = decode_record(line);
   EXPECT_TRUE(std::isnan(std::get<double>(r.metric("a")->value)));
   EXPECT_TRUE(std::isnan(std::get<Stats>(r.metric("b")->value).std));
-  const json again = encode_record(r);
-  EXPECT_TRUE(again["metrics"]["a"]["value"].is_null() || std::isnan(again["metrics"]["a"]["value"].get<double>()));
-  EXPECT_EQ(json::parse(again.dump())["metrics"]["b"]["mean"], nullptr);
+  EXPECT_EQ(std::get<Stats>(r.metric("b")->value).min, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(std::get<Stats>(r.metric("b")->value).max, std::numeric_limits<double>::infinity());
+  const json again = json::parse(encode_record(r).dump());
+  EXPECT_EQ(again["metrics"]["a"]["value"], "NaN");
+  EXPECT_EQ(again["metrics"]["b"]["mean"], "NaN");
+  EXPECT_EQ(again["metrics"]["b"]["min"], "-Infinity");
+  EXPECT_EQ(again["metrics"]["b"]["max"], "Infinity");
+  EXPECT_EQ(check_record_types({{"metrics", {{"a", {{"value", "many"}}}}}}),
+            "metrics.a.value is text, expected a number");
 }
 
 TEST(StoredRecord, FieldsOfTheWrongTypeReadAsTextWhenLenient) {
@@ -183,6 +194,41 @@ TEST(StoredRecord, TheReaderNamesFileAndLine) {
   EXPECT_EQ(read_records(torn, RecordTypes::checked, &warnings).size(), 2u);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], torn.string() + ":3: skipped a truncated last record (the run was killed while writing it)");
+}
+
+// A point is written in one append, each record marked [i, n]: a point missing
+// any of its records (a kill or a full disk mid-write) is not read, wherever it
+// sits; records written before the marker existed are read as they are.
+TEST(StoredRecord, APointMissingSomeOfItsRecordsIsNotRead) {
+  const auto rec = [](int point, int i, int n) {
+    return R"({"experiment":"e","part":"main","point":)" + std::to_string(point) + R"(,"status":"ok","point_record":[)" +
+           std::to_string(i) + "," + std::to_string(n) + "]}\n";
+  };
+  const std::string legacy = R"({"experiment":"e","part":"main","point":9,"status":"ok"})" "\n";
+  const std::string whole = rec(0, 1, 2) + rec(0, 2, 2);
+  // Point 1 lost its last record (disk full), point 2 its first (a hand-cut file),
+  // point 3 was cut after 2 of 3 records at the end (kill -9).
+  const std::string text = legacy + whole + rec(1, 1, 2) + rec(2, 2, 2) + rec(4, 1, 1) + rec(3, 1, 3) + rec(3, 2, 3);
+  const auto file = write_lines("torn-points.jsonl", text);
+  std::vector<std::string> warnings;
+  const auto records = read_records(file, RecordTypes::checked, &warnings);
+  std::vector<std::int64_t> points;
+  for (const auto& r : records) points.push_back(*r.point);
+  EXPECT_EQ(points, (std::vector<std::int64_t>{9, 0, 0, 4}));
+  ASSERT_EQ(warnings.size(), 3u);
+  EXPECT_EQ(warnings[0], file.string() + ":4: skipped point main[1]: 1 of its 2 records (the run stopped while "
+                                         "writing it; --resume runs it again)");
+  EXPECT_NE(warnings[1].find(":5: skipped point main[2]: 1 of its 2 records"), std::string::npos);
+  EXPECT_NE(warnings[2].find(":7: skipped point main[3]: 2 of its 3 records"), std::string::npos);
+  // --resume keeps the file up to the end of point 4, the last whole one.
+  EXPECT_EQ(whole_points_length(file), text.size() - rec(3, 1, 3).size() - rec(3, 2, 3).size());
+  // A point whose last line lost its newline was cut mid-write too.
+  const std::string unterminated = whole + rec(5, 1, 1);
+  const auto cut = write_lines("cut-newline.jsonl", unterminated.substr(0, unterminated.size() - 1));
+  EXPECT_EQ(whole_points_length(cut), whole.size());
+  // The marker survives decode and encode, so a copied record keeps it.
+  const json line = json::parse(rec(0, 2, 2));
+  EXPECT_EQ(encode_record(decode_record(line))["point_record"], json::array({2, 2}));
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <c10/util/Exception.h>
+#include <signal.h>
+
+#include <sstream>
 
 #include "subprocess.hpp"
 #include "task_harness.hpp"
@@ -136,3 +139,40 @@ TEST(ExternalPythonInterpreter, InterpreterWithoutTorchIsRefusedWithHowToChooseA
 }
 
 }  // namespace interpreter
+
+namespace spawn_state {
+
+// The host blocks SIGINT and SIGTERM in its threads (interrupt.cpp) and may ignore
+// signals; a script started from there must not inherit either, or the SIGTERM
+// that asks it to stop does nothing and only the SIGKILL 5 s later ends it. It
+// leads a process group of its own, so the host can end it with its children.
+TEST(ExternalPythonSubprocess, ChildStartsWithNoBlockedOrIgnoredSignalsInItsOwnProcessGroup) {
+  sigset_t term, previous;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigaddset(&term, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &term, &previous);
+  struct sigaction ignore {}, old_usr1 {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGUSR1, &ignore, &old_usr1);
+  const auto result = plugins::external_python::run_process(
+      {"sh", "-c", "echo $$; cut -d' ' -f5 /proc/$$/stat; grep -E '^Sig(Blk|Ign):' /proc/$$/status"});
+  sigaction(SIGUSR1, &old_usr1, nullptr);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ASSERT_EQ(result.exit_code, 0) << result.stderr_text;
+  std::istringstream lines(result.stdout_text);
+  std::string pid, group, blocked, ignored;
+  std::getline(lines, pid);
+  std::getline(lines, group);
+  std::getline(lines, blocked);
+  std::getline(lines, ignored);
+  EXPECT_EQ(group, pid) << "the script is not the leader of its own process group";
+  // Signals 1..31 (bit n-1 for signal n); 32 and 33 are glibc's own, beyond its API.
+  const auto standard = [](const std::string& line) {
+    return std::stoull(line.substr(line.find('\t') + 1), nullptr, 16) & 0x7fffffffULL;
+  };
+  EXPECT_EQ(standard(blocked), 0u) << blocked;
+  EXPECT_EQ(standard(ignored), 0u) << ignored;
+}
+
+}  // namespace spawn_state

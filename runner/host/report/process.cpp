@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <fstream>
 
+#include "runner/child_process.hpp"
+
 extern char** environ;
 
 namespace runner::report::detail {
@@ -26,7 +28,12 @@ int run_program(const std::vector<std::string>& argv, const std::filesystem::pat
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = 0;
-  const int started = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  // Not the host's blocked signals: a Ctrl-C reaches the program too.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  child_spawn_attributes(&attributes, false);
+  const int started = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (started != 0) return -1;
   int status = 0;

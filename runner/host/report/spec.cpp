@@ -29,8 +29,12 @@ const std::vector<std::string> kColumnKeys = {"id",       "header", "metric", "s
 const std::set<std::string> kNoiseModes = {"marker", "percent", "off"};
 const std::set<std::string> kStats = {"n", "mean", "std", "median", "min", "max"};
 
+// Report ids and table names become file names (reports/<id>/<id>.<table>.csv, at
+// most 255 bytes): each at most this long, so a long one fails here, before any point ran.
+constexpr std::size_t kMaxNameLength = 100;
+
 bool is_name(const std::string& text, bool allow_upper_and_dash) {
-  if (text.empty()) return false;
+  if (text.empty() || text.size() > kMaxNameLength) return false;
   return std::all_of(text.begin(), text.end(), [&](char c) {
     if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') return true;
     return allow_upper_and_dash && ((c >= 'A' && c <= 'Z') || c == '-');
@@ -172,7 +176,7 @@ struct SpecParser {
   template <typename Spec>
   void named(Spec& spec, const YAML::Node& node, const std::string& path) const {
     spec.name = optional_scalar(node, "name", path);
-    if (!is_name(spec.name, false)) fail(node, path + ".name", "needs a name made of [a-z0-9_]");
+    if (!is_name(spec.name, false)) fail(node, path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
     spec.title = node["title"] ? scalar(node["title"], path + ".title") : spec.name;
     spec.question = optional_scalar(node, "question", path);
     spec.part = optional_scalar(node, "part", path);
@@ -261,7 +265,7 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
   ReportSpec spec;
   spec.id = parser.optional_scalar(report_node, "id", "report");
   if (!is_name(spec.id, true))
-    parser.fail(report_node, "report.id", "needs an id made of [A-Za-z0-9_-] (the file name)");
+    parser.fail(report_node, "report.id", "needs an id of at most 100 characters from [A-Za-z0-9_-] (the file name)");
   spec.title = report_node["title"] ? parser.scalar(report_node["title"], "report.title") : spec.id;
   const YAML::Node tables = report_node["tables"];
   const YAML::Node figures = report_node["figures"];
@@ -284,7 +288,7 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
       parser.check_keys(values[i], path, kValueKeys);
       ValueSpec v;
       v.name = parser.optional_scalar(values[i], "name", path);
-      if (!is_name(v.name, false)) parser.fail(values[i], path + ".name", "needs a name made of [a-z0-9_]");
+      if (!is_name(v.name, false)) parser.fail(values[i], path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
       if (!names.insert(v.name).second) parser.fail(values[i]["name"], path + ".name", "duplicate value name");
       v.expr = parser.optional_scalar(values[i], "expr", path);
       if (v.expr.empty()) parser.fail(values[i], path + ".expr", "missing; e.g. expr: 'cell(\"step\", \"xl\", \"naive\") / 1000'");

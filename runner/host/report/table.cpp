@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -85,7 +86,9 @@ bool column_matches(const StoredRecord& record, const std::map<std::string, std:
 }
 
 struct Cell {
-  enum class Kind { missing, oom, error, skipped, number, text } kind = Kind::missing;
+  enum class Kind { missing, oom, error, skipped, timeout, invalid, number, text } kind = Kind::missing;
+  bool failed() const { return kind == Kind::oom || kind == Kind::error || kind == Kind::skipped ||
+                               kind == Kind::timeout || kind == Kind::invalid; }
   double value = 0, std = 0;
   bool has_std = false, integer = false;
   double rse = -1;        // relative standard error of the mean; < 0: unknown (a scalar)
@@ -109,6 +112,8 @@ Cell metric_cell(const StoredRecord& record, const std::string& metric, const st
   if (record.failed()) {
     cell.kind = record.status == RecordStatus::oom       ? Cell::Kind::oom
                 : record.status == RecordStatus::skipped ? Cell::Kind::skipped
+                : record.status == RecordStatus::timeout ? Cell::Kind::timeout
+                : record.status == RecordStatus::invalid ? Cell::Kind::invalid
                                                          : Cell::Kind::error;
     return cell;
   }
@@ -139,8 +144,7 @@ Cell metric_cell(const StoredRecord& record, const std::string& metric, const st
 
 Cell ratio_cell(const Cell& numerator, const Cell& denominator) {
   for (const Cell* side : {&numerator, &denominator})
-    if (side->kind == Cell::Kind::oom || side->kind == Cell::Kind::error || side->kind == Cell::Kind::skipped)
-      return *side;
+    if (side->failed()) return *side;
   Cell cell;
   if (numerator.kind == Cell::Kind::number && denominator.kind == Cell::Kind::number &&
       denominator.value != 0) {
@@ -177,6 +181,8 @@ std::string display(const Cell& cell, const Column& column) {
     case Cell::Kind::oom: return "OOM";
     case Cell::Kind::error: return "error";
     case Cell::Kind::skipped: return "skipped";
+    case Cell::Kind::timeout: return "timeout";
+    case Cell::Kind::invalid: return "invalid";
     case Cell::Kind::text: return cell.text;
     case Cell::Kind::number: break;
   }
@@ -265,6 +271,48 @@ bool belongs(const StoredRecord& record, const TableSpec& spec) {
   return !any_metric_column;
 }
 
+// Which point a record is of (a merged file's source run, part, index).
+std::string point_identity(const StoredRecord& r) {
+  return r.observed.value(kSourceRunKey, nlohmann::json()).dump() + "\n" + r.part + "\n" +
+         (r.point ? std::to_string(*r.point) : r.params.dump());
+}
+
+// Records of two points landing on one cell: the table shows the last and the other
+// vanishes without a word (rows: [model.attention] over attention variants that
+// differ only in a nested option). Said on stderr, with the cells' rows.
+void warn_of_merged_points(const TableSpec& spec, const std::vector<Column>& columns,
+                           const std::vector<const StoredRecord*>& members, const std::vector<std::size_t>& member_row,
+                           const std::vector<std::vector<std::string>>& row_keys) {
+  std::map<std::pair<std::size_t, std::size_t>, std::set<std::string>> points_of_cell;
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const StoredRecord& record = *members[m];
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const Column& column = columns[c];
+      if (column.kind == Column::Kind::ratio || !column_matches(record, column.where)) continue;
+      const bool fills = column.kind == Column::Kind::key ? lookup(record, column.key).has_value()
+                                                          : record.failed() || record.metric(column.metric);
+      if (fills) points_of_cell[{member_row[m], c}].insert(point_identity(record));
+    }
+  }
+  std::set<std::size_t> rows;
+  for (const auto& [cell, points] : points_of_cell)
+    if (points.size() > 1) rows.insert(cell.first);
+  if (rows.empty()) return;
+  std::string named;
+  for (std::size_t row : rows) {
+    if (!named.empty()) named += "; ";
+    std::string keys;
+    for (const auto& k : row_keys[row]) keys += (keys.empty() ? "" : ", ") + k;
+    named += "(" + keys + ")";
+    if (named.size() > 200) {
+      named += " ...";
+      break;
+    }
+  }
+  std::cerr << "warning: table '" << spec.name << "': " << rows.size() << " row(s) hold records of more than one point "
+            << named << "; each cell shows only the last. Add the parameter that tells them apart to rows\n";
+}
+
 }  // namespace
 
 BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records) {
@@ -285,6 +333,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& r
   }
 
   const std::vector<Column> columns = resolve_columns(spec, members);
+  warn_of_merged_points(spec, columns, members, member_row, row_keys);
   std::vector<std::vector<Cell>> grid(row_keys.size(), std::vector<Cell>(columns.size()));
   for (std::size_t row = 0; row < row_keys.size(); ++row) {
     for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -351,10 +400,18 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& r
     table.caption += " † noisy: relative standard error of the mean above the run's target_rel_stderr, or above " +
                      format_number(100 * spec.noise_threshold, "%.3g") +
                      "% where it had none (a ratio: its two sides' limits in quadrature).";
-  bool any_missing = false;
+  bool any_missing = false, any_timeout = false, any_invalid = false;
   for (const auto& row : grid)
-    for (const Cell& cell : row) any_missing = any_missing || cell.kind == Cell::Kind::missing;
+    for (const Cell& cell : row) {
+      any_missing = any_missing || cell.kind == Cell::Kind::missing;
+      any_timeout = any_timeout || cell.kind == Cell::Kind::timeout;
+      any_invalid = any_invalid || cell.kind == Cell::Kind::invalid;
+    }
   if (any_missing) table.caption += " – = no record for this cell (not run, skipped, or the metric does not apply).";
+  if (any_timeout) table.caption += " timeout = the point ran past measure.timeout_s and was stopped.";
+  if (any_invalid)
+    table.caption += " invalid = the point finished without a usable number (a metric NaN or infinite, or no "
+                     "record at all; its record's error says which).";
   return table;
 }
 

@@ -81,7 +81,17 @@ class Expression {
     const double base = unary();
     return take('^') ? std::pow(base, unary()) : base;
   }
-  double unary() { return take('-') ? -unary() : atom(); }
+  // Every nesting level (a parenthesis, a call, a minus sign) recurses through here:
+  // 10,000 parentheses overflowed the stack. No real expression nests this deep.
+  static constexpr int kMaxDepth = 100;
+  int depth_ = 0;
+  double unary() {
+    if (++depth_ > kMaxDepth)
+      fail("nested more than " + std::to_string(kMaxDepth) + " levels deep (parentheses, calls or minus signs)");
+    const double v = take('-') ? -unary() : atom();
+    --depth_;
+    return v;
+  }
 
   std::string string_arg() {
     skip();

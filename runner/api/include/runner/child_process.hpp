@@ -1,16 +1,26 @@
 // Child processes a plugin starts (task/external_python's PyTorch scripts). The runner
 // exits at once on SIGINT/SIGTERM; a child left behind would go on holding the GPU (an
-// H100 run lost a point to a 20 GiB orphan). Register each child while it runs: on an
-// interrupt the host ends every registered child before it exits.
+// H100 run lost a point to a 20 GiB orphan). Start each child with
+// child_spawn_attributes (its own process group) and register it while it runs: on an
+// interrupt, or when its point runs past measure.timeout_s, the host ends every
+// registered child's process group (its own children too) before it goes on.
 #pragma once
+#include <spawn.h>
 #include <sys/types.h>
 
 #include <chrono>
 
 namespace runner {
 
+// Sets `attr` (initialized by the caller) so the child starts clean: an empty signal
+// mask and every signal at its default disposition (the host blocks SIGINT and
+// SIGTERM in its threads, and a child inheriting that ignores the SIGTERM that asks
+// it to stop), and, with `own_group`, in a process group of its own, which
+// end_child_processes ends as a whole.
+void child_spawn_attributes(posix_spawnattr_t* attr, bool own_group);
+
 // Registers `pid` for the guard's lifetime (construct right after spawning, destroy
-// after reaping it).
+// after reaping it; the destructor ends what the child left running in its group).
 class ChildProcessGuard {
  public:
   explicit ChildProcessGuard(pid_t pid);
@@ -22,9 +32,10 @@ class ChildProcessGuard {
   pid_t pid_;
 };
 
-// SIGTERM to every registered child, then SIGKILL to those still running after `grace`;
-// returns once all are gone (or after another `grace`). Called by the host's interrupt
-// watcher; not from a signal handler.
+// SIGTERM to every registered child's process group, then SIGKILL to the groups of
+// those still running after `grace`; returns once all are gone (or after another
+// `grace`). Called by the host's interrupt watcher and point timeout; not from a
+// signal handler.
 void end_child_processes(std::chrono::milliseconds grace);
 
 }  // namespace runner

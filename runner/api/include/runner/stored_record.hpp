@@ -22,11 +22,13 @@
 
 namespace runner {
 
-// How a point ended. `other`: a status this runner does not write (a foreign or
-// hand-edited file); its text stays in StoredRecord::unknown_status.
-enum class RecordStatus { ok, error, oom, skipped, interrupted, other };
+// How a point ended. `timeout`: it ran past measure.timeout_s. `invalid`: it
+// finished, but a metric is NaN or infinite, or a metric its task declares is
+// missing. `other`: a status this runner does not write (a foreign or hand-edited
+// file); its text stays in StoredRecord::unknown_status.
+enum class RecordStatus { ok, error, oom, skipped, interrupted, timeout, invalid, other };
 
-// "ok", "error", "oom", "skipped", "interrupted"; "" for other.
+// "ok", "error", "oom", "skipped", "interrupted", "timeout", "invalid"; "" for other.
 const char* status_name(RecordStatus status);
 // The status named `text`; other when no status is named so.
 RecordStatus status_named(std::string_view text);
@@ -42,6 +44,8 @@ struct StoredRecord {
   nlohmann::json labels = nlohmann::json::object();  // what tells records of one point apart
   // In the file's order (nlohmann keeps object keys sorted). A null number (NaN on
   // write) reads as NaN; a stats metric's missing field reads as NaN (n: 0).
+  // A number written as the text "NaN", "Infinity" or "-Infinity" (JSON has none)
+  // reads as that number.
   std::vector<std::pair<std::string, Metric>> metrics;
   // Per metric name, the keys of its JSON object beyond Metric's (rel_stderr, samples).
   std::map<std::string, nlohmann::json> metric_extra;
@@ -50,6 +54,11 @@ struct StoredRecord {
   std::string time;
   // Every other top-level key, as written: measurement, gpu, ranks, profilers, source_run.
   nlohmann::json observed = nlohmann::json::object();
+  // (i, n): this is record i (from 1) of the n records its point was written with,
+  // all in one append ("point_record": [i, n]). A point whose n records are not all
+  // there was cut off while being written: readers skip it, --resume runs it again.
+  // Absent in files written before the field existed (their points count as whole).
+  std::optional<std::pair<std::int64_t, std::int64_t>> point_record;
 
   // The status as text: status_name, or the unknown status's own text.
   std::string status_text() const;
@@ -101,12 +110,19 @@ nlohmann::json parse_record_line(const std::string& line);
 // refused (reports: a table would show nonsense) or read leniently (the history).
 enum class RecordTypes { checked, lenient };
 
-// Every record of a results.jsonl, in order. Blank lines are skipped. Throws
+// Every record of a results.jsonl, in order, of whole points only: the records of a
+// point missing some of its "point_record" siblings (a write cut off by a kill or a
+// full disk) are skipped with a warning. Blank lines are skipped. Throws
 // runtime_error "<file>:<line>: <what>" on a malformed line, a line that is not an
 // object or nests too deep, and (checked) a field of the wrong type; a malformed
 // last line (a record cut off by a kill) is skipped with a warning in `warnings`
 // (or on stderr when null). "<file>: cannot open" when it cannot be read.
 std::vector<StoredRecord> read_records(const std::filesystem::path& results_jsonl, RecordTypes types,
                                        std::vector<std::string>* warnings = nullptr);
+
+// The length in bytes of the file's prefix that ends with its last whole point (each
+// line ending in a newline): what --resume keeps before it appends. Throws as
+// read_records (checked) does on a malformed line before the end.
+std::uintmax_t whole_points_length(const std::filesystem::path& results_jsonl);
 
 }  // namespace runner
