@@ -273,6 +273,20 @@ std::string describe(const RunInfo& r) {
 
 }  // namespace
 
+std::string primary_metric(const HistoryRecord& r) {
+  std::string primary;
+  double largest = -1;
+  for (const auto& [name, m] : r.metrics)
+    if (time_unit(m.unit) && m.n >= 2 && in_ms(m.center, m.unit) > largest) {
+      largest = in_ms(m.center, m.unit);
+      primary = name;
+    }
+  if (primary.empty())
+    for (const auto& [name, m] : r.metrics)
+      if (better_direction(m.unit) > 0 && m.n >= 2) return name;
+  return primary;
+}
+
 bool Comparison::regression() const {
   return std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.regression; });
 }
@@ -391,18 +405,7 @@ std::set<std::string> gating_metrics(const HistoryRecord& r, const CompareOption
     out.insert(o.metrics.begin(), o.metrics.end());
     return out;
   }
-  double largest = -1;
-  for (const auto& [name, m] : r.metrics)
-    if (time_unit(m.unit) && m.n >= 2 && in_ms(m.center, m.unit) > largest) {
-      largest = in_ms(m.center, m.unit);
-      primary = name;
-    }
-  if (primary.empty())
-    for (const auto& [name, m] : r.metrics)
-      if (better_direction(m.unit) > 0 && m.n >= 2) {
-        primary = name;
-        break;
-      }
+  primary = primary_metric(r);
   if (!primary.empty()) out.insert(primary);
   for (const auto& [name, m] : r.metrics)
     if (byte_unit(m.unit)) out.insert(name);

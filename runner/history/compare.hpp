@@ -75,6 +75,11 @@ struct Comparison {
   bool regression() const;
 };
 
+// The metric of a record that gates a compare and gets a trend chart: its
+// whole-step time (the largest time metric over 2+ steps), else its first
+// rate; "" when it has neither.
+std::string primary_metric(const HistoryRecord& r);
+
 // Which way is better for a metric, from its unit: -1 lower (ms, bytes),
 // +1 higher (anything per second), 0 unknown (never a regression).
 int better_direction(const std::string& unit);

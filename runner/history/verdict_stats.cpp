@@ -126,6 +126,52 @@ double log_welch_p(const std::vector<double>& a, const std::vector<double>& b) {
   return welch_t_p(ma, sa, static_cast<double>(a.size()), mb, sb, static_cast<double>(b.size()));
 }
 
+namespace {
+
+void segment(const std::vector<double>& logs, size_t lo, size_t hi, double threshold, double alpha,
+             std::vector<ChangePoint>& out) {
+  const size_t n = hi - lo;
+  if (n < 3) return;
+  ChangePoint best;
+  double best_t = 0;
+  for (size_t k = lo + 1; k < hi; ++k) {
+    const double n1 = static_cast<double>(k - lo), n2 = static_cast<double>(hi - k);
+    double m1 = 0, m2 = 0;
+    for (size_t i = lo; i < k; ++i) m1 += logs[i];
+    for (size_t i = k; i < hi; ++i) m2 += logs[i];
+    m1 /= n1;
+    m2 /= n2;
+    const double ratio = std::exp(m2 - m1);
+    if (std::fabs(ratio - 1) <= threshold) continue;
+    double ss = 0;
+    for (size_t i = lo; i < hi; ++i) ss += (logs[i] - (i < k ? m1 : m2)) * (logs[i] - (i < k ? m1 : m2));
+    const double sp = std::sqrt(ss / static_cast<double>(n - 2));
+    const double t = sp > 0 ? std::fabs(m2 - m1) / (sp * std::sqrt(1 / n1 + 1 / n2)) : INFINITY;
+    if (t > best_t) {
+      best_t = t;
+      best = {k, ratio, std::isinf(t) ? 0.0 : student_t_two_sided(t, static_cast<double>(n - 2))};
+    }
+  }
+  if (best_t == 0 || best.p_value * static_cast<double>(n - 1) >= alpha) return;
+  out.push_back(best);
+  segment(logs, lo, best.at, threshold, alpha, out);
+  segment(logs, best.at, hi, threshold, alpha, out);
+}
+
+}  // namespace
+
+std::vector<ChangePoint> change_points(const std::vector<double>& series, double threshold, double alpha) {
+  std::vector<double> logs;
+  for (double v : series) {
+    if (!(v > 0)) return {};
+    logs.push_back(std::log(v));
+  }
+  std::vector<ChangePoint> out;
+  segment(logs, 0, logs.size(), threshold, alpha, out);
+  std::sort(out.begin(), out.end(), [](const ChangePoint& a, const ChangePoint& b) { return a.at < b.at; });
+  return out;
+}
+
 std::vector<double> benjamini_hochberg(const std::vector<double>& p) {
   const size_t m = p.size();
   std::vector<size_t> order(m);

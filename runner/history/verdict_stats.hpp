@@ -8,6 +8,7 @@
 // - many points are tested at once: benjamini_hochberg turns their p-values into
 //   q-values that bound the expected share of false alarms among flagged points.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +41,19 @@ double lag1_autocorrelation(const std::vector<double>& x);
 // Welch's t over log values (batch means of repetitions): two-sided p of
 // "the geometric means are equal". Needs 2 values a side, all positive; else 1.
 double log_welch_p(const std::vector<double>& a, const std::vector<double>& b);
+
+// Steps in a series of per-run values (oldest first), found over the whole
+// series rather than between neighbours: binary segmentation, each split
+// tested with a pooled two-sample t over the logs of the two segments (so the
+// series' own run-to-run spread is the noise), Bonferroni over the splits
+// tried, kept when significant at alpha and the ratio of the segments' means
+// is beyond the threshold. `at` is the first run after the step.
+struct ChangePoint {
+  std::size_t at = 0;
+  double ratio = 1;  // geometric mean after / before
+  double p_value = 1;
+};
+std::vector<ChangePoint> change_points(const std::vector<double>& series, double threshold, double alpha);
 
 // Benjamini-Hochberg adjusted p-values (q-values), same order as p.
 std::vector<double> benjamini_hochberg(const std::vector<double>& p);
