@@ -259,6 +259,7 @@ int compare_command(const std::vector<std::string>& args) {
       a = resolve_side(spec_a, store.get(), nullptr, experiment, o);
       b = resolve_side(spec_b, store.get(), &a, experiment, o);
     }
+    if (store) add_lookback(o, *store, b);
     // Deliberately leaked: the process ends right after, and freeing two sides of
     // 10,000 records and 20,000 rows one by one costs a tenth of the compare.
     const Comparison& c = *new Comparison(compare(std::move(a), std::move(b), o));

@@ -420,6 +420,28 @@ std::string percent(double fraction) {
 
 }  // namespace
 
+void add_lookback(CompareOptions& o, HistoryStore& store, const Side& b, int runs) {
+  if (b.runs.empty() || !b.runs.front().id) return;
+  const RunInfo& run = b.runs.front();
+  RunFilter f;
+  f.experiment = run.experiment;
+  f.device_name = run.device_name;
+  f.smoke = run.smoke;
+  f.good_only = true;
+  f.started_before = run.started;
+  f.exclude_run = run.id;
+  f.limit = runs;
+  std::vector<RunInfo> earlier = store.runs(f);
+  std::reverse(earlier.begin(), earlier.end());  // oldest first
+  for (const RunInfo& r : earlier)
+    for (const HistoryRecord& rec : store.records(r.id)) {
+      if (failed(rec)) continue;
+      const std::string primary = primary_metric(rec);
+      if (primary.empty()) continue;
+      o.lookback[match_id(rec, o) + "\n" + primary].push_back(rec.metrics.at(primary).center);
+    }
+}
+
 void apply_ignore_params(Side& side, const std::vector<std::string>& names) {
   for (auto& r : side.records) {
     for (const auto& k : names) r.params.erase(k);
@@ -592,6 +614,25 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
         row.note = "p " + std::to_string(row.p_value).substr(0, 6) + " is not significant over " +
                    std::to_string(tested.size()) + " tested points (q " + std::to_string(q[k]).substr(0, 6) + ")";
     }
+  }
+  // The point's own history: a B within its usual run-to-run spread is noise.
+  for (auto& row : c.rows) {
+    if (!row.gating || row.verdict == "same" || row.verdict == "noisy" || row.metric == "status") continue;
+    const auto it = o.lookback.find(row.identity + "\n" + row.metric);
+    if (it == o.lookback.end() || it->second.size() < 3 || !(row.b > 0)) continue;
+    double mean = 0, ss = 0;
+    for (double v : it->second) mean += std::log(v);
+    mean /= it->second.size();
+    for (double v : it->second) ss += (std::log(v) - mean) * (std::log(v) - mean);
+    const double sd = std::sqrt(ss / (it->second.size() - 1));
+    const double z = sd > 0 ? std::fabs(std::log(row.b) - mean) / sd : INFINITY;
+    if (z >= o.lookback_z) continue;
+    row.verdict = "noisy";
+    row.regression = false;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "within this point's history: z %.1f over %zu runs (spread %.1f%%)", z,
+                  it->second.size(), (std::exp(sd) - 1) * 100);
+    row.note = buf;
   }
   for (auto& row : c.rows)
     if (row.verdict == "noisy" && row.note.empty() && row.detectable > 0)

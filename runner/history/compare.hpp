@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +34,13 @@ struct CompareOptions {
   bool only_changed = false;           // rendering: drop "same" rows
   std::vector<std::string> metrics;    // only these metrics (empty: all numeric)
   std::vector<std::string> ignore_params;  // left out of the point identity (A/B of one knob)
+  // Conbench-style lookback: the gating metric's medians in earlier good runs,
+  // per point identity and metric ("<identity>\n<metric>", oldest first; see
+  // add_lookback). With 3 or more, a change whose B lies within lookback_z
+  // standard deviations (of the logs) of that history is `noisy`: the point
+  // moves that much from run to run anyway, whatever one run's steps say.
+  std::map<std::string, std::vector<double>> lookback;
+  double lookback_z = 5;
 };
 
 // One side of a comparison: the records and the runs they came from.
@@ -107,6 +115,9 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
 // has a point of the same identity. NothingComparable when no run has any.
 Side resolve_side(const std::string& spec, HistoryStore* store, const Side* context, const std::string& experiment,
                   const CompareOptions& options = {});
+// Fills options.lookback from the history: the newest `runs` good finished
+// runs of B's experiment on B's device started before B (B left out).
+void add_lookback(CompareOptions& options, HistoryStore& store, const Side& b, int runs = 10);
 // The parameters --ignore-param takes out of the point identity: "a,b" and
 // repeated flags; throws std::invalid_argument naming a parameter no record has.
 void apply_ignore_params(Side& side, const std::vector<std::string>& names);

@@ -301,6 +301,7 @@ int run_scheduled(const std::string& name) {
       line = std::string("ok run ") + (run ? std::to_string(run->id) : "?") + ", no baseline (" + e.what() + ")";
     }
     if (line.empty()) {
+      add_lookback(o, store, b);
       const Comparison c = compare(std::move(a), std::move(b), o);
       regression = c.regression();
       {

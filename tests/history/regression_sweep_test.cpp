@@ -280,6 +280,31 @@ TEST(RegressionIdentity, LastGoodIsChosenPerPointSoFilterAndOverrideRunsDoNotSta
   EXPECT_THROW(resolve_side("last-good", &store, &lone, ""), NothingComparable);
 }
 
+// Conbench's lookback: a point that moves 12 % between runs on this machine
+// (the history says so) is not a regression when it moves 12 % again; twice
+// as slow still is.
+TEST(RegressionVerdicts, AChangeWithinThePointsOwnHistoryIsNoisy) {
+  const auto dir = fresh_dir("lookback");
+  HistoryStore store(dir / "h.sqlite");
+  std::int64_t last = 0;
+  for (int i = 0; i < 8; ++i)
+    last = add_run(store, "2026-11-0" + std::to_string(i + 1) + "T00:00:00Z", {1}, i % 2 ? 1.12 : 1.0);
+  const auto usual = add_run(store, "2026-11-10T00:00:00Z", {1}, 1.13);
+  const auto slow = add_run(store, "2026-11-11T00:00:00Z", {1}, 2.0);
+  for (const auto& [id, verdict] : {std::pair{usual, "noisy"}, std::pair{slow, "slower"}}) {
+    const Side a = resolve_side("run:" + std::to_string(last - 1), &store, nullptr, "");  // a 1.0 run
+    const Side b = resolve_side("run:" + std::to_string(id), &store, nullptr, "");
+    EXPECT_EQ(row(compare(a, b, {}), "step_ms").verdict, "slower");  // one run's steps alone
+    CompareOptions o;
+    add_lookback(o, store, b);
+    const Comparison c = compare(a, b, o);
+    EXPECT_EQ(row(c, "step_ms").verdict, verdict) << row(c, "step_ms").note;
+    if (std::string(verdict) == "noisy")
+      EXPECT_NE(row(c, "step_ms").note.find("within this point's history: z "), std::string::npos)
+          << row(c, "step_ms").note;
+  }
+}
+
 struct Captured {
   int code;
   std::string out, err;
