@@ -85,7 +85,7 @@ def render(rows):
                "samples": "in-process, 30 per-step samples", "runner": "runner, echo 2 ms (10 steps)"}
     out = ["| records | effect | compares | flagged compares | slower points |", "|---|---|---:|---:|---:|"]
     for r in rows:
-        out.append("| {} | {} | {} | {} ({:.0%}) | {} of {} ({:.1%}) |".format(
+        out.append("| {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
             layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
             r["compare_rate"], r["slower_points"], r["points"], r["point_rate"]))
     return "\n".join(out)
