@@ -82,7 +82,8 @@ def check(rows):
 
 def render(rows):
     layouts = {"summary": "in-process, summary (default: 10 steps)", "repetitions": "in-process, 5 repetitions x 10 steps",
-               "samples": "in-process, 30 per-step samples", "runner": "runner, echo 2 ms (10 steps)"}
+               "samples": "in-process, 30 per-step samples", "runner": "runner, echo 2 ms (10 steps)",
+               "summary + lookback": "in-process, summary + lookback of 10 runs"}
     out = ["| records | effect | compares | flagged compares | slower points |", "|---|---|---:|---:|---:|"]
     for r in rows:
         out.append("| {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
@@ -95,11 +96,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("--compares", type=int, default=20)
-    p.add_argument("--aa", type=int, default=200)
+    p.add_argument("--aa", type=int, default=100)
     p.add_argument("--pairs", type=int, default=10, help="A/A and A/B pairs per effect through the runner")
     p.add_argument("--measured", default=str(ROOT / "bench/history/regression_detection.jsonl"))
     p.add_argument("--render-only", action="store_true")
     p.add_argument("--runner-only", action="store_true")
+    p.add_argument("--tool-only", action="store_true")
     p.add_argument("--check", action="store_true")
     p.add_argument("--no-render", action="store_true")
     a = p.parse_args()
@@ -112,15 +114,17 @@ def main():
             tool = pathlib.Path(a.build) / "tests/history/runner_detection_tool"
             if not tool.exists():
                 sys.exit(f"regression_detection.py: {tool} is missing; build it: cmake --build build --target runner_detection_tool")
-            out = subprocess.run([str(tool), "--compares", str(a.compares), "--aa", str(a.aa), "--records",
-                                  "summary,repetitions,samples"], check=True, capture_output=True, text=True).stdout
-            rows += [json.loads(line) for line in out.splitlines() if line.strip()]
-        with tempfile.TemporaryDirectory(prefix="regression-detection-") as work:
-            rows += through_runner(a.build, a.pairs, work)
-        if a.runner_only and not a.no_render and measured.exists():
-            # Keep the in-process rows measured before; replace the runner's.
+            for extra in (["--records", "summary,repetitions,samples"], ["--records", "summary", "--lookback"]):
+                out = subprocess.run([str(tool), "--compares", str(a.compares), "--aa", str(a.aa), *extra], check=True,
+                                     capture_output=True, text=True).stdout
+                rows += [json.loads(line) for line in out.splitlines() if line.strip()]
+        if not a.tool_only:
+            with tempfile.TemporaryDirectory(prefix="regression-detection-") as work:
+                rows += through_runner(a.build, a.pairs, work)
+        if (a.runner_only or a.tool_only) and not a.no_render and measured.exists():
+            # Keep the rows of the other measurement from before.
             kept = [json.loads(line) for line in measured.read_text().splitlines() if line.strip()]
-            rows = [r for r in kept if r["records"] != "runner"] + rows
+            rows = [r for r in kept if (r["records"] == "runner") == a.tool_only] + rows
         if not a.no_render:
             measured.write_text("".join(json.dumps(r) + "\n" for r in rows))
     if a.check and not check(rows):

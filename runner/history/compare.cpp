@@ -187,9 +187,10 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
   // Five steps a side: the fastest step of one side slower than the other's
   // median by more than the threshold. Timings have slow outliers (a step
   // preempted), never fast ones, so min and median survive what breaks a t
-  // test over means; for one distribution the chance is below that of half of
-  // one side's steps all lying under every step of the other (10 + 10 steps:
-  // 1.6 %), before the threshold makes it far smaller.
+  // test over means; for one distribution of independent steps the chance is
+  // below that of half of one side's steps all lying under every step of the
+  // other (10 + 10 steps: 1.6 %). A whole run in a slower clock state shifts
+  // every step alike: that drift is what the lookback below judges.
   if (a.n >= 5 && b.n >= 5 && a.min > 0 && b.min > 0)
     row.separated = row.separated || b.min > a.center * factor || a.min > b.center * factor;
   if (row.test == "-" && (a.n >= 2 || b.n >= 2))

@@ -4,18 +4,22 @@
 // default settings. Prints one JSON line per (records, effect): how many
 // slowed points were flagged slower, and how many compares raised a
 // regression (for A/A: false alarms).
-//   runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] [--check]
+//   runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] [--lookback] [--check]
 // --records says what the records hold, as the runner writes them: "summary"
 // (the default measure: 10 steps, mean/std/median/min/max), "repetitions"
 // (measure.repetitions: 5 x 10 steps, one mean per repetition), "samples"
-// (30 per-step samples). --check exits 1 when the default ("summary") misses
+// (30 per-step samples). --lookback keeps a history of each point's baseline
+// medians and judges with it, as runner compare does with a history (the
+// lookback of compare.hpp). --check exits 1 when the default ("summary") misses
 // the bar: 4x in every point, 50 % in every compare, 10 % in 95 % of compares,
 // false alarms in at most 1 % of A/A compares.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,7 +131,7 @@ std::string effect_name(double e) {
 int main(int argc, char** argv) {
   int compares = 20, aa = 100;
   std::vector<std::string> layouts = {"summary"};
-  bool check = false;
+  bool check = false, lookback = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--compares" && i + 1 < argc) compares = std::atoi(argv[++i]);
@@ -137,36 +141,67 @@ int main(int argc, char** argv) {
       std::stringstream in(argv[++i]);
       for (std::string l; std::getline(in, l, ',');) layouts.push_back(l);
     } else if (a == "--check") check = true;
+    else if (a == "--lookback") lookback = true;
     else {
-      std::cerr << "usage: runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] [--check]\n";
+      std::cerr << "usage: runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] "
+                   "[--lookback] [--check]\n";
       return 2;
     }
   }
   // About 0.2 ms for the smallest point: calibrated here, so the sweep takes
   // as long on any CPU.
+  // The fastest of 5 calls: one preempted call must not stop the doubling
+  // early (steps of 30 us drift by several % with the clock frequency alone).
+  auto fastest = [](std::int64_t iterations) {
+    double best = step_ms(iterations);
+    for (int i = 0; i < 4; ++i) best = std::min(best, step_ms(iterations));
+    return best;
+  };
   std::int64_t base = 1000;
-  while (step_ms(base) < 0.2 && base < (std::int64_t{1} << 40)) base *= 2;
+  while (fastest(base) < 0.2 && base < (std::int64_t{1} << 40)) base *= 2;
   bool ok = true;
   for (const std::string& name : layouts) {
     const Layout layout = name == "repetitions" ? Layout{name, 5, 10} : name == "samples" ? Layout{name, 1, 30}
                                                                                        : Layout{"summary", 1, 10};
+    // --lookback: as in a history, the medians of the 10 latest baseline runs
+    // of each point (seeded with 5) judge whether B is within the point's
+    // usual run-to-run spread.
+    std::map<std::string, std::deque<double>> history;
+    auto remember = [&](const Side& side) {
+      for (const auto& r : side.records) {
+        auto& h = history[runner::history::point_identity(r) + "\nstep_ms"];
+        h.push_back(r.metrics.at("step_ms").center);
+        if (h.size() > 10) h.pop_front();
+      }
+    };
+    int id = 0;
+    if (lookback)
+      for (int i = 0; i < 5; ++i) remember(run(layout, 0, base, ++id));
+    const std::string label = layout.name + (lookback ? " + lookback" : "");
     for (const double effect : {0.0, 0.02, 0.05, 0.10, 0.50, 3.0}) {
       const int n = effect == 0 ? aa : compares;
-      int points = 0, detected = 0, flagged = 0, id = 0;
+      int points = 0, detected = 0, flagged = 0;
       for (int c = 0; c < n; ++c) {
         Side a = run(layout, 0, base, ++id);
         Side b = run(layout, effect, base, ++id);
-        const auto result = compare(std::move(a), std::move(b), CompareOptions{});
+        CompareOptions options;
+        if (lookback)
+          for (const auto& [key, h] : history) options.lookback[key].assign(h.begin(), h.end());
+        if (lookback) remember(a);
+        const auto result = compare(std::move(a), std::move(b), options);
         flagged += result.regression();
         for (const auto& row : result.rows)
           if (row.metric == "step_ms") {
             ++points;
             detected += row.verdict == "slower";
+            if (effect == 0 && row.regression && std::getenv("RUNNER_DETECTION_SHOW"))
+              std::cerr << "A/A alarm: " << row.point << " " << row.a << " -> " << row.b << " ms, p " << row.p_value
+                        << (row.separated ? ", separated" : "") << " " << row.note << "\n";
           }
       }
       const double point_rate = points ? static_cast<double>(detected) / points : 0;
       const double compare_rate = n ? static_cast<double>(flagged) / n : 0;
-      std::cout << nlohmann::json{{"records", layout.name},       {"effect", effect},
+      std::cout << nlohmann::json{{"records", label},             {"effect", effect},
                                   {"effect_name", effect_name(effect)}, {"compares", n},
                                   {"points", points},             {"slower_points", detected},
                                   {"flagged_compares", flagged},  {"point_rate", point_rate},
