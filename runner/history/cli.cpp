@@ -55,6 +55,26 @@ std::string opt(const po::variables_map& vm, const char* name) {
   return vm.count(name) ? vm[name].as<std::string>() : std::string();
 }
 
+// "a,b" and repeated flags alike.
+std::vector<std::string> comma_list(const po::variables_map& vm, const char* name) {
+  std::vector<std::string> out;
+  if (!vm.count(name)) return out;
+  for (const auto& value : vm[name].as<std::vector<std::string>>()) {
+    std::stringstream in(value);
+    for (std::string item; std::getline(in, item, ',');)
+      if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// "--set a=1 --set b=2 --filter X" of a run, or "-" when it had none.
+std::string asked_text(const RunInfo& r) {
+  std::string s;
+  for (const auto& o : r.overrides) s += (s.empty() ? "" : " ") + std::string("--set ") + o;
+  if (!r.filter.empty()) s += (s.empty() ? "" : " ") + std::string("--filter ") + r.filter;
+  return s.empty() ? "-" : s;
+}
+
 std::vector<fs::path> run_dirs_under(const fs::path& root) {
   std::vector<fs::path> dirs;
   if (fs::exists(root / "results.jsonl")) return {root};
@@ -151,14 +171,15 @@ int history_command(const std::vector<std::string>& args) {
       std::cout << nlohmann::json{{"id", r.id}, {"experiment", r.experiment}, {"started", r.started},
                                   {"finished", r.finished}, {"status", r.status}, {"verdict", r.verdict},
                                   {"git_commit", r.git_commit}, {"device_name", r.device_name},
-                                  {"records", r.records}, {"run_dir", r.run_dir}, {"smoke", r.smoke}}
+                                  {"records", r.records}, {"run_dir", r.run_dir}, {"smoke", r.smoke},
+                                  {"overrides", r.overrides}, {"filter", r.filter}}
                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                 << "\n";
     return 0;
   }
   std::cout << std::left << std::setw(6) << "id" << std::setw(22) << "started" << std::setw(24) << "experiment"
             << std::setw(20) << "commit" << std::setw(28) << "device" << std::setw(9) << "records" << std::setw(15)
-            << "status" << "run dir\n";
+            << "status" << std::setw(36) << "overrides" << "run dir\n";
   for (const auto& r : runs) {
     std::string status = r.status;
     if (r.verdict == "regression") status += ",REGR";
@@ -167,7 +188,8 @@ int history_command(const std::vector<std::string>& args) {
     std::cout << std::setw(6) << r.id << std::setw(22) << printable(r.started) << std::setw(24)
               << printable(r.experiment) << std::setw(20) << (r.git_commit.empty() ? "?" : printable(r.git_commit))
               << std::setw(28) << printable(r.device_name.substr(0, 26)) << std::setw(9) << r.records << std::setw(15)
-              << printable(status) << printable(r.run_dir) << "\n";
+              << printable(status) << std::setw(36) << printable(asked_text(r)) << " " << printable(r.run_dir) << "
+";
   }
   if (runs.empty()) std::cout << "(no runs match)\n";
   return 0;
@@ -179,8 +201,12 @@ const char* kCompareUsage =
     "                          [--metric NAME]... [--ignore-param NAME]... [--only-changed] [--cross-device]\n"
     "                          [--output FILE]\n"
     "  A (baseline) and B: a run directory, run:ID, a commit (abc1234 or commit:abc1234),\n"
-    "  last or last-good (the newest (good) finished run of B's experiment on B's device).\n"
-    "  Exit code 1 when a metric got slower or larger, or a point failed; 2 on bad input.\n";
+    "  last or last-good: per point of the other side, the newest finished run started before it\n"
+    "  with a point of the same identity (experiment, parameters after overrides, device, driver);\n"
+    "  last-good skips runs with a failed point or a regression verdict.\n"
+    "  Points match on that identity: none in common is an error (exit 2, nothing comparable).\n"
+    "  Exit code 1 when a gating metric got slower or larger, or a point failed; 2 on bad input.\n"
+    "  The verdict is kept in the history for B's run (a regression makes it never last-good).\n";
 }  // namespace
 
 int compare_command(const std::vector<std::string>& args) {
@@ -190,8 +216,8 @@ int compare_command(const std::vector<std::string>& args) {
       ("format,f", po::value<std::string>()->default_value("table"), "table, markdown or json")
       ("threshold", po::value<double>()->default_value(0.05, "0.05"), "relative change below which a metric is 'same'")
       ("alpha", po::value<double>()->default_value(0.05, "0.05"), "significance level of the Mann-Whitney U test")
-      ("metric,m", po::value<std::vector<std::string>>()->composing(), "compare only this metric (repeatable)")
-      ("ignore-param", po::value<std::vector<std::string>>()->composing(), "a parameter that differs on purpose (A/B of one knob): not part of the point identity (repeatable)")
+      ("metric,m", po::value<std::vector<std::string>>()->composing(), "compare only these metrics, and gate on them (a,b or repeated)")
+      ("ignore-param", po::value<std::vector<std::string>>()->composing(), "parameters that differ on purpose (A/B of one knob): not part of the point identity (a,b or repeated)")
       ("only-changed", "leave out rows whose verdict is 'same'")
       ("cross-device", "allow A and B from different devices (a warning says so)")
       ("experiment,e", po::value<std::string>(), "experiment for history queries (last, last-good, commits)")
@@ -217,8 +243,8 @@ int compare_command(const std::vector<std::string>& args) {
   }
   o.cross_device = p.vm.count("cross-device") > 0;
   o.only_changed = p.vm.count("only-changed") > 0;
-  if (p.vm.count("ignore-param")) o.ignore_params = p.vm["ignore-param"].as<std::vector<std::string>>();
-  if (p.vm.count("metric")) o.metrics = p.vm["metric"].as<std::vector<std::string>>();
+  o.ignore_params = comma_list(p.vm, "ignore-param");
+  o.metrics = comma_list(p.vm, "metric");
   try {
     const fs::path file = resolve_history_path(opt(p.vm, "history"), "");
     std::unique_ptr<HistoryStore> store;
@@ -230,12 +256,13 @@ int compare_command(const std::vector<std::string>& args) {
     // Resolve concrete sides first: a relative query ("last-good") takes its
     // experiment and device from the other side.
     if (is_relative_query(spec_a) && !is_relative_query(spec_b)) {
-      b = resolve_side(spec_b, store.get(), nullptr, experiment);
-      a = resolve_side(spec_a, store.get(), &b, experiment);
+      b = resolve_side(spec_b, store.get(), nullptr, experiment, o);
+      a = resolve_side(spec_a, store.get(), &b, experiment, o);
     } else {
-      a = resolve_side(spec_a, store.get(), nullptr, experiment);
-      b = resolve_side(spec_b, store.get(), &a, experiment);
+      a = resolve_side(spec_a, store.get(), nullptr, experiment, o);
+      b = resolve_side(spec_b, store.get(), &a, experiment, o);
     }
+    if (store) add_lookback(o, *store, b);
     // Deliberately leaked: the process ends right after, and freeing two sides of
     // 10,000 records and 20,000 rows one by one costs a tenth of the compare.
     const Comparison& c = *new Comparison(compare(std::move(a), std::move(b), o));
@@ -251,6 +278,10 @@ int compare_command(const std::vector<std::string>& args) {
       render(out, false);
       if (!out) throw std::runtime_error("cannot write " + opt(p.vm, "output"));
     }
+    // Every compare judges B's run in the history (manual ones too).
+    if (store)
+      for (const RunInfo& run : c.b.runs)
+        if (run.id) store->record_compare(run.id, spec_a + " = " + c.a.description, c.regression(), verdict_counts(c));
     return c.regression() ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "runner compare: " << e.what() << "\n";

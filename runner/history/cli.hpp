@@ -12,5 +12,7 @@ int history_command(const std::vector<std::string>& args);
 int compare_command(const std::vector<std::string>& args);
 // runner schedule <experiment.yaml> --every 24h | --list | --remove NAME | --run NAME
 int schedule_command(const std::vector<std::string>& args, const std::string& runner_exe);
+// runner bisect GOOD BAD --experiment X --filter POINT: `self` is this binary (the judge of each step).
+int bisect_command(const std::vector<std::string>& args, const std::string& self);
 
 }  // namespace runner::history

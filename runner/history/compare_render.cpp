@@ -37,7 +37,11 @@ std::string p_text(const CompareRow& r) {
 
 const char* kSummaryTestNote =
     "p (t): Welch's t-test from mean, std and n, for records that kept no samples (it assumes independent, "
-    "normal steps); other p: Mann-Whitney U over the samples";
+    "normal steps); other p: block bootstrap of the median ratio over steps, or Welch's t over repetition means";
+
+const char* kGatingNote =
+    "gating: each point's primary metric (its step time) and memory; Benjamini-Hochberg over the points, "
+    "so alpha bounds the share of false alarms among flagged points; other rows inform";
 
 std::string ratio_text(const CompareRow& r) {
   if (r.metric == "status") return "-";
@@ -67,7 +71,8 @@ std::string hidden_note(const Comparison& c) {
     std::string names;
     for (const auto& m : entry.second) names += (names.empty() ? "" : ", ") + m;
     s += (s.empty() ? "" : ", ") + std::to_string(entry.first) + " " +
-         (reason == "constant" ? "constant" : "without a better direction") + " (" + names + ")";
+         (reason == "constant" ? "constant" : reason == "derived" ? "derived from the step time" : "without a better direction") +
+         " (" + names + ")";
   }
   return s.empty() ? s : "not shown: " + s + "; --metric NAME shows one";
 }
@@ -97,12 +102,13 @@ std::string b_text(const CompareRow& r) { return r.metric == "status" ? r.unit :
 void render_table(const Comparison& c, std::ostream& out, bool color) {
   out << "A: " << c.a.description << "\nB: " << c.b.description << "\n";
   for (const auto& w : c.warnings) out << "warning: " << w << "\n";
-  const std::vector<std::string> head = {"point", "metric", "A", "B", "B/A", "p", "verdict"};
+  for (const auto& b : c.build_changes) out << "code changed: " << b << "\n";
+  const std::vector<std::string> head = {"point", "metric", "A", "B", "B/A", "p", "verdict", "note"};
   std::vector<std::vector<std::string>> cells;
   std::vector<const CompareRow*> rows;
   for (const auto& r : c.rows) {
     if (!shown(r, c.options)) continue;
-    cells.push_back({r.point, r.metric, a_text(r), b_text(r), ratio_text(r), p_text(r), r.verdict});
+    cells.push_back({r.point, r.metric, a_text(r), b_text(r), ratio_text(r), p_text(r), r.verdict, r.note});
     rows.push_back(&r);
   }
   std::vector<size_t> width(head.size());
@@ -129,6 +135,7 @@ void render_table(const Comparison& c, std::ostream& out, bool color) {
   for (const auto& p : c.only_in_a) out << "only in A: " << p << "\n";
   for (const auto& p : c.only_in_b) out << "only in B: " << p << "\n";
   if (any_from_summaries(c)) out << kSummaryTestNote << "\n";
+  out << kGatingNote << "\n";
   if (const std::string note = hidden_note(c); !note.empty()) out << note << "\n";
   out << (c.regression() ? "REGRESSION: " : "no regression: ") << summary(c) << " (threshold "
       << c.options.threshold * 100 << "%, alpha " << c.options.alpha << ")\n";
@@ -137,12 +144,12 @@ void render_table(const Comparison& c, std::ostream& out, bool color) {
 void render_markdown(const Comparison& c, std::ostream& out) {
   out << "### runner compare: " << (c.regression() ? "**regression**" : "no regression") << "\n\n"
       << "- A: " << c.a.description << "\n- B: " << c.b.description << "\n- " << summary(c) << "; noise threshold "
-      << c.options.threshold * 100 << "%, significance level " << c.options.alpha
-      << " (two-sided Mann-Whitney U over the repetitions)\n";
+      << c.options.threshold * 100 << "%, significance level " << c.options.alpha << "\n- " << kGatingNote << "\n";
+  for (const auto& b : c.build_changes) out << "- code changed: " << b << "\n";
   if (any_from_summaries(c)) out << "- " << kSummaryTestNote << "\n";
   if (const std::string note = hidden_note(c); !note.empty()) out << "- " << note << "\n";
   for (const auto& w : c.warnings) out << "- **warning:** " << w << "\n";
-  out << "\n| point | metric | A | B | B/A | p | verdict |\n|---|---|---:|---:|---:|---:|---|\n";
+  out << "\n| point | metric | A | B | B/A | p | verdict | note |\n|---|---|---:|---:|---:|---:|---|---|\n";
   auto escape = [](std::string s) {
     for (size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.replace(i, 1, "\\|");
     return s;
@@ -151,7 +158,7 @@ void render_markdown(const Comparison& c, std::ostream& out) {
     if (!shown(r, c.options)) continue;
     const std::string verdict = r.regression ? "**" + r.verdict + "**" : r.verdict;
     out << "| " << escape(r.point) << " | " << r.metric << " | " << a_text(r) << " | " << b_text(r) << " | "
-        << ratio_text(r) << " | " << p_text(r) << " | " << verdict << " |\n";
+        << ratio_text(r) << " | " << p_text(r) << " | " << verdict << " | " << escape(r.note) << " |\n";
   }
   if (!c.only_in_a.empty() || !c.only_in_b.empty()) out << "\n";
   for (const auto& p : c.only_in_a) out << "- only in A: " << escape(p) << "\n";
@@ -275,8 +282,18 @@ void write_json(const Comparison& c, std::ostream& out) {
     out << ", \"p_value\": ";
     if (r.p_value >= 0) put_number(out, r.p_value);
     else out << "null";
+    out << ", \"q_value\": ";
+    if (r.q_value >= 0) put_number(out, r.q_value);
+    else out << "null";
     out << ", \"test\": ";
     put_string(out, r.test);
+    out << ", \"gating\": " << (r.gating ? "true" : "false") << ", \"separated\": " << (r.separated ? "true" : "false");
+    out << ", \"identity\": ";
+    put_string(out, r.identity);
+    if (!r.note.empty()) {
+      out << ", \"note\": ";
+      put_string(out, r.note);
+    }
     out << ", \"n_a\": " << r.n_a << ", \"n_b\": " << r.n_b << ", \"verdict\": ";
     put_string(out, r.verdict);
     out << ", \"regression\": " << (r.regression ? "true" : "false");
@@ -292,6 +309,8 @@ void write_json(const Comparison& c, std::ostream& out) {
   put_strings(out, c.only_in_b);
   out << ",\n  \"warnings\": ";
   put_strings(out, c.warnings);
+  out << ",\n  \"build_changes\": ";
+  put_strings(out, c.build_changes);
   out << "\n}\n";
 }
 

@@ -289,33 +289,42 @@ int run_scheduled(const std::string& name) {
   std::string line;
   bool regression = false;
   try {
-    Side b = resolve_side(run_dir.string(), &store, nullptr, "");
-    Side a = resolve_side(s.compare_to, &store, &b, "");
-    const Comparison c = compare(std::move(a), std::move(b), o);
-    regression = c.regression();
-    {
-      std::ofstream json(run_dir / "compare.json");
-      write_json(c, json);
+    Side b = resolve_side(run_dir.string(), &store, nullptr, "", o);
+    Side a;
+    try {
+      a = resolve_side(s.compare_to, &store, &b, "", o);
+    } catch (const std::runtime_error& e) {
+      // No earlier run with any of these points: the first sweep of this
+      // configuration. A named baseline (run:ID, a commit) that lacks them is
+      // an error below.
+      if (!is_relative_query(s.compare_to)) throw;
+      line = std::string("ok run ") + (run ? std::to_string(run->id) : "?") + ", no baseline (" + e.what() + ")";
     }
-    std::ofstream md(run_dir / "compare.md");
-    render_markdown(c, md);
-    std::map<std::string, int> verdicts;
-    for (const auto& r : c.rows)
-      if (r.hidden.empty()) ++verdicts[r.verdict];
-    std::string counts;
-    for (const auto& [v, n] : verdicts) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + v;
-    if (!c.only_in_a.empty()) counts += (counts.empty() ? "" : ", ") + std::to_string(c.only_in_a.size()) + " only in baseline";
-    if (!c.only_in_b.empty()) counts += (counts.empty() ? "" : ", ") + std::to_string(c.only_in_b.size()) + " new";
-    const RunInfo& base = c.a.runs.front();
-    line = std::string(regression ? "REGRESSION" : "ok") + " run " + (run ? std::to_string(run->id) : "?") +
-           " vs " + s.compare_to + " = run " + std::to_string(base.id) + " (" + base.git_commit + "): " + counts +
-           "; report " + (run_dir / "compare.md").string();
+    if (line.empty()) {
+      add_lookback(o, store, b);
+      const Comparison c = compare(std::move(a), std::move(b), o);
+      regression = c.regression();
+      {
+        std::ofstream json(run_dir / "compare.json");
+        write_json(c, json);
+      }
+      std::ofstream md(run_dir / "compare.md");
+      render_markdown(c, md);
+      std::string bases;
+      for (const RunInfo& base : c.a.runs)
+        bases += (bases.empty() ? "" : ", ") + std::string("run ") + std::to_string(base.id) + " (" + base.git_commit + ")";
+      line = std::string(regression ? "REGRESSION" : "ok") + " run " + (run ? std::to_string(run->id) : "?") + " vs " +
+             s.compare_to + " = " + bases + ": " + verdict_counts(c) + "; report " + (run_dir / "compare.md").string();
+      if (run) store.record_compare(run->id, s.compare_to + " = " + bases, regression, verdict_counts(c));
+    } else if (run) {
+      store.set_verdict(run->id, "ok");
+    }
   } catch (const std::runtime_error& e) {
-    // The first sweep of a schedule has nothing to compare with yet.
-    line = std::string("ok run ") + (run ? std::to_string(run->id) : "?") + ", no baseline (" + e.what() + ")";
+    append_log(s.log, prefix + "ERROR run " + (run ? std::to_string(run->id) : "?") + " vs " + s.compare_to + ": " +
+                          e.what());
+    return 2;
   }
   if (code != 0) line += "; some points failed (exit " + std::to_string(code) + "), see " + output.string();
-  if (run) store.set_verdict(run->id, regression ? "regression" : "ok");
   append_log(s.log, prefix + line);
   return regression || code != 0 ? 1 : 0;
 }

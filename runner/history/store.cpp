@@ -54,6 +54,13 @@ CREATE TABLE IF NOT EXISTS metrics (
   samples BLOB, text TEXT
 );
 CREATE INDEX IF NOT EXISTS metrics_by_record ON metrics(record_id);
+-- Every compare whose B side is a stored run: its baseline and outcome.
+CREATE TABLE IF NOT EXISTS compares (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time TEXT NOT NULL, baseline TEXT, verdict TEXT NOT NULL, summary TEXT
+);
+CREATE INDEX IF NOT EXISTS compares_by_run ON compares(run_id);
 -- The key of every record in one place: experiment, point, commit, device,
 -- driver, CUDA, LibTorch and time.
 CREATE VIEW IF NOT EXISTS record_keys AS
@@ -79,7 +86,7 @@ std::string device_name_of(const nlohmann::json& env) {
 const char* kRunColumns =
     "id, experiment, run_dir, started, finished, verdict, git_commit, device, device_name, driver, cuda, "
     "libtorch, host, pid, smoke, (SELECT count(*) FROM records r WHERE r.run_id = runs.id), "
-    "(SELECT count(*) FROM records r WHERE r.run_id = runs.id AND r.status = 'error')";
+    "(SELECT count(*) FROM records r WHERE r.run_id = runs.id AND r.status = 'error'), env";
 
 RunInfo read_run(const Statement& s) {
   RunInfo r;
@@ -100,6 +107,13 @@ RunInfo read_run(const Statement& s) {
   r.smoke = s.int64(14) != 0;
   r.records = s.int64(15);
   r.failed_records = s.int64(16);
+  const nlohmann::json env = nlohmann::json::parse(s.text(17), nullptr, false);
+  if (env.is_object()) {
+    if (env.contains("overrides") && env["overrides"].is_array())
+      for (const auto& o : env["overrides"])
+        if (o.is_string()) r.overrides.push_back(o.get<std::string>());
+    r.filter = env_text(env, "filter");
+  }
   if (r.finished.empty()) {
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
@@ -134,6 +148,49 @@ std::string point_key(const std::string& part, const nlohmann::json& params, con
   key["params"] = p;
   key["labels"] = labels.is_object() ? labels : nlohmann::json::object();
   return safe_dump(key);  // nlohmann objects are sorted by key: the dump is canonical
+}
+
+namespace {
+
+std::string fnv_hex(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::string point_identity(const HistoryRecord& r, bool with_device) {
+  std::string text = r.experiment + "\n" + r.key;
+  if (with_device) text += "\n" + r.device_name + "\n" + r.driver;
+  return fnv_hex(text);
+}
+
+std::string build_identity(const HistoryRecord& r) {
+  if (!r.plugins.is_object() || r.plugins.empty()) return "";
+  std::string text;
+  for (const auto& [name, p] : r.plugins.items())  // sorted by name: canonical
+    text += name + "=" + (p.contains("sha256") && p["sha256"].is_string() ? p["sha256"].get<std::string>() : "?") + "\n";
+  return fnv_hex(text);
+}
+
+nlohmann::json point_plugins(const nlohmann::json& env_plugins, const std::string& task, const nlohmann::json& params) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!env_plugins.is_object()) return out;
+  // Nested plugins (an optimizer, a profiler) appear in the flattened
+  // parameters as their names; a plugin "kind/name" is the point's when its
+  // name is the task or one of those values.
+  std::set<std::string> names = {task};
+  if (params.is_object())
+    for (const auto& [k, v] : params.items())
+      if (v.is_string()) names.insert(v.get<std::string>());
+  for (const auto& [id, p] : env_plugins.items()) {
+    const auto slash = id.find('/');
+    if (names.count(slash == std::string::npos ? id : id.substr(slash + 1))) out[id] = p;
+  }
+  return out;
 }
 
 namespace {
@@ -183,6 +240,11 @@ HistoryRecord history_record(const StoredRecord& stored) {
   r.status = stored.status_text();
   r.message = stored.message;
   r.time = stored.time;
+  r.task = stored.task;
+  r.device_name = device_name_of(stored.env);
+  r.driver = env_text(stored.env, "driver");
+  if (stored.env.is_object() && stored.env.contains("plugins"))
+    r.plugins = point_plugins(stored.env["plugins"], r.task, r.params);
   r.key = point_key(r.part, r.params, r.labels);
   for (const auto& [name, metric] : stored.metrics) {
     const auto extra = stored.metric_extra.find(name);
@@ -239,6 +301,13 @@ HistoryStore::HistoryStore(const fs::path& file) : file_(file) {
   exec("PRAGMA mmap_size=1073741824");
   exec("PRAGMA cache_size=-16384");
   exec(kSchema);
+  // Stores made before records kept their task get the column (NULL in old rows).
+  bool has_task = false;
+  {
+    Statement s(db_, "PRAGMA table_info(records)");
+    while (s.step()) has_task = has_task || s.text(1) == "task";
+  }
+  if (!has_task) exec("ALTER TABLE records ADD COLUMN task TEXT");
 }
 
 HistoryStore::~HistoryStore() { sqlite3_close(db_); }
@@ -329,7 +398,7 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<StoredRecord
   }
   Statement rec(db_,
                 "INSERT INTO records (run_id, part, point, point_key, params, labels, status, message, time, "
-                "artifacts) VALUES (?,?,?,?,?,?,?,?,?,?)");
+                "artifacts, task) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   Statement met(db_,
                 "INSERT INTO metrics (record_id, name, unit, value, mean, std, min, max, n, samples, text) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
@@ -338,7 +407,7 @@ void HistoryStore::add_point(std::int64_t run_id, const std::vector<StoredRecord
     rec.reset();
     rec.bind(1, run_id).bind(2, r.part).bind(3, static_cast<std::int64_t>(r.point)).bind(4, r.key)
         .bind(5, safe_dump(r.params)).bind(6, safe_dump(r.labels)).bind(7, r.status).bind(8, r.message).bind(9, r.time)
-        .bind(10, safe_dump(stored.artifacts));
+        .bind(10, safe_dump(stored.artifacts)).bind(11, r.task);
     rec.step();
     const std::int64_t record_id = sqlite3_last_insert_rowid(db_);
     for (const auto& [name, v] : r.metrics) {
@@ -367,6 +436,30 @@ void HistoryStore::set_verdict(std::int64_t run_id, const std::string& verdict) 
   Statement s(db_, "UPDATE runs SET verdict = ? WHERE id = ?");
   s.bind(1, verdict).bind(2, run_id);
   s.step();
+}
+
+void HistoryStore::record_compare(std::int64_t run_id, const std::string& baseline, bool regression,
+                                  const std::string& summary) {
+  Transaction tx(db_);
+  const std::string verdict = regression ? "regression" : "ok";
+  {
+    Statement s(db_, "INSERT INTO compares (run_id, time, baseline, verdict, summary) VALUES (?,?,?,?,?)");
+    s.bind(1, run_id).bind(2, utc_now()).bind(3, baseline).bind(4, verdict).bind(5, summary);
+    s.step();
+  }
+  Statement s(db_, regression ? "UPDATE runs SET verdict = 'regression' WHERE id = ?"
+                              : "UPDATE runs SET verdict = 'ok' WHERE id = ? AND coalesce(verdict, '') = ''");
+  s.bind(1, run_id);
+  s.step();
+  tx.commit();
+}
+
+std::vector<CompareLog> HistoryStore::compares(std::int64_t run_id) const {
+  Statement s(db_, "SELECT run_id, time, baseline, verdict, summary FROM compares WHERE run_id = ? ORDER BY id");
+  s.bind(1, run_id);
+  std::vector<CompareLog> out;
+  while (s.step()) out.push_back({s.int64(0), s.text(1), s.text(2), s.text(3), s.text(4)});
+  return out;
 }
 
 std::vector<RunInfo> HistoryStore::runs(const RunFilter& f) const {
@@ -420,15 +513,22 @@ std::optional<RunInfo> HistoryStore::run_by_dir(const fs::path& run_dir) const {
 
 std::vector<HistoryRecord> HistoryStore::records(std::int64_t run_id) const {
   std::vector<HistoryRecord> out;
-  std::string experiment;
+  std::string experiment, device_name, driver;
+  nlohmann::json env_plugins;
   {
-    Statement e(db_, "SELECT experiment FROM runs WHERE id = ?");
+    Statement e(db_, "SELECT experiment, device_name, driver, env FROM runs WHERE id = ?");
     e.bind(1, run_id);
-    if (e.step()) experiment = e.text(0);
+    if (e.step()) {
+      experiment = e.text(0);
+      device_name = e.text(1);
+      driver = e.text(2);
+      const nlohmann::json env = nlohmann::json::parse(e.text(3), nullptr, false);
+      if (env.is_object() && env.contains("plugins")) env_plugins = env["plugins"];
+    }
   }
   // Rows come in index order (status, id); they are put back in id order below,
   // which is cheaper than SQLite's sort of whole rows.
-  Statement s(db_, "SELECT id, part, point, point_key, params, labels, status, message, time FROM records "
+  Statement s(db_, "SELECT id, part, point, point_key, params, labels, status, message, time, task FROM records "
                    "WHERE run_id = ?");
   s.bind(1, run_id);
   std::vector<std::pair<std::int64_t, size_t>> ids;  // record id, position in out
@@ -445,6 +545,10 @@ std::vector<HistoryRecord> HistoryStore::records(std::int64_t run_id) const {
     r.status = s.text(6);
     r.message = s.text(7);
     r.time = s.text(8);
+    r.task = s.text(9);
+    r.device_name = device_name;
+    r.driver = driver;
+    if (!env_plugins.is_null()) r.plugins = point_plugins(env_plugins, r.task, r.params);
     ids.emplace_back(s.int64(0), out.size());
     out.push_back(std::move(r));
   }

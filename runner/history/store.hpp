@@ -29,6 +29,10 @@ struct RunInfo {
   std::string git_commit, device, device_name, driver, cuda, libtorch, host;
   bool smoke = false;
   std::int64_t records = 0, failed_records = 0;
+  // How the run was asked for: its --set overrides and --filter (the env's
+  // "overrides" and "filter"; empty for runs recorded before they were kept).
+  std::vector<std::string> overrides;
+  std::string filter;
 };
 
 struct MetricValue {
@@ -45,6 +49,9 @@ struct HistoryRecord {
   int point = 0;
   nlohmann::json params, labels;
   std::string status, message, time;
+  std::string task, device_name, driver;  // device model (GPU or CPU name) and driver of its run
+  // The plugin .so files the point loaded: {"task/echo": {"sha256": ..., "commit": ...}}.
+  nlohmann::json plugins = nlohmann::json::object();
   std::map<std::string, MetricValue> metrics;  // numeric metrics only
 };
 
@@ -67,6 +74,25 @@ std::filesystem::path resolve_history_path(const std::string& flag, const std::s
 // still describe the same point).
 std::string point_key(const std::string& part, const nlohmann::json& params, const nlohmann::json& labels);
 
+// A point's identity across runs: a hash (16 hex digits) of the experiment, the
+// point key (part, parameters after overrides, labels) and, unless
+// `with_device` is false (--cross-device), the device model and driver.
+// last-good, compares and trends match points on it.
+std::string point_identity(const HistoryRecord& r, bool with_device = true);
+// The code a point ran: a hash of the content of every plugin .so it loaded
+// ("" when the record predates plugin hashes). Two runs of one identity with
+// different builds are what a compare judges; a build change is named in it.
+std::string build_identity(const HistoryRecord& r);
+// The plugins of a run's environment ("plugins") that a point of `task` with
+// these parameters loaded: its task and the nested plugins its parameters name.
+nlohmann::json point_plugins(const nlohmann::json& env_plugins, const std::string& task, const nlohmann::json& params);
+
+// One compare as the history keeps it (every compare whose B side is a stored run).
+struct CompareLog {
+  std::int64_t run_id = 0;
+  std::string time, baseline, verdict, summary;
+};
+
 class HistoryStore {
  public:
   explicit HistoryStore(const std::filesystem::path& file);
@@ -83,6 +109,11 @@ class HistoryStore {
   void add_point(std::int64_t run_id, const std::vector<StoredRecord>& records);
   void finish_run(std::int64_t run_id, const std::string& finished = "");
   void set_verdict(std::int64_t run_id, const std::string& verdict);
+  // Keeps a compare's outcome and sets the run's verdict: "regression" always
+  // (so the run is never last-good), "ok" only where no compare judged it yet
+  // (a later lenient compare does not clear a regression; --mark-good does).
+  void record_compare(std::int64_t run_id, const std::string& baseline, bool regression, const std::string& summary);
+  std::vector<CompareLog> compares(std::int64_t run_id) const;
 
   std::vector<RunInfo> runs(const RunFilter& filter) const;
   std::vector<std::string> experiments() const;

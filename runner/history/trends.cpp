@@ -10,6 +10,7 @@
 
 #include "history/compare.hpp"
 #include "history/time_text.hpp"
+#include "history/verdict_stats.hpp"
 
 namespace runner::history {
 namespace fs = std::filesystem;
@@ -51,18 +52,32 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-// An x tick: the run and its start (MM-DD HH:MM); many runs share one commit
-// (a nightly schedule before anything lands), so a commit alone tells them apart badly.
+// An x tick: the run's date and short commit. The x axis is commit order (runs
+// by start time, oldest left); the run id is in each marker's tooltip.
 std::string run_tick(const RunInfo& r) {
-  std::string when = r.started.size() >= 16 ? r.started.substr(5, 5) + " " + r.started.substr(11, 5) : r.started;
-  return "run " + std::to_string(r.id) + " · " + when;
+  const std::string when = r.started.size() >= 10 ? r.started.substr(5, 5) : r.started;
+  return when + " " + (r.git_commit.empty() ? std::string("?") : r.git_commit.substr(0, 7));
+}
+
+// Points in the order a reader expects: parameters compared as numbers when
+// both are numbers (size=128 before size=1024), else as text.
+bool numeric_less(const nlohmann::json& a, const nlohmann::json& b) {
+  for (auto ia = a.begin(), ib = b.begin(); ia != a.end() && ib != b.end(); ++ia, ++ib) {
+    if (ia.key() != ib.key()) return ia.key() < ib.key();
+    const auto& va = ia.value();
+    const auto& vb = ib.value();
+    if (va == vb) continue;
+    if (va.is_number() && vb.is_number()) return va.get<double>() < vb.get<double>();
+    return va.dump() < vb.dump();
+  }
+  return a.size() < b.size();
 }
 
 struct Sample {
   const RunInfo* run;
   const MetricValue* value;
   double lo, hi;
-  std::string verdict;  // vs the previous run of this series
+  std::string verdict;  // a step detected at this run (change point of the series)
   bool regression = false;
 };
 
@@ -148,7 +163,7 @@ void write_plot(std::ostream& out, const std::string& title, const std::string& 
         << Y(x.value->center) << "\" r=\"" << (x.regression ? 4.5 : 3) << "\"><title>run " << x.run->id << ", "
         << html_escape(x.run->git_commit) << ", " << x.run->started << ": " << fmt(x.value->center) << " "
         << html_escape(unit) << " (band " << fmt(x.lo) << "–" << fmt(x.hi) << ", n=" << x.value->n << ")"
-        << (x.verdict.empty() ? "" : "; vs previous: " + x.verdict) << "</title></circle></a>";
+        << (x.verdict.empty() ? "" : "; " + x.verdict) << "</title></circle></a>";
   }
   out << "</svg><figcaption>" << html_escape(title) << "</figcaption></figure>\n";
 }
@@ -208,6 +223,8 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
     // series[part][point key][metric] -> samples in run order
     std::map<std::string, std::map<std::string, std::map<std::string, std::vector<Sample>>>> series;
     std::map<std::string, std::string> point_titles;
+    std::map<std::string, nlohmann::json> point_params;  // point key -> parameters (for the order of the charts)
+    std::set<std::string> not_plotted;
     std::vector<std::vector<HistoryRecord>> records(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {
       records[i] = store.records(runs[i].id);
@@ -228,7 +245,16 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
             title += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) + " ";
         for (const auto& [k, v] : r.labels.items()) title += k + "=" + v.get<std::string>() + " ";
         point_titles[r.key] = title;
+        point_params.emplace(r.key, r.params);
+        const std::string primary = primary_metric(r);
         for (const auto& [name, m] : r.metrics) {
+          // One chart per point for its primary metric (and memory); phases
+          // and rates derived from the step time stay in runs/<id>.json.
+          const bool constant_candidate = m.std == 0 && m.samples.empty();
+          if (name != primary && m.unit != "bytes" && !constant_candidate) {
+            not_plotted.insert(name);
+            continue;
+          }
           auto& s = series[r.part][r.key][name];
           Sample x{&runs[i], &m, m.center, m.center, "", false};
           if (m.samples.size() >= 2) {
@@ -238,15 +264,25 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
             x.lo = std::max(m.min, m.mean - m.std);
             x.hi = std::min(m.max, m.mean + m.std);
           }
-          if (!s.empty()) {
-            const CompareRow row = compare_metric(*s.back().value, m, options);
-            x.verdict = row.verdict;
-            x.regression = row.regression;
-            if (x.regression && i + 1 == runs.size()) ++latest_regressions;
-          }
           s.push_back(x);
         }
       }
+    // Steps over each whole series, not run against run.
+    for (auto& [part, points] : series)
+      for (auto& [key, metrics] : points)
+        for (auto& [metric, samples] : metrics) {
+          std::vector<double> centers;
+          for (const auto& x : samples) centers.push_back(x.value->center);
+          const int better = better_direction(samples.back().value->unit);
+          for (const ChangePoint& c : change_points(centers, options.threshold, options.alpha)) {
+            Sample& x = samples[c.at];
+            const bool up = c.ratio > 1;
+            x.regression = better != 0 && (better < 0) == up;
+            x.verdict = std::string(x.regression ? "step: worse" : "step: better") + " x" + fmt(c.ratio) + " (p " +
+                        fmt(c.p_value) + ")";
+            if (x.regression && x.run == &runs.back()) ++latest_regressions;
+          }
+        }
     const std::string page = page_name(experiment);
     std::ofstream out(dir / page);
     out << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << html_escape(experiment)
@@ -254,15 +290,21 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         << "<p><a href=\"index.html\">all experiments</a></p><h1>" << html_escape(experiment) << "</h1><p>"
         << runs.size() << " runs from " << runs.front().started << " to " << runs.back().started
         << " on " << html_escape(runs.back().device_name)
-        << ". Line: median per run; band: interquartile range of the repetitions (mean ± std, within min–max, without "
-        << "repetitions); <span class=\"bad\">red</span>: slower or larger than the run before (Mann-Whitney U, "
-        << "alpha " << options.alpha << ", threshold " << options.threshold * 100
-        << "%); green: faster or smaller. Click a marker for that run's records.</p>\n";
+        << ". x: runs in commit order (date and commit); line: median per run; band: interquartile range of the "
+        << "repetitions (mean ± std, within min–max, without repetitions); one chart per point for its step time "
+        << "(and memory); <span class=\"bad\">red</span>: a step to slower or larger detected over the whole series "
+        << "(binary segmentation, pooled t over the runs, alpha " << options.alpha << ", threshold "
+        << options.threshold * 100 << "%); green: a step to faster or smaller. Click a marker for that run's records.</p>\n";
     for (const auto& [part, points] : series) {
       out << "<h2>" << html_escape(part) << "</h2><div class=\"plots\">\n";
       std::map<std::string, std::string> constants;  // metric -> its one value
-      for (const auto& [key, metrics] : points)
-        for (const auto& [metric, samples] : metrics) {
+      std::vector<std::string> keys;
+      for (const auto& [key, metrics] : points) keys.push_back(key);
+      std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) {
+        return numeric_less(point_params[a], point_params[b]);
+      });
+      for (const std::string& key : keys)
+        for (const auto& [metric, samples] : points.at(key)) {
           if (is_constant(samples)) {
             // A work count (flop, bytes moved) is not a trend: named once below the plots.
             constants.emplace(metric, fmt(samples.front().value->center) + " " + samples.front().value->unit);
@@ -281,6 +323,12 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         }
         out << ".</p>\n";
       }
+    }
+    if (!not_plotted.empty()) {
+      std::string names;
+      for (const auto& n : not_plotted) names += (names.empty() ? "" : ", ") + n;
+      out << "<p class=\"not-plotted\">Not charted (phases, rates derived from the step time; in each run's records): "
+          << html_escape(names) << ".</p>\n";
     }
     out << "<h2>runs</h2><table><tr><th>run</th><th>started</th><th>commit</th><th>status</th><th>run dir</th></tr>\n";
     for (const auto& r : runs)

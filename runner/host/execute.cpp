@@ -258,6 +258,11 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   if (run_dir_out) *run_dir_out = run.dir;
   run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, session != nullptr);
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
+  // The history's point identity and build: what was asked (overrides, filter)
+  // and which plugin files ran.
+  run.env["plugins"] = plugin_identities(plugin_files(plan.points, registry));
+  run.env["overrides"] = options.overrides;
+  if (!options.filter.empty()) run.env["filter"] = options.filter;
   if (launch) run.env["launcher"] = launch->launcher;
   run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
                exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +

@@ -109,6 +109,18 @@ nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>
   return out;
 }
 
+nlohmann::json plugin_identities(const std::map<std::string, std::filesystem::path>& plugin_files) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, file] : plugin_files) {
+    nlohmann::json p = {{"file", file.string()}};
+    const std::string sum = command_output(("sha256sum " + shell_quoted(file.string()) + " 2>/dev/null").c_str());
+    if (sum.size() >= 64) p["sha256"] = sum.substr(0, 64);
+    if (const std::string commit = commit_of(file.parent_path().string()); !commit.empty()) p["commit"] = commit;
+    out[name] = p;
+  }
+  return out;
+}
+
 nlohmann::json capture_environment(const c10::Device& device) {
   nlohmann::json env;
   env["device"] = device.is_cuda() ? "cuda" : "cpu";

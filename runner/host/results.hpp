@@ -22,6 +22,10 @@ nlohmann::json capture_environment(const c10::Device& device);
 // lies in (a plugin built in the runner's tree has the runner's; one built in its own
 // repository, that one's); plugins outside any repository are left out.
 nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files);
+// {"task/echo": {"sha256": "<content hash>", "file": "...", "commit": "..."}}: what
+// each plugin .so the run loaded is, in-tree or not, so a rebuilt plugin (same
+// commit or none) still shows as changed code in the history and in compares.
+nlohmann::json plugin_identities(const std::map<std::string, std::filesystem::path>& plugin_files);
 
 // The point's parameters as flat dotted keys with native JSON types.
 nlohmann::json point_params_json(const Point& point, const c10::Device& device);

@@ -41,7 +41,7 @@ TEST(Compare, TwiceTheStepTimeIsSlowerWithASmallPValueAndARegression) {
   const CompareRow& r = row(c, "step_ms");
   EXPECT_NEAR(r.ratio, 2.0, 1e-9);
   EXPECT_LT(r.p_value, 1e-3);
-  EXPECT_EQ(r.test, "U");
+  EXPECT_EQ(r.test, "block bootstrap");
   EXPECT_EQ(r.verdict, "slower");
   EXPECT_TRUE(c.regression());
 }

@@ -87,9 +87,13 @@ TEST(HistoryEndToEnd, CompareFlagsAnInjectedSlowdownAndNotAnUnchangedRerun) {
   EXPECT_EQ(same.code, 0) << same.output;
   EXPECT_NE(same.output.find("no regression"), std::string::npos) << same.output;
 
-  // The --set changed a parameter; --ignore-param says that is the A/B knob.
+  // The --set changed a parameter: no point in common is an error, not a pass;
+  // --ignore-param says that is the A/B knob.
   const Result unmatched = sh(dir, "compare base slow --threshold 0.3");
-  EXPECT_NE(unmatched.output.find("only in A: main sleep_us=2000 value=1.0 item=a"), std::string::npos) << unmatched.output;
+  EXPECT_EQ(unmatched.code, 2) << unmatched.output;
+  EXPECT_NE(unmatched.output.find("nothing comparable: "), std::string::npos) << unmatched.output;
+  EXPECT_NE(unmatched.output.find("A's points (main sleep_us=2000 value=1.0 item=a, ...)"), std::string::npos)
+      << unmatched.output;
   const Result slow = sh(dir, "compare base slow --threshold 0.3 --format json --metric sleep_ms --ignore-param sleep_us");
   EXPECT_EQ(slow.code, 1) << slow.output;
   const auto j = nlohmann::json::parse(slow.output);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The trends site in headless Chromium: three runs of a two-point experiment
-# (the last one three times slower), `runner history --html`, then the page must
+# The trends site in headless Chromium: four runs of a two-point experiment
+# (the last one three times slower: a step the series' own spread must show), `runner history --html`, then the page must
 # load with no console message, draw every plot, mark the slowdown, and leave a
 # screenshot (trends.png next to this test's files).
 #   trends_browser_test.sh <runner> <work dir> <echo plugin dir>
@@ -23,8 +23,9 @@ sweep:
 YAML
 "$runner" sleepy.yaml --device cpu --out run1 > run1.log 2>&1
 "$runner" sleepy.yaml --device cpu --out run2 > run2.log 2>&1
+"$runner" sleepy.yaml --device cpu --out run3 > run3.log 2>&1
 # Three times slower code, same parameters (the echo plugin's extra sleep).
-RUNNER_ECHO_EXTRA_SLEEP_US=4000 "$runner" sleepy.yaml --device cpu --out run3 > run3.log 2>&1
+RUNNER_ECHO_EXTRA_SLEEP_US=4000 "$runner" sleepy.yaml --device cpu --out run4 > run4.log 2>&1
 "$runner" history --html site
 page=file://$work/site/sleepy.html
 flags=(--headless --no-sandbox --disable-gpu --disable-dev-shm-usage --virtual-time-budget=3000)
@@ -37,10 +38,10 @@ drawn=$(grep -o 'data-plots-drawn="[0-9]*"' dom.html | grep -o '[0-9]*' || true)
 # Two points x sleep_ms; `value` is the same in every run, so it is named, not plotted.
 if [[ "$plots" != 2 || "$drawn" != 2 ]]; then echo "FAIL: expected 2 plots drawn, page says plots=$plots drawn=$drawn"; fail=1; fi
 if ! grep -q 'Constant in every run (not plotted): value' dom.html; then echo "FAIL: the constant metric is not named"; fail=1; fi
-if ! grep -q 'class="regression"' dom.html; then echo "FAIL: the slower third run is not marked"; fail=1; fi
+if ! grep -q 'class="regression"' dom.html; then echo "FAIL: the slower fourth run is not marked"; fail=1; fi
 if [[ ! -s trends.png ]] || (( $(stat -c %s trends.png) < 5000 )); then echo "FAIL: no screenshot"; fail=1; fi
-grep -q 'href="runs/3.json"' dom.html || { echo "FAIL: no link to run 3's records"; fail=1; }
-python3 -c "import json,sys; d=json.load(open('site/runs/3.json')); sys.exit(0 if len(d['records'])==2 else 1)" ||
-  { echo "FAIL: runs/3.json does not hold run 3's two records"; fail=1; }
-(( fail == 0 )) && echo "ok: 4 plots drawn, regression marked, screenshot $work/trends.png"
+grep -q 'href="runs/4.json"' dom.html || { echo "FAIL: no link to run 4's records"; fail=1; }
+python3 -c "import json,sys; d=json.load(open('site/runs/4.json')); sys.exit(0 if len(d['records'])==2 else 1)" ||
+  { echo "FAIL: runs/4.json does not hold run 4's two records"; fail=1; }
+(( fail == 0 )) && echo "ok: 2 plots drawn, step marked, screenshot $work/trends.png"
 exit $fail

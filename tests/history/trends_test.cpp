@@ -35,9 +35,8 @@ TEST(Trends, RunsAreToldApartTimesStopAtZeroConstantsAreNamedAndSmokeIsLeftOut) 
   add_run(store, dir, std::vector<double>(6, 400.0), true, "2026-11-22T02:00:00Z");
   ASSERT_EQ(write_trends_site(store, RunFilter{}, dir / "site"), 1);
   const std::string page = read_text(dir / "site" / "demo.html");
-  EXPECT_NE(page.find(">run 1 · 11-20 02:00<"), std::string::npos) << page;
-  EXPECT_NE(page.find(">run 2 · 11-21 02:00<"), std::string::npos) << page;
-  EXPECT_EQ(page.find(">samecommit<"), std::string::npos);
+  EXPECT_NE(page.find(">11-20 samecom<"), std::string::npos) << page;
+  EXPECT_NE(page.find(">11-21 samecom<"), std::string::npos) << page;
   EXPECT_EQ(page.find(">-"), std::string::npos) << "an axis label below zero";
   EXPECT_NE(page.find("Constant in every run (not plotted): peak_bytes = 4e+06 bytes."), std::string::npos) << page;
   EXPECT_EQ(page.find("aria-label=\"main · peak_bytes\""), std::string::npos);
@@ -46,6 +45,49 @@ TEST(Trends, RunsAreToldApartTimesStopAtZeroConstantsAreNamedAndSmokeIsLeftOut) 
   const std::string index = read_text(dir / "site" / "index.html");
   EXPECT_NE(index.find("<td>2 (1 smoke left out)</td>"), std::string::npos) << index;
   EXPECT_EQ(index.find("class=\"bad\""), std::string::npos) << index;
+}
+
+// Six runs at six commits of two points: size=128 gets 50 % slower from the
+// fourth run on (a step), size=1024 has one slow run in the middle (a spike,
+// which a run-against-previous compare marks twice). The page orders the
+// charts by size as numbers, names the commit on the x axis, marks the step
+// once and the spike not at all, and charts no derived rate.
+TEST(Trends, StepsAreFoundOverTheSeriesChartsSortByNumberAndTicksNameTheCommit) {
+  const auto dir = fresh_dir("trends-steps");
+  HistoryStore store(dir / "h.sqlite");
+  const double step[] = {1.0, 1.01, 0.99, 1.5, 1.51, 1.49}, spike[] = {2.0, 2.02, 2.6, 1.99, 2.01, 2.0};
+  for (int run = 0; run < 6; ++run) {
+    const std::string started = "2026-11-2" + std::to_string(run) + "T02:00:00Z";
+    const std::string commit = "c0mm1" + std::to_string(run) + "aaaaaa";
+    const auto id = store.begin_run("demo", dir / started, env_json("Test CPU", commit), false, started);
+    for (int p = 0; p < 2; ++p) {
+      const int size = p ? 128 : 1024;  // 1024 first: a text sort would keep it first
+      nlohmann::json r = record(p, size, testing::around(p ? step[run] : spike[run]));
+      r["metrics"]["tokens_per_s"] = {{"unit", "tokens/s"}, {"n", 12}, {"median", 1000.0 / run}, {"mean", 1.0},
+                                      {"std", 1.0}, {"min", 1.0}, {"max", 2.0}};
+      store.add_point(id, stored({r}));
+    }
+    store.finish_run(id, started);
+  }
+  ASSERT_EQ(write_trends_site(store, RunFilter{}, dir / "site"), 1);
+  const std::string page = read_text(dir / "site" / "demo.html");
+  const auto small = page.find("aria-label=\"size=128 · step_ms\"");
+  const auto large = page.find("aria-label=\"size=1024 · step_ms\"");
+  ASSERT_NE(small, std::string::npos) << page;
+  ASSERT_NE(large, std::string::npos) << page;
+  EXPECT_LT(small, large) << "size=128 must come before size=1024";
+  EXPECT_NE(page.find(">11-20 c0mm10a<"), std::string::npos) << page;
+  EXPECT_NE(page.find(">11-25 c0mm15a<"), std::string::npos) << page;
+  size_t marks = 0;
+  for (size_t at = 0; (at = page.find("class=\"regression\"", at)) != std::string::npos; ++at) ++marks;
+  EXPECT_EQ(marks, 1u) << page;
+  const auto mark = page.find("class=\"regression\"");
+  EXPECT_GT(mark, small);
+  EXPECT_LT(mark, large);
+  EXPECT_NE(page.find("run 4, c0mm13aaaaaa", mark), std::string::npos) << page.substr(mark, 300);
+  EXPECT_EQ(page.find("tokens_per_s\""), std::string::npos) << "a derived rate was charted";
+  EXPECT_NE(page.find("Not charted (phases, rates derived from the step time; in each run's records): tokens_per_s."),
+            std::string::npos) << page;
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Measures compare's detector and renders the README table from the measurement.
+
+    scripts/regression_detection.py [--build build] [--compares 20] [--aa 200] [--pairs 10] [--measured FILE]
+
+Two measurements, both judged by `compare` at its defaults:
+- build/tests/history/runner_detection_tool: A/A and A/B pairs of a 20-point
+  CPU sweep timed in-process, over three record layouts (summary: what runs
+  record by default; repetitions; per-step samples);
+- experiments/regression_detection.yaml through build/runner (the echo test
+  plugin), `--pairs` A/A and A/B pairs per effect, each judged by
+  `runner compare A B --format json`.
+Keeps the JSON lines in bench/history/regression_detection.jsonl and rewrites
+the table between the regression-detection markers of README.md from them.
+--render-only renders the kept file; --runner-only --check --no-render is the
+ctest (exit 1 when 4x misses a point, or 10 % or 50 % a compare).
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- regression-detection table begin -->", "<!-- regression-detection table end -->"
+
+
+EFFECTS = [(0.0, "0 % (A/A)"), (0.02, "2 %"), (0.05, "5 %"), (0.10, "10 %"), (0.50, "50 %"), (3.0, "4x")]
+
+
+def through_runner(build, pairs, work):
+    """A/A and A/B pairs of experiments/regression_detection.yaml, judged by runner compare."""
+    runner = pathlib.Path(build) / "runner"
+    env = dict(os.environ, RUNNER_PLUGIN_PATH=str(pathlib.Path(build) / "test_plugins/extra"), RUNNER_HISTORY="off")
+    exp = ROOT / "experiments/regression_detection.yaml"
+    rows = []
+    for effect, name in EFFECTS:
+        flagged = points = slower = 0
+        for i in range(pairs):
+            dirs = []
+            for side, extra in (("a", 0), ("b", round(effect * 2000))):
+                out = pathlib.Path(work) / f"{effect}-{i}-{side}"
+                shutil.rmtree(out, ignore_errors=True)
+                subprocess.run([str(runner), str(exp), "--device", "cpu", "--out", str(out)], check=True,
+                               env=dict(env, RUNNER_ECHO_EXTRA_SLEEP_US=str(extra)), capture_output=True)
+                dirs.append(str(out))
+            done = subprocess.run([str(runner), "compare", *dirs, "--format", "json"], env=env, capture_output=True,
+                                  text=True)
+            if done.returncode not in (0, 1):
+                sys.exit(f"regression_detection.py: runner compare failed: {done.stderr.strip()}")
+            c = json.loads(done.stdout)
+            flagged += c["regression"]
+            for r in c["rows"]:
+                if r["metric"] == "sleep_ms":
+                    points += 1
+                    slower += r["verdict"] == "slower"
+        rows.append({"records": "runner", "effect": effect, "effect_name": name, "compares": pairs, "points": points,
+                     "slower_points": slower, "flagged_compares": flagged,
+                     "point_rate": slower / points if points else 0, "compare_rate": flagged / pairs if pairs else 0})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def check(rows):
+    """The ctest's bar through the runner, on a few pairs: 4x slower in every
+    point, 50 % and 10 % in every compare. False alarms need more pairs than a
+    test can afford (and a machine without other load): the in-process ctest
+    and the full table measure them."""
+    ok = True
+    for r in rows:
+        e = r["effect"]
+        bad = (e >= 3 and r["slower_points"] != r["points"]) or (e >= 0.1 and r["flagged_compares"] != r["compares"])
+        if bad:
+            print(f"detector misses the bar at {r['effect_name']}: {r['slower_points']} of {r['points']} points "
+                  f"slower, {r['flagged_compares']} of {r['compares']} compares flagged", file=sys.stderr)
+            ok = False
+    return ok
+
+
+def render(rows):
+    layouts = {"summary": "in-process, summary (default: 10 steps)", "repetitions": "in-process, 5 repetitions x 10 steps",
+               "samples": "in-process, 30 per-step samples", "runner": "runner, echo 2 ms (10 steps)",
+               "summary + lookback": "in-process, summary + lookback of 10 runs"}
+    out = ["| records | effect | compares | flagged compares | slower points |", "|---|---|---:|---:|---:|"]
+    for r in rows:
+        out.append("| {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
+            layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
+            r["compare_rate"], r["slower_points"], r["points"], r["point_rate"]))
+    return "\n".join(out)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default=str(ROOT / "build"))
+    p.add_argument("--compares", type=int, default=20)
+    p.add_argument("--aa", type=int, default=100)
+    p.add_argument("--pairs", type=int, default=10, help="A/A and A/B pairs per effect through the runner")
+    p.add_argument("--measured", default=str(ROOT / "bench/history/regression_detection.jsonl"))
+    p.add_argument("--render-only", action="store_true")
+    p.add_argument("--runner-only", action="store_true")
+    p.add_argument("--tool-only", action="store_true")
+    p.add_argument("--check", action="store_true")
+    p.add_argument("--no-render", action="store_true")
+    a = p.parse_args()
+    measured = pathlib.Path(a.measured)
+    rows = []
+    if a.render_only:
+        rows = [json.loads(line) for line in measured.read_text().splitlines() if line.strip()]
+    else:
+        if not a.runner_only:
+            tool = pathlib.Path(a.build) / "tests/history/runner_detection_tool"
+            if not tool.exists():
+                sys.exit(f"regression_detection.py: {tool} is missing; build it: cmake --build build --target runner_detection_tool")
+            for extra in (["--records", "summary,repetitions,samples"], ["--records", "summary", "--lookback"]):
+                out = subprocess.run([str(tool), "--compares", str(a.compares), "--aa", str(a.aa), *extra], check=True,
+                                     capture_output=True, text=True).stdout
+                rows += [json.loads(line) for line in out.splitlines() if line.strip()]
+        if not a.tool_only:
+            with tempfile.TemporaryDirectory(prefix="regression-detection-") as work:
+                rows += through_runner(a.build, a.pairs, work)
+        if (a.runner_only or a.tool_only) and not a.no_render and measured.exists():
+            # Keep the rows of the other measurement from before.
+            kept = [json.loads(line) for line in measured.read_text().splitlines() if line.strip()]
+            rows = [r for r in kept if (r["records"] == "runner") == a.tool_only] + rows
+        if not a.no_render:
+            measured.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if a.check and not check(rows):
+        sys.exit(1)
+    if a.no_render:
+        return
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        sys.exit(f"regression_detection.py: README.md has no {BEGIN} ... {END} markers")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(head + BEGIN + "\n" + render(rows) + "\n" + END + tail)
+    print(f"rendered {len(rows)} rows from {measured} into README.md")
+
+
+if __name__ == "__main__":
+    main()
