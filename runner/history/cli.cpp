@@ -188,8 +188,7 @@ int history_command(const std::vector<std::string>& args) {
     std::cout << std::setw(6) << r.id << std::setw(22) << printable(r.started) << std::setw(24)
               << printable(r.experiment) << std::setw(20) << (r.git_commit.empty() ? "?" : printable(r.git_commit))
               << std::setw(28) << printable(r.device_name.substr(0, 26)) << std::setw(9) << r.records << std::setw(15)
-              << printable(status) << std::setw(36) << printable(asked_text(r)) << " " << printable(r.run_dir) << "
-";
+              << printable(status) << std::setw(36) << printable(asked_text(r)) << " " << printable(r.run_dir) << "\n";
   }
   if (runs.empty()) std::cout << "(no runs match)\n";
   return 0;
