@@ -142,7 +142,8 @@ std::string seconds_text(double seconds) {
 // A point that ran past measure.timeout_s and then returned (its children stopped):
 // whatever it recorded is cut short, so only the timeout stays.
 void mark_timed_out(PointOutcome& outcome, double timeout_s) {
-  std::string message = "ran past measure.timeout_s (" + seconds_text(timeout_s) + "); its child processes were stopped";
+  std::string message =
+      "ran past measure.timeout_s (" + seconds_text(timeout_s) + "); its child processes were stopped";
   if (!outcome.message.empty()) message += " (the task then said: " + outcome.message + ")";
   outcome.status = RecordStatus::timeout;
   outcome.message = message;
