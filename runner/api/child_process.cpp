@@ -1,11 +1,17 @@
 #include "runner/child_process.hpp"
 
+#include <dirent.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <set>
 #include <thread>
 
@@ -88,6 +94,40 @@ void end_child_processes(std::chrono::milliseconds grace) {
   wait_for(left, grace);
   // The leaders are gone; what they started in their groups goes too.
   for (const pid_t pid : pids) killpg(pid, SIGKILL);
+}
+
+void adopt_orphaned_descendants() { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+int end_orphaned_children() {
+  std::set<pid_t> held;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    held = registry();
+  }
+  const pid_t self = getpid();
+  std::set<pid_t> orphans;
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    // "pid (comm) state ppid ...": the name may hold spaces and parentheses.
+    std::ifstream stat_file(std::string("/proc/") + entry->d_name + "/stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == self &&
+        !held.count(static_cast<pid_t>(pid)))
+      orphans.insert(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  for (const pid_t pid : orphans) kill(pid, SIGKILL);
+  for (const pid_t pid : orphans) waitpid(pid, nullptr, 0);
+  return static_cast<int>(orphans.size());
 }
 
 }  // namespace runner

@@ -381,7 +381,8 @@ Scan scan_records(const std::filesystem::path& results_jsonl, RecordTypes types,
   std::error_code ec;
   const auto status = std::filesystem::status(results_jsonl, ec);
   if (!ec && !std::filesystem::is_regular_file(status))  // a FIFO would hang every reader, /dev/zero never end
-    throw std::runtime_error(results_jsonl.string() + ": not a regular file; records are read from a results.jsonl file");
+    throw std::runtime_error(results_jsonl.string() +
+                             ": not a regular file; records are read from a results.jsonl file");
   std::ifstream in(results_jsonl, std::ios::binary);
   if (!in) throw std::runtime_error(results_jsonl.string() + ": cannot open");
   std::vector<std::string> lines;

@@ -27,6 +27,7 @@
 #include "report_check.hpp"
 #include "run_dir.hpp"
 #include "run_output.hpp"
+#include "runner/child_process.hpp"
 #include "runner/device.hpp"
 #include "sweep.hpp"
 
@@ -142,7 +143,8 @@ std::string seconds_text(double seconds) {
 // A point that ran past measure.timeout_s and then returned (its children stopped):
 // whatever it recorded is cut short, so only the timeout stays.
 void mark_timed_out(PointOutcome& outcome, double timeout_s) {
-  std::string message = "ran past measure.timeout_s (" + seconds_text(timeout_s) + "); its child processes were stopped";
+  std::string message =
+      "ran past measure.timeout_s (" + seconds_text(timeout_s) + "); its child processes were stopped";
   if (!outcome.message.empty()) message += " (the task then said: " + outcome.message + ")";
   outcome.status = RecordStatus::timeout;
   outcome.message = message;
@@ -198,6 +200,11 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
       if (timeout.expired()) mark_timed_out(returned, point.timeout_s);
       return returned;
     }();
+    // A process the point started that left its group (setsid) and outlived its
+    // parent came to us (adopt_orphaned_descendants): it must not outlive the point.
+    if (const int orphans = end_orphaned_children(); orphans > 0)
+      run.log.warn(label + ": ended " + std::to_string(orphans) +
+                   " process(es) the point left running outside its process group");
     {
       std::lock_guard<std::mutex> lock(interrupt.mutex());
       record_point(exp, point, static_cast<int>(i), plan.device, outcome, run);
@@ -241,6 +248,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     return 0;
   }
   preflight_points(plan.points, registry);
+  adopt_orphaned_descendants();
   // Ranks (runner launch, torchrun, srun): each on its local GPU; rank 0 alone
   // owns the run directory's files.
   const std::string backend = checked_backend(options.backend);

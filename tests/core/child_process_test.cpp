@@ -122,4 +122,26 @@ TEST(ChildProcesses, AChildsOwnChildrenAreEndedWithIt) {
   if (!gone) kill(grandchild, SIGKILL);
 }
 
+// A plugin's child that calls setsid() leaves the process group the host ends; its
+// parent gone, it outlived the run. As the reaper of its descendants' orphans, the
+// host gets it as a child and ends it after the point.
+TEST(ChildProcesses, AnOrphanThatLeftItsGroupIsEndedAfterThePoint) {
+  runner::adopt_orphaned_descendants();
+  const auto dir = fresh_dir("child-setsid");
+  const auto pid_file = dir / "orphan.pid";
+  const pid_t parent =
+      spawn_shell("setsid sh -c 'echo $$ > " + pid_file.string() + "; exec sleep 60' > /dev/null 2>&1 &");
+  waitpid(parent, nullptr, 0);
+  pid_t orphan = 0;
+  for (int i = 0; i < 200 && orphan == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(pid_file) >> orphan;
+  }
+  ASSERT_GT(orphan, 0);
+  EXPECT_NE(getpgid(orphan), getpgid(0)) << "the orphan did not leave the process group";
+  EXPECT_GE(runner::end_orphaned_children(), 1);
+  EXPECT_NE(kill(orphan, 0), 0) << "the orphan (pid " << orphan << ") is still running";
+  if (kill(orphan, 0) == 0) kill(orphan, SIGKILL);
+}
+
 }  // namespace

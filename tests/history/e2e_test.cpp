@@ -237,4 +237,20 @@ TEST(HistoryEndToEnd, AScheduleCarriesItsPluginPathAndLogsTheRealErrorOfAFailedS
 }
 
 }  // namespace
+// An imported run named with a terminal escape (clear the screen, retitle the
+// window) printed it raw in `runner history`; it prints as visible text now.
+TEST(HistoryEndToEnd, HistoryPrintsTerminalEscapesInNamesAsText) {
+  const auto dir = fresh_dir("e2e-escapes");
+  const auto run = dir / "run";
+  std::filesystem::create_directories(run);
+  std::ofstream(run / "config.yaml") << "experiment: evil\n";
+  std::ofstream(run / "results.jsonl")
+      << R"({"experiment":"evil\u001b[2Jname","part":"main","point":0,"task":"echo","status":"ok",)"
+      << R"("params":{},"labels":{},"metrics":{},"env":{"device":"cpu"},"time":"2026-11-23T00:00:00Z"})" << "\n";
+  ASSERT_EQ(sh(dir, "history --import " + run.string()).code, 0);
+  const Result listing = sh(dir, "history");
+  EXPECT_EQ(listing.output.find('\x1b'), std::string::npos) << listing.output;
+  EXPECT_NE(listing.output.find("evil\\x1b[2Jname"), std::string::npos) << listing.output;
+}
+
 }  // namespace runner::history

@@ -176,7 +176,8 @@ struct SpecParser {
   template <typename Spec>
   void named(Spec& spec, const YAML::Node& node, const std::string& path) const {
     spec.name = optional_scalar(node, "name", path);
-    if (!is_name(spec.name, false)) fail(node, path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
+    if (!is_name(spec.name, false))
+      fail(node, path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
     spec.title = node["title"] ? scalar(node["title"], path + ".title") : spec.name;
     spec.question = optional_scalar(node, "question", path);
     spec.part = optional_scalar(node, "part", path);
@@ -288,7 +289,8 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
       parser.check_keys(values[i], path, kValueKeys);
       ValueSpec v;
       v.name = parser.optional_scalar(values[i], "name", path);
-      if (!is_name(v.name, false)) parser.fail(values[i], path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
+      if (!is_name(v.name, false))
+        parser.fail(values[i], path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
       if (!names.insert(v.name).second) parser.fail(values[i]["name"], path + ".name", "duplicate value name");
       v.expr = parser.optional_scalar(values[i], "expr", path);
       if (v.expr.empty()) parser.fail(values[i], path + ".expr", "missing; e.g. expr: 'cell(\"step\", \"xl\", \"naive\") / 1000'");

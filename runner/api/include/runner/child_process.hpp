@@ -38,4 +38,14 @@ class ChildProcessGuard {
 // signal handler.
 void end_child_processes(std::chrono::milliseconds grace);
 
+// Makes this process the reaper of its descendants' orphans (PR_SET_CHILD_SUBREAPER):
+// a grandchild that left its process group (setsid) and outlived its parent becomes
+// a child of this process instead of init's, where end_orphaned_children finds it.
+void adopt_orphaned_descendants();
+
+// SIGKILL to every child of this process that no ChildProcessGuard holds (the
+// orphans adopt_orphaned_descendants brought here), and reaps them; returns how many.
+// The host calls it after each point, when no child of its own is running.
+int end_orphaned_children();
+
 }  // namespace runner
