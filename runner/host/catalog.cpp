@@ -156,7 +156,8 @@ void list_file(const std::filesystem::path& file, const std::string& folder_kind
     int group = 2;
     if (folder_kind.empty()) {
       group = question ? 0 : 1;
-      kind = question ? "question " + question.Scalar() : "other";
+      // The question's id only where it is not the experiment's own name (a second file of one question).
+      kind = !question ? "other" : question.Scalar() == exp.name ? "question" : "question " + question.Scalar();
       if (question) questions.insert(question.Scalar());
     }
     out.push_back({group, {file.string(), exp.name, kind, std::to_string(count_points(exp)),

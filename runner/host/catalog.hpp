@@ -29,7 +29,8 @@ std::string plugin_suggestion(const PluginRegistry& registry, const std::string&
 // Rows as left-aligned columns two spaces apart; the last column is free text.
 void print_columns(const std::vector<std::vector<std::string>>& rows, std::ostream& out);
 // One line per *.yaml of `dir` and of its subfolders: file, experiment name, kind
-// (question <id> for a file with `question:`, other, or study for studies/), points,
+// (question for a file with `question:`, with the id where it is not the file's
+// experiment name; other; or study for studies/), points,
 // description; questions first, studies last, then a count of each. A file that does
 // not load is listed with its error. Returns the number of such files.
 int list_experiments(const std::filesystem::path& dir, std::ostream& out);

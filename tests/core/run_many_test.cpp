@@ -85,7 +85,7 @@ TEST(ListKinds, QuestionsFirstStudiesApartAndACountOfEach) {
   write_file(dir / "studies" / "ab.yaml", echo_experiment("ab", "none"));
   const auto r = run_runner("list " + dir.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto question = r.output.find("question demo_question");
+  const auto question = r.output.find("  question demo_question  ");
   const auto other = r.output.find("  other  ");
   const auto study = r.output.find("  study  ");
   ASSERT_NE(question, std::string::npos) << r.output;
@@ -94,6 +94,10 @@ TEST(ListKinds, QuestionsFirstStudiesApartAndACountOfEach) {
   EXPECT_LT(question, other);
   EXPECT_LT(other, study);
   EXPECT_NE(r.output.find("1 question (1 file), 1 other experiment, 1 study\n"), std::string::npos) << r.output;
+  write_file(dir / "own.yaml", echo_experiment("own", "none") + "question: own\n");  // named after its question
+  const auto own = run_runner("list " + dir.string());
+  EXPECT_NE(own.output.find("  question  "), std::string::npos) << own.output;
+  EXPECT_NE(own.output.find("2 questions (2 files)"), std::string::npos) << own.output;
   write_file(dir / "listed_question.yaml", echo_experiment("lq", "none") + "question: [a, b]\n");
   const auto bad = run_runner("list " + dir.string());
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
