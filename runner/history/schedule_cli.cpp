@@ -142,6 +142,11 @@ fs::path systemd_dir() {
 void install(const Schedule& s, bool dry_run) {
   const fs::path script = schedule_dir() / (s.name + ".sbatch");
   if (s.backend == "cron") {
+    // Refused before the entry is printed, so neither an install nor a --dry-run shows an
+    // entry that could never be written.
+    if (!std::getenv("RUNNER_CRONTAB") && !have("crontab"))
+      throw std::invalid_argument("no crontab command here, so a cron schedule cannot be installed: install cron "
+                                  "(Debian: apt-get install cron), or schedule with --slurm");
     const std::string line = cron_line(s);
     std::cout << "crontab entry" << (std::getenv("RUNNER_CRONTAB") ? std::string(" (in ") + std::getenv("RUNNER_CRONTAB") + ")" : "")
               << ":\n" << line << "\n";
@@ -209,6 +214,9 @@ std::string next_firing(const Schedule& s) {
         if (line.find("# runner:" + s.name) != std::string::npos) out = "cron " + line.substr(0, line.find(" cd "));
     } catch (const std::exception&) {
     }
+    // The entry is a rule, not a time: without a daemon it never fires.
+    if (!out.empty() && !std::getenv("RUNNER_CRONTAB") && !cron_daemon_running())
+      out += " (no cron daemon runs here: it will not fire)";
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out.empty() ? "NOT INSTALLED (run `runner schedule --remove` and schedule again)" : out;

@@ -136,5 +136,32 @@ TEST(Schedule, AnIntervalCronCannotExpressIsRefusedBeforeInstalling) {
   unsetenv("RUNNER_SCHEDULE_DIR");
 }
 
+// Without a crontab command a cron schedule is refused (exit 2) before its entry is
+// printed, by --dry-run too, and nothing is left behind.
+TEST(Schedule, WithoutCronTheScheduleIsRefusedBeforeItsEntryIsPrinted) {
+  const auto dir = fresh_dir("schedule-no-cron");
+  std::ofstream(dir / "x.yaml") << "experiment: x\n";
+  unsetenv("RUNNER_CRONTAB");
+  setenv("RUNNER_SCHEDULE_DIR", (dir / "schedules").c_str(), 1);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (dir / "empty-bin").c_str(), 1);  // no crontab (nor anything else) on it
+  for (const bool dry_run : {false, true}) {
+    std::vector<std::string> args = {(dir / "x.yaml").string(), "--every", "24h", "--cron", "--history",
+                                     (dir / "h.sqlite").string()};
+    if (dry_run) args.push_back("--dry-run");
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    const int code = schedule_command(args, "/r");
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 2) << dry_run;
+    EXPECT_EQ(out.find("crontab entry"), std::string::npos) << out;
+    EXPECT_NE(err.find("no crontab command here"), std::string::npos) << err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "schedules" / "x.json"));
+  }
+  setenv("PATH", path.c_str(), 1);
+  unsetenv("RUNNER_SCHEDULE_DIR");
+}
+
 }  // namespace
 }  // namespace runner::history
