@@ -100,10 +100,24 @@ std::string commit_of(const std::string& dir) {
   return commit;
 }
 
+// The commit a plugin file was built from: an in-tree plugin (its file under the runner's
+// source tree, where the build lives) has the runner's commit, which RUNNER_GIT_COMMIT names
+// where the tree is a copy whose .git is stale or gone; any other plugin its own checkout's.
+std::string plugin_commit(const std::filesystem::path& file) {
+  const char* given = std::getenv("RUNNER_GIT_COMMIT");
+  if (given && *given) {
+    std::error_code ec;
+    const std::string source = std::filesystem::weakly_canonical(RUNNER_SOURCE_DIR, ec).string() + "/";
+    const std::string path = std::filesystem::weakly_canonical(file, ec).string();
+    if (path.compare(0, source.size(), source) == 0) return given;
+  }
+  return commit_of(file.parent_path().string());
+}
+
 nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [name, file] : plugin_files) {
-    const std::string commit = commit_of(file.parent_path().string());
+    const std::string commit = plugin_commit(file);
     if (!commit.empty()) out[name] = commit;
   }
   return out;
@@ -115,7 +129,7 @@ nlohmann::json plugin_identities(const std::map<std::string, std::filesystem::pa
     nlohmann::json p = {{"file", file.string()}};
     const std::string sum = command_output(("sha256sum " + shell_quoted(file.string()) + " 2>/dev/null").c_str());
     if (sum.size() >= 64) p["sha256"] = sum.substr(0, 64);
-    if (const std::string commit = commit_of(file.parent_path().string()); !commit.empty()) p["commit"] = commit;
+    if (const std::string commit = plugin_commit(file); !commit.empty()) p["commit"] = commit;
     out[name] = p;
   }
   return out;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "report/report.hpp"
+#include "results.hpp"
 #include "record_lines.hpp"
 #include "test_support.hpp"
 
@@ -123,6 +124,26 @@ TEST(Faults, TheRecordedCommitIsTheRunnersNotTheCurrentDirectorys) {
   EXPECT_EQ(recorded.substr(0, head.size()), head) << "recorded " << recorded;
   // task/fault is built in the runner's tree: the same commit.
   EXPECT_EQ(env["plugin_commits"]["task/fault"], recorded) << env.dump();
+}
+
+// A copy of the tree whose .git is stale (a build host sent the files only) names the
+// commit through RUNNER_GIT_COMMIT: in-tree plugins take it too, not the stale metadata;
+// a plugin built in another checkout keeps that checkout's commit.
+TEST(Faults, InTreePluginsTakeTheGivenCommitOthersTheirOwn) {
+  const auto other = fresh_dir("faults-plugin-repo");
+  ASSERT_EQ(std::system(("cd " + other.string() + " && git init -q && git -c user.email=a@b -c user.name=t commit -q "
+                         "--allow-empty -m x").c_str()), 0);
+  std::ofstream(other / "task_x.so") << "not a plugin";
+  const auto log = other / "head.txt";
+  std::system(("git -C " + other.string() + " rev-parse --short=12 HEAD > " + log.string()).c_str());
+  std::string head = read_file(log);
+  head = head.substr(0, head.find('\n'));
+  setenv("RUNNER_GIT_COMMIT", "feedbeef0123", 1);
+  const auto commits = runner::plugin_commits({{"task/in_tree", std::filesystem::path(kPluginDir) / "task_fault.so"},
+                                               {"task/x", other / "task_x.so"}});
+  unsetenv("RUNNER_GIT_COMMIT");
+  EXPECT_EQ(commits["task/in_tree"], "feedbeef0123") << commits.dump();
+  EXPECT_EQ(commits["task/x"].get<std::string>().substr(0, head.size()), head) << commits.dump();
 }
 
 // The child's pid and its output file; the runner runs in the background.
