@@ -100,18 +100,25 @@ std::string commit_of(const std::string& dir) {
   return commit;
 }
 
-// The commit a plugin file was built from: an in-tree plugin (its file under the runner's
-// source tree, where the build lives) has the runner's commit, which RUNNER_GIT_COMMIT names
-// where the tree is a copy whose .git is stale or gone; any other plugin its own checkout's.
+// The commit a plugin file was built from: its own checkout's, except that a plugin built in
+// the runner's tree (the same repository, or no repository at all under the runner's source
+// directory) has the runner's commit, which RUNNER_GIT_COMMIT names where the tree is a copy
+// whose .git is stale or gone (a build host that received the files only).
 std::string plugin_commit(const std::filesystem::path& file) {
+  const std::string dir = file.parent_path().string();
   const char* given = std::getenv("RUNNER_GIT_COMMIT");
   if (given && *given) {
+    auto toplevel = [](const std::string& d) {
+      return command_output(("git -C " + shell_quoted(d) + " rev-parse --show-toplevel 2>/dev/null").c_str());
+    };
+    const std::string top = toplevel(dir);
     std::error_code ec;
     const std::string source = std::filesystem::weakly_canonical(RUNNER_SOURCE_DIR, ec).string() + "/";
-    const std::string path = std::filesystem::weakly_canonical(file, ec).string();
-    if (path.compare(0, source.size(), source) == 0) return given;
+    const bool in_tree = top.empty() ? std::filesystem::weakly_canonical(file, ec).string().rfind(source, 0) == 0
+                                     : top == toplevel(RUNNER_SOURCE_DIR);
+    if (in_tree) return given;
   }
-  return commit_of(file.parent_path().string());
+  return commit_of(dir);
 }
 
 nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files) {
