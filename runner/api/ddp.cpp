@@ -7,7 +7,25 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
+#ifdef RUNNER_WITH_CUDA
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#endif
+
 namespace runner {
+
+namespace {
+
+// Inside a CUDA graph capture a collective is recorded, not run: it has no duration
+// of its own until replay, and its events are never recorded.
+bool capturing() {
+#ifdef RUNNER_WITH_CUDA
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 void require_ranks(const Context& ctx, const std::string& plugin) {
   if (!ctx.dist.active() || !ctx.dist.group)
@@ -48,6 +66,7 @@ CollectiveClock::CollectiveClock(const Distributed& dist, bool cuda) {
 CollectiveClock::~CollectiveClock() = default;
 
 void CollectiveClock::launched(const c10::intrusive_ptr<c10d::Work>& work, std::int64_t bytes) {
+  if (use_event_timing_ && capturing()) return;
   auto p = std::make_shared<Pending>();
   p->work = work;
   p->bytes = bytes;

@@ -8,6 +8,12 @@
 // no_sync is checked too. With split_groups the optimizers start with the first
 // half of the parameters and get the rest through add_param_group.
 //
+// With cuda_graph (CUDA only; ignored on a CPU, like task/train_step's) the first step
+// runs eagerly and every later step of the data-parallel side is one replay of a CUDA
+// graph holding zero_grad, the micro-batches' forward and backward with the
+// strategy's collectives, and the optimizer step (which must be capturable: adamw
+// impl fused); the reference trains eagerly.
+//
 // Records relative_error = ||W - W_ref|| / ||W_ref|| over all weights as one vector
 // (and the largest per-parameter ratio) and fails the point above `tolerance`.
 #include <torch/torch.h>
@@ -15,6 +21,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "runner/cuda_graph.hpp"
 #include "runner/ddp.hpp"
 #include "runner/device.hpp"
 #include "runner/model.hpp"
@@ -68,16 +75,15 @@ class DdpCheck : public runner::Task {
 
     const std::int64_t local = global_batch / ranks, micro_size = local / micro;
     const std::int64_t first = data_parallel ? ctx.dist.rank * local : 0;
-    for (std::int64_t s = 0; s < steps; ++s) {
-      reference->module().zero_grad(true);
-      reference->loss(reference->forward(batch.inputs), batch.targets).backward();
-      reference_optimizer->step();
-
+    auto zero_grad = [&] {
       if (ddp) {
         ddp->zero_grad(model->module());
       } else {
         model->module().zero_grad(true);
       }
+    };
+    auto train_step = [&] {
+      zero_grad();
       for (std::int64_t m = 0; m < micro; ++m) {
         const auto inputs = batch.inputs.narrow(0, first + m * micro_size, micro_size);
         const auto targets = batch.targets.narrow(0, first + m * micro_size, micro_size);
@@ -90,7 +96,25 @@ class DdpCheck : public runner::Task {
       }
       if (ddp) ddp->set_gradient_sync(true);
       optimizer->step();
+    };
+    std::unique_ptr<runner::CudaGraphStep> graph;
+    if (p.flag("cuda_graph") && ctx.device.is_cuda()) {
+      if (!factory->supports_graph_capture())
+        throw std::invalid_argument("ddp_check: cuda_graph: true needs an optimizer whose step can be captured; "
+                                    "use optimizer: {name: adamw, impl: fused}");
+      graph = std::make_unique<runner::CudaGraphStep>(ctx.device, /*eager_steps=*/0, "ddp_check");
     }
+    for (std::int64_t s = 0; s < steps; ++s) {
+      reference->module().zero_grad(true);
+      reference->loss(reference->forward(batch.inputs), batch.targets).backward();
+      reference_optimizer->step();
+      if (graph && s > 0) {
+        graph->run(zero_grad, train_step);  // the first call captures, then replays: one step either way
+      } else {
+        train_step();
+      }
+    }
+    ctx.synchronize();
 
     // The check: all weights as one vector, ||W - W_ref|| / ||W_ref||. The largest
     // per-parameter ratio is recorded too; it is larger for tensors whose norm is
@@ -148,6 +172,9 @@ runner::PluginManifest make_manifest() {
       runner::opt_int("micro_batches", 1, "micro-batches per step and rank; all but the last under NoSync"),
       runner::opt_bool("split_groups", false, "add the second half of the parameters with add_param_group"),
       runner::opt_float("tolerance", 1e-6, "largest relative error accepted"),
+      runner::opt_bool("cuda_graph", false,
+                       "steps after the first replay one CUDA graph of the data-parallel step (collectives "
+                       "included); needs a capturable optimizer (adamw impl: fused); ignored on CPU"),
   };
   m.metrics = std::vector<std::string>{"relative_error", "max_parameter_relative_error", "worst_parameter", "ranks",
                                        "optimizer_state_bytes", "reference_optimizer_state_bytes"};

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_graph_step.hpp"
+#include "runner/cuda_graph.hpp"
 #include "runner/ddp.hpp"
 #include "runner/device.hpp"
 #include "runner/measure.hpp"
@@ -49,6 +49,9 @@
 namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+// Eager data-parallel steps before capture, as PyTorch's CUDA-graph notes ask of DDP
+// (11): they create the communicators and let every lazily built buffer exist.
+constexpr int kDdpEagerSteps = 11;
 
 // Bytes of the storages behind `tensors`, each storage once (gradient views into
 // one bucket count the bucket once).
@@ -120,9 +123,6 @@ class TrainStep : public runner::Task {
     torch::nn::Module& module = model->module();
     // cuda_graph on a CPU device runs eagerly, so one experiment file serves both.
     const bool graphed = p.flag("cuda_graph") && ctx.device.is_cuda();
-    if (graphed && data_parallel)
-      throw std::invalid_argument("train_step: cuda_graph with ddp is not supported (the collectives would be captured); "
-                                  "use one or the other");
     std::unique_ptr<runner::DataParallel> ddp;
     if (data_parallel) {
       ddp = ctx.create<runner::DataParallel>(runner::PluginKind::Ddp, p.plugin("ddp"));
@@ -154,7 +154,7 @@ class TrainStep : public runner::Task {
     std::vector<double> collective_ms;  // per step, warm-up included
     int steps_run = 0;
     auto collect_communication = [&] {
-      if (!ddp) return;
+      if (!ddp || graphed) return;  // captured collectives have no per-step timing
       if (!ctx.measure.sync_each_step) ctx.synchronize();
       collective_ms.push_back(ddp->take_communication().collective_ms);
     };
@@ -196,23 +196,36 @@ class TrainStep : public runner::Task {
       }
     }
 
-    // With cuda_graph the whole step is one phase, "graph" (one replay).
-    std::unique_ptr<plugins::train_step::CudaGraphStep> graph;
+    // With cuda_graph the whole step is one phase, "graph" (one replay). With a ddp
+    // strategy the graph holds its collectives too: zero_grad (a bucketed strategy
+    // zeroes its buckets in the graph), backward with the hooks' all-reduces, the wait
+    // for them, and the optimizer step; every rank replays the same graph.
+    std::unique_ptr<runner::CudaGraphStep> graph;
     if (graphed) {
       if (ctx.measure.warmup_steps < 1)
         throw std::invalid_argument("train_step: cuda_graph: true needs measure.warmup_steps >= 1 (capture happens there)");
-      graph = std::make_unique<plugins::train_step::CudaGraphStep>(ctx.device, /*eager_steps=*/2);
+      graph = std::make_unique<runner::CudaGraphStep>(ctx.device, /*eager_steps=*/ddp ? kDdpEagerSteps : 2, "train_step");
     }
     auto prepare = [&] {
-      if (backward) module.zero_grad(/*set_to_none=*/true);
+      if (!backward) return;
+      if (ddp) {
+        ddp->zero_grad(module);
+      } else {
+        module.zero_grad(/*set_to_none=*/true);
+      }
     };
     auto body = [&] {
+      if (backward && ddp) {
+        ddp->zero_grad(module);
+        ddp->prepare_for_backward();
+      }
       {
         runner::AutocastScope autocast(ctx.device, ctx.precision);
         loss = model->loss(model->forward(batch.inputs), batch.targets);
       }
       if (!first_loss.defined()) first_loss = loss.detach().clone();
       if (backward) loss.backward();
+      if (backward && ddp) ddp->finish_gradient_synchronization();
       if (optimize) optimizer->step();
     };
     auto graph_step = [&](runner::StepTimer& t) { t.phase("graph", [&] { graph->run(prepare, body); }); };
@@ -229,7 +242,7 @@ class TrainStep : public runner::Task {
     work.item_name = "tokens";
     times.record(r, work);
     r.add("parameters", static_cast<double>(parameter_count(module)), "count");
-    if (ddp) {
+    if (ddp && !graphed) {
       const size_t measured = times.ms.at("step").size();
       const std::vector<double> measured_collective_ms(collective_ms.end() - static_cast<std::ptrdiff_t>(measured),
                                                        collective_ms.end());
@@ -240,6 +253,8 @@ class TrainStep : public runner::Task {
       r.add("collective_ms", collective, "ms");
       r.add("comm_share", collective.mean / step_stats.mean, "fraction");
       r.add("exposed_comm_share", exposed.mean / step_stats.mean, "fraction");
+    }
+    if (ddp) {
       r.add("world_size", static_cast<double>(ranks), "count");
       ddp->report(r);
     }
@@ -273,8 +288,9 @@ runner::PluginManifest make_manifest() {
       runner::opt_enum("mode", {"forward", "forward_backward", "train_step"}, "train_step",
                        "phases to run: forward (no grad), + backward, + optimizer step"),
       runner::opt_bool("cuda_graph", false,
-                       "capture the whole step (forward, backward, optimizer) in one CUDA graph and replay it; "
-                       "one phase 'graph'; needs a capturable optimizer (adamw impl: fused); ignored on CPU"),
+                       "capture the whole step (forward, backward with the ddp strategy's collectives, optimizer) "
+                       "in one CUDA graph and replay it; one phase 'graph'; needs a capturable optimizer "
+                       "(adamw impl: fused); ignored on CPU"),
   };
   // The step's record (phases by mode; with ddp also its strategy's metrics, which that
   // plugin declares), and with memory_breakdown one record per `moment`.

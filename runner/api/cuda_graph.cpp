@@ -1,7 +1,8 @@
-#include "cuda_graph_step.hpp"
+#include "runner/cuda_graph.hpp"
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #ifdef RUNNER_WITH_CUDA
 #include <ATen/autocast_mode.h>
@@ -12,12 +13,13 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-namespace plugins::train_step {
+namespace runner {
 
 #ifdef RUNNER_WITH_CUDA
 struct CudaGraphStep::Impl {
   c10::Device device;
   int eager_steps;
+  std::string owner;
   std::unique_ptr<at::cuda::CUDAGraph> graph;
 
   void capture(const std::function<void()>& prepare, const std::function<void()>& body) {
@@ -56,7 +58,7 @@ struct CudaGraphStep::Impl {
         throw;  // the point is recorded as oom
       } catch (const std::exception& e) {
         abandon();
-        throw std::runtime_error(std::string("train_step: cuda_graph: capturing the step failed (") + e.what() +
+        throw std::runtime_error(owner + ": cuda_graph: capturing the step failed (" + e.what() +
                                  "); an op in the step synchronizes with the host or cannot be captured: "
                                  "set cuda_graph: false");
       }
@@ -70,9 +72,9 @@ struct CudaGraphStep::Impl {
   }
 };
 
-CudaGraphStep::CudaGraphStep(const c10::Device& device, int eager_steps)
-    : impl_(std::make_unique<Impl>(Impl{device, eager_steps, nullptr})) {
-  if (!device.is_cuda()) throw std::invalid_argument("train_step: cuda_graph needs a CUDA device");
+CudaGraphStep::CudaGraphStep(const c10::Device& device, int eager_steps, std::string owner)
+    : impl_(std::make_unique<Impl>(Impl{device, eager_steps, std::move(owner), nullptr})) {
+  if (!device.is_cuda()) throw std::invalid_argument(impl_->owner + ": cuda_graph needs a CUDA device");
 }
 
 CudaGraphStep::~CudaGraphStep() = default;
@@ -81,14 +83,17 @@ void CudaGraphStep::run(const std::function<void()>& prepare, const std::functio
   if (!impl_->graph) impl_->capture(prepare, body);
   impl_->graph->replay();
 }
+
+bool CudaGraphStep::captured() const { return impl_->graph != nullptr; }
 #else
 struct CudaGraphStep::Impl {};
 
-CudaGraphStep::CudaGraphStep(const c10::Device&, int) {
-  throw std::invalid_argument("train_step: cuda_graph needs a CUDA build of the runner");
+CudaGraphStep::CudaGraphStep(const c10::Device&, int, std::string owner) {
+  throw std::invalid_argument(owner + ": cuda_graph needs a CUDA build of the runner");
 }
 CudaGraphStep::~CudaGraphStep() = default;
 void CudaGraphStep::run(const std::function<void()>&, const std::function<void()>&) {}
+bool CudaGraphStep::captured() const { return false; }
 #endif
 
-}  // namespace plugins::train_step
+}  // namespace runner
