@@ -13,6 +13,8 @@
 #include <regex>
 #include <sstream>
 
+#include <torch/cuda.h>
+
 #include "config.hpp"
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
@@ -27,8 +29,10 @@
 #include "report_check.hpp"
 #include "run_dir.hpp"
 #include "run_output.hpp"
+#include "shard.hpp"
 #include "runner/device.hpp"
 #include "sweep.hpp"
+#include "workers.hpp"
 
 namespace runner {
 namespace {
@@ -83,6 +87,12 @@ Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegi
   const bool all_enabled = experiment_parts(exp, true).size() == experiment_parts(exp).size();
   validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
   if (!options.filter.empty()) filter_points(plan.points, options.filter);
+  if (!options.shard.empty()) {
+    // A shard is 1/N of the whole sweep, so that the N shards merge into it.
+    if (!options.filter.empty())
+      throw ConfigError("--shard and --filter: a shard is 1/N of the whole sweep; narrow the sweep with --set instead");
+    keep_shard_points(plan.points, parse_shard(options.shard));
+  }
   return plan;
 }
 
@@ -110,7 +120,18 @@ RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& optio
     shared.path = session->agree("run_dir", "");
     return shared;
   }
-  RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
+  const std::optional<Shard> shard =
+      options.shard.empty() ? std::nullopt : std::optional<Shard>(parse_shard(options.shard));
+  if (!options.resume.empty() && std::filesystem::exists(options.resume / "config.yaml")) {
+    const std::optional<Shard> stored = shard_of_run(options.resume);
+    if (stored != shard)
+      throw ConfigError("--resume " + options.resume.string() + ": the run is " +
+                        (stored ? "shard " + stored->text() : std::string("not a shard")) + ", not " +
+                        (shard ? "shard " + shard->text() : std::string("the whole sweep")) + "; resume it with " +
+                        (stored ? "--shard " + stored->text() : std::string("no --shard")));
+  }
+  RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume,
+                                                shard ? shard_header(*shard) : "");
   if (session) session->agree("run_dir", prepared.path.string());
   return prepared;
 }
@@ -156,15 +177,18 @@ struct SweepResult {
 
 // `finished`: points a resumed run already recorded; they are not run again.
 // `render_reports`: the tables of the records so far, for a Ctrl-C (rank 0; else empty).
+// `take` (a pool's worker): runs only the points it returns true for, and prints no progress.
 SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
                        const std::set<std::pair<std::string, int>>& finished,
-                       const std::function<void()>& render_reports) {
+                       const std::function<void()>& render_reports,
+                       const std::function<bool(std::size_t)>& take = {}) {
   SweepResult sweep;
-  Progress progress(run.rank == 0 ? static_cast<int>(plan.points.size()) : 0);
+  Progress progress(run.rank == 0 && !take ? static_cast<int>(plan.points.size()) : 0);
   InterruptGuard interrupt;
   for (size_t i = 0; i < plan.points.size(); ++i) {
     const Point& point = plan.points[i];
     if (finished.count({point.part, point.index})) continue;
+    if (take && !take(i)) continue;
     const std::string label = point_label(point);
     if (run.rank == 0) progress.begin_point(static_cast<int>(i), label);
     // A signal during this point: its record says so, and --resume runs it again.
@@ -230,6 +254,45 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
   return sweep;
 }
 
+// A worker of a pool (workers.hpp): the points the parent hands it, records spooled
+// into <run>/workers/<k>/ for the parent to append.
+int run_as_worker(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, const RunOptions& options) {
+  RunOutput run(options.worker_of / "workers" / std::to_string(options.worker_index), plan.device, nullptr);
+  run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
+  if (!options.shard.empty()) run.env["shard"] = options.shard;
+  run.env["worker"] = options.worker_index;
+  if (const char* gpu = std::getenv("RUNNER_WORKER_GPU")) run.env["gpu_index"] = std::atoi(gpu);
+  run.resume_hint = "the run's parent process resumes it";
+  WorkerChannel channel;
+  run_points(exp, plan, registry, run, {}, {}, [&](std::size_t i) { return channel.take(i); });
+  channel.finish();
+  return 0;
+}
+
+// --workers N / --gpus LIST: checked before the run directory is made.
+PoolSpec pool_spec(const RunOptions& options, const Plan& plan, bool launched) {
+  PoolSpec spec;
+  if (options.workers < 0 && options.gpus.empty()) return spec;
+  if (launched) throw ConfigError("--workers/--gpus: not for a multi-process run (runner launch, torchrun, srun)");
+  if (!options.gpus.empty()) {
+    if (options.workers >= 0) throw ConfigError("--workers and --gpus: give one (--gpus starts one worker per GPU)");
+    if (!plan.device.is_cuda())
+      throw ConfigError("--gpus " + options.gpus + ": the run is on " + plan.device.str() +
+                        "; use --workers N for CPU workers");
+    spec.gpus = parse_gpus(options.gpus, static_cast<int>(torch::cuda::device_count()));
+    spec.workers = static_cast<int>(spec.gpus.size());
+  } else {
+    if (options.workers < 1 || options.workers > 256)
+      throw ConfigError("--workers " + std::to_string(options.workers) + ": expected 1 to 256 worker processes");
+    // Two measured points on one GPU would slow each other down: one worker per GPU.
+    if (plan.device.is_cuda())
+      throw ConfigError("--workers: the run is on cuda; use --gpus LIST|all (one worker per GPU) or --device cpu");
+    spec.workers = options.workers;
+  }
+  spec.args = options.args;
+  return spec;
+}
+
 }  // namespace
 
 // load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
@@ -240,6 +303,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
     print_plan(exp, plan);
     return 0;
   }
+  if (!options.worker_of.empty()) return run_as_worker(exp, plan, registry, options);
   preflight_points(plan.points, registry);
   // Ranks (runner launch, torchrun, srun): each on its local GPU; rank 0 alone
   // owns the run directory's files.
@@ -248,6 +312,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   check_processes_key(exp, launch ? launch->world_size : 1);
   check_distributed_setup(plan.points, plan.device, launch ? launch->world_size : 1,
                           launch ? ranks_per_node(*launch) : 1, backend, registry);
+  const PoolSpec pool = pool_spec(options, plan, launch.has_value());
   std::unique_ptr<DistributedSession> session;
   if (launch) {
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
@@ -258,6 +323,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, session != nullptr);
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   if (launch) run.env["launcher"] = launch->launcher;
+  if (!options.shard.empty()) run.env["shard"] = options.shard;
   run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
                exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
                (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
@@ -284,7 +350,11 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
         std::cerr << "runner: the reports of the finished points failed: " << e.what() << "\n";
       }
     };
-  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished, render_so_far);
+  SweepResult sweep;
+  if (pool.workers > 0)
+    sweep.failures = run_pool(exp, plan.points, plan.device, run, run_dir.finished, pool, render_so_far).failures;
+  else
+    sweep = run_points(exp, plan, registry, run, run_dir.finished, render_so_far);
   if (run.rank != 0) return 0;
   run.history->finish();
   render();
