@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -112,12 +113,17 @@ void print_plan(const Experiment& exp, const Plan& plan) {
 // Rank 0 prepares the run directory (new, or the one --resume names); the other
 // ranks only learn its path, so no two processes create or write the same files.
 RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& options, DistributedSession* session) {
-  if (session && !options.resume.empty())
-    throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
-                      "start a new run");
   if (session && session->dist().rank != 0) {
     RunDirectory shared;
     shared.path = session->agree("run_dir", "");
+    // A resumed run: every rank skips the points rank 0 found recorded, so they meet in the same collectives.
+    std::istringstream finished(session->agree("finished_points", ""));
+    for (std::string part; finished >> std::quoted(part);) {
+      int index = 0;
+      finished >> index;
+      shared.finished.emplace(part, index);
+    }
+    shared.resumed = !options.resume.empty();
     return shared;
   }
   const std::optional<Shard> shard =
@@ -132,7 +138,12 @@ RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& optio
   }
   RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume,
                                                 shard ? shard_header(*shard) : "");
-  if (session) session->agree("run_dir", prepared.path.string());
+  if (session) {
+    session->agree("run_dir", prepared.path.string());
+    std::ostringstream finished;
+    for (const auto& [part, index] : prepared.finished) finished << std::quoted(part) << " " << index << " ";
+    session->agree("finished_points", finished.str());
+  }
   return prepared;
 }
 
@@ -320,7 +331,13 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   }
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
-  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, session != nullptr);
+  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, false);
+  if (launch)  // resumed by the same launch: every rank skips what rank 0 recorded
+    run.resume_hint.replace(run.resume_hint.find("runner "), 7,
+                            "runner launch --nproc-per-node " + std::to_string(ranks_per_node(*launch)) +
+                                (launch->world_size > ranks_per_node(*launch) ? " (and the same --nnodes flags) " : " "));
+  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && !options.shard.empty())
+    run.resume_hint.insert(at, " --shard " + options.shard);  // a shard resumes only as itself
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   if (launch) run.env["launcher"] = launch->launcher;
   if (!options.shard.empty()) run.env["shard"] = options.shard;
@@ -366,10 +383,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
 
 int launch_local(const RunOptions& options, const PluginRegistry& registry, const LaunchSpec& spec) {
   check_launch_spec(spec);
-  // Refused here, before any rank starts (each rank would refuse it on its own).
-  if (!options.resume.empty())
-    throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
-                      "start a new run");
+  if (!options.resume.empty() && spec.node_rank == 0 && !std::filesystem::exists(options.resume / "config.yaml"))
+    throw ConfigError("--resume " + options.resume.string() + ": not a run directory (no config.yaml)");
   // Everything a rank would reject, caught once before any rank starts.
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const Plan plan = plan_run(exp, options, registry);

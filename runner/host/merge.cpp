@@ -271,7 +271,8 @@ int shard_verb(int argc, char** argv) {
     merge_shards(shards, out, reports, registry, std::cerr);
     return 0;
   } catch (const ConfigError& e) {
-    write_stderr_line(std::string("runner: ") + e.what());
+    const std::string what = e.what();
+    write_stderr_line(what.rfind("runner ", 0) == 0 ? what : "runner: " + what);
     return 2;
   } catch (const report::SpecError& e) {
     write_stderr_line(std::string("runner: ") + e.what());

@@ -71,4 +71,20 @@ for i in 0 1 2 3; do grep -q "\"shard\":\"$i/4\"" run/merged/results.jsonl || fa
   fail "the other shard failed"
 "$runner" merge run/shard-0 run/shard-1 run/shard-2 other --out "$work/bad" 2> bad.err
 [[ $? -eq 2 ]] && grep -q "its resolved config differs" bad.err || fail "different configs merged: $(cat bad.err)"
-echo "ok: 4 array tasks merged into 12 points, each once"
+
+# A task killed mid-point and requeued (as on preemption) resumes its shard: every point once.
+sed -e 's/experiment: twelve/experiment: requeued/' -e 's/sleep_us: 200000/sleep_us: 1500000/' \
+  -e 's/id: twelve/id: requeued/' twelve.yaml > requeued.yaml
+"$runner" submit requeued.yaml --slurm --array 4 --device cpu --out "$work/requeue" --sbatch-arg=--requeue \
+  > requeue-submit.txt || fail "runner submit (requeue) exited with $?"
+array=$(awk '/^array job/ {print $3}' requeue-submit.txt); array=${array%:}
+for _ in $(seq 120); do [[ -s requeue/shard-0/results.jsonl ]] && break; sleep 0.5; done
+[[ -s requeue/shard-0/results.jsonl ]] || fail "shard 0 recorded nothing within 60 s"
+scontrol requeue "${array}_0" || fail "scontrol requeue ${array}_0 failed"
+for _ in $(seq 300); do [[ -s requeue/merged/reports/requeued/requeued.md ]] && break; sleep 1; done
+[[ -s requeue/merged/reports/requeued/requeued.md ]] || fail "no merged report of the requeued sweep within 300 s"
+grep -q "resumed requeued" requeue/shard-0/log.txt || fail "the requeued task did not resume its shard: $(cat requeue/shard-0/log.txt)"
+points requeue/merged/results.jsonl > requeued.txt || fail "requeued merged records: $(cat requeued.txt)"
+[[ $(wc -l < requeued.txt) -eq 12 ]] || fail "the requeued sweep merged $(wc -l < requeued.txt) records, expected 12"
+grep -c '"status":"interrupted"' requeue/shard-0/results.jsonl | sed 's/^/interrupted records in shard 0: /'
+echo "ok: 4 array tasks merged into 12 points, each once; a requeued task resumed its shard"
