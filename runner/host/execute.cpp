@@ -331,7 +331,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   }
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
-  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, false);
+  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir);
   if (launch)  // resumed by the same launch: every rank skips what rank 0 recorded
     run.resume_hint.replace(run.resume_hint.find("runner "), 7,
                             "runner launch --nproc-per-node " + std::to_string(ranks_per_node(*launch)) +

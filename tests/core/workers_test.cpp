@@ -85,6 +85,26 @@ parts:
   for (const auto& [point, n] : per_point) EXPECT_EQ(n, 1) << point;
 }
 
+TEST(Workers, AResumedPoolRunsOnlyTheMissingPoints) {
+  const auto dir = fresh_dir("workers-resume");
+  const auto file = write_file(dir / "twelve.yaml", kTwelve);
+  const auto run = dir / "run";
+  ASSERT_EQ(run_runner(file.string() + " --device cpu --set sweep.value=[1,2,3] --workers 2 --out " + run.string())
+                .exit_code, 0);
+  // The last point's records cut off, as by a kill before it was appended.
+  std::string text = read_file(run / "results.jsonl");
+  for (int line = 0; line < 2; ++line) text.erase(text.rfind('\n', text.size() - 2) + 1);
+  write_file(run / "results.jsonl", text);
+  const auto resumed = run_runner(file.string() + " --device cpu --set sweep.value=[1,2,3] --workers 2 --resume " +
+                                  run.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("[1/1] main"), std::string::npos) << resumed.output;
+  std::map<int, int> per_point;
+  for (const auto& r : report::read_result_lines(run / "results.jsonl")) ++per_point[r["point"].get<int>()];
+  EXPECT_EQ(per_point.size(), 6u);
+  for (const auto& [point, n] : per_point) EXPECT_EQ(n, 2) << "point " << point;  // two labels each
+}
+
 TEST(Workers, BadPoolFlagsAreRefused) {
   const auto dir = fresh_dir("workers-bad");
   const auto file = write_file(dir / "twelve.yaml", kTwelve);
