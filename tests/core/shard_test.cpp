@@ -167,6 +167,40 @@ TEST(Shard, MergeRefusesShardsThatDoNotMakeOneSweep) {
   EXPECT_NE(wrong.output.find("the run is shard 1/2, not shard 0/2"), std::string::npos) << wrong.output;
 }
 
+// What Slurm never needs to see: runner submit refuses bad requests before sbatch.
+TEST(Shard, SubmitRefusesBadRequestsWithOneLine) {
+  const auto dir = fresh_dir("shard-submit");
+  const auto file = write_file(dir / "twelve.yaml", kTwelve);
+  const auto expect_refusal = [&](const std::string& args, const std::string& message) {
+    const auto r = run_runner("submit " + file.string() + " --device cpu " + args + " --out " + (dir / "run").string());
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  };
+  expect_refusal("--array 4", "runner submit: --slurm is required");
+  expect_refusal("--slurm", "runner submit: --array N is required");
+  expect_refusal("--slurm --array 0", "--array '0': expected a whole number of 1 or more");
+  expect_refusal("--slurm --array 13", "--array 13: more tasks than the sweep's 12 points");
+  expect_refusal("--slurm --array 2 --shard 0/2", "--shard is not for a submitted sweep");
+  expect_refusal("--slurm --array 2 --set sweep.nope=[1]", "nope");  // the run's own check, through --dry-run
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+  // --dry-run prints both scripts and creates nothing.
+  const auto dry = run_runner("submit " + file.string() + " --device cpu --slurm --array 3 --parallel 2 "
+                              "--sbatch-arg=--partition=gpu --sbatch-arg=--gres=gpu:1 --dry-run --out " +
+                              (dir / "run").string());
+  EXPECT_EQ(dry.exit_code, 0) << dry.output;
+  const std::vector<std::string> lines = {"#SBATCH --array=0-2%2", "#SBATCH --gres=gpu:1",
+                                          "--shard \"$SLURM_ARRAY_TASK_ID/3\"", "--resume \"$shard\"", " merge ",
+                                          "--out " + (dir / "run" / "merged").string()};
+  for (const std::string& line : lines)
+    EXPECT_NE(dry.output.find(line), std::string::npos) << line << "\n" << dry.output;
+  // --partition goes to both jobs, --gres only to the array tasks.
+  const size_t merge_script = dry.output.find("merge.sbatch");
+  ASSERT_NE(merge_script, std::string::npos);
+  EXPECT_NE(dry.output.find("#SBATCH --partition=gpu", merge_script), std::string::npos) << dry.output;
+  EXPECT_EQ(dry.output.find("#SBATCH --gres=gpu:1", merge_script), std::string::npos) << dry.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "run"));
+}
+
 TEST(Shard, MergeRefusesShardsOfDifferentCommits) {
   const auto dir = fresh_dir("shard-commit");
   const auto file = write_file(dir / "twelve.yaml", kTwelve);

@@ -61,8 +61,14 @@ TEST(Workers, ThreeWorkersRecordWhatASerialRunRecords) {
   EXPECT_GE(workers.size(), 2u) << "the points ran on one worker only";
   EXPECT_NE(pooled.output.find("[12/12] main"), std::string::npos) << pooled.output;
   EXPECT_NE(pooled.output.find("(worker "), std::string::npos) << pooled.output;
-  EXPECT_EQ(read_file(dir / "pool" / "reports" / "twelve_pool" / "twelve_pool.md"),
-            read_file(dir / "serial" / "reports" / "twelve_pool" / "twelve_pool.md"));
+  // The same table, and a caption that says the points ran side by side.
+  EXPECT_EQ(read_file(dir / "pool" / "reports" / "twelve_pool" / "twelve_pool.values.csv"),
+            read_file(dir / "serial" / "reports" / "twelve_pool" / "twelve_pool.values.csv"));
+  const std::string md = read_file(dir / "pool" / "reports" / "twelve_pool" / "twelve_pool.md");
+  EXPECT_NE(md.find("points ran concurrently on " + std::to_string(workers.size()) + " worker processes of the host"),
+            std::string::npos) << md;
+  EXPECT_EQ(read_file(dir / "serial" / "reports" / "twelve_pool" / "twelve_pool.md").find("concurrently"),
+            std::string::npos);
 }
 
 TEST(Workers, AWorkerThatDiesCostsOnlyItsPoint) {
