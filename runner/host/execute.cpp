@@ -338,6 +338,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
                                 (launch->world_size > ranks_per_node(*launch) ? " (and the same --nnodes flags) " : " "));
   if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && !options.shard.empty())
     run.resume_hint.insert(at, " --shard " + options.shard);  // a shard resumes only as itself
+  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && pool.workers > 0)
+    run.resume_hint.insert(at, pool.gpus.empty() ? " --workers " + std::to_string(pool.workers) : " --gpus " + options.gpus);
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   if (launch) run.env["launcher"] = launch->launcher;
   if (!options.shard.empty()) run.env["shard"] = options.shard;
