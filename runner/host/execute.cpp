@@ -14,8 +14,6 @@
 #include <regex>
 #include <sstream>
 
-#include <torch/cuda.h>
-
 #include "config.hpp"
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
@@ -280,30 +278,6 @@ int run_as_worker(const Experiment& exp, const Plan& plan, const PluginRegistry&
   return 0;
 }
 
-// --workers N / --gpus LIST: checked before the run directory is made.
-PoolSpec pool_spec(const RunOptions& options, const Plan& plan, bool launched) {
-  PoolSpec spec;
-  if (options.workers < 0 && options.gpus.empty()) return spec;
-  if (launched) throw ConfigError("--workers/--gpus: not for a multi-process run (runner launch, torchrun, srun)");
-  if (!options.gpus.empty()) {
-    if (options.workers >= 0) throw ConfigError("--workers and --gpus: give one (--gpus starts one worker per GPU)");
-    if (!plan.device.is_cuda())
-      throw ConfigError("--gpus " + options.gpus + ": the run is on " + plan.device.str() +
-                        "; use --workers N for CPU workers");
-    spec.gpus = parse_gpus(options.gpus, static_cast<int>(torch::cuda::device_count()));
-    spec.workers = static_cast<int>(spec.gpus.size());
-  } else {
-    if (options.workers < 1 || options.workers > 256)
-      throw ConfigError("--workers " + std::to_string(options.workers) + ": expected 1 to 256 worker processes");
-    // Two measured points on one GPU would slow each other down: one worker per GPU.
-    if (plan.device.is_cuda())
-      throw ConfigError("--workers: the run is on cuda; use --gpus LIST|all (one worker per GPU) or --device cpu");
-    spec.workers = options.workers;
-  }
-  spec.args = options.args;
-  return spec;
-}
-
 }  // namespace
 
 // load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
@@ -323,7 +297,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry) {
   check_processes_key(exp, launch ? launch->world_size : 1);
   check_distributed_setup(plan.points, plan.device, launch ? launch->world_size : 1,
                           launch ? ranks_per_node(*launch) : 1, backend, registry);
-  const PoolSpec pool = pool_spec(options, plan, launch.has_value());
+  const PoolSpec pool = pool_spec(options, plan.device, launch.has_value());
   std::unique_ptr<DistributedSession> session;
   if (launch) {
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);

@@ -7,15 +7,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <sstream>
 
+#include <torch/cuda.h>
+
 #include "errors.hpp"
+#include "execute.hpp"
 #include "interrupt.hpp"
 #include "results.hpp"
 #include "runner/stored_record.hpp"
@@ -126,11 +131,20 @@ std::string describe_worker(const Worker& w) {
 
 class Pool {
  public:
-  Pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run)
-      : exp_(exp), points_(points), device_(device), run_(run) {}
+  Pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+       std::vector<size_t> order)
+      : exp_(exp), points_(points), device_(device), run_(run), order_(std::move(order)) {}
 
-  // Whole points the worker appended since last read: into results.jsonl and the history.
-  // Returns the statuses of the points taken.
+  // Appends the points ready in sweep order (so tables list rows as a serial run does);
+  // `all`: also those after a point still running (the run is stopping).
+  void flush(bool all) {
+    for (; flushed_ < order_.size() && ready_.count(order_[flushed_]); ++flushed_) append(order_[flushed_]);
+    if (all)
+      while (!ready_.empty()) append(ready_.begin()->first);
+  }
+
+  // Whole points the worker spooled since last read, ready for results.jsonl and the
+  // history. Returns the statuses of the points taken.
   std::vector<RecordStatus> collect(Worker& w) {
     std::vector<RecordStatus> statuses;
     std::ifstream in(w.dir / "results.jsonl", std::ios::binary);
@@ -148,9 +162,8 @@ class Pool {
       group.push_back(std::move(r));
       if (marker.first == marker.second) {
         statuses.push_back(group.front().status);
-        run_.results->append_point(group);
-        if (run_.history) run_.history->add_point(group);
         move_artifacts(w, group.front());
+        if (w.current >= 0) ready_[static_cast<size_t>(w.current)].push_back(std::move(group));
         group.clear();
         consumed = at;
       }
@@ -167,8 +180,7 @@ class Pool {
                             ") during this point without recording it; see " + (w.dir / "log.txt").string();
     std::vector<StoredRecord> records = {
         point_record(exp_.name, p, RecordStatus::error, why, Record{}, point_params_json(p, device_), worker_env(w))};
-    run_.results->append_point(records);
-    if (run_.history) run_.history->add_point(records);
+    ready_[static_cast<size_t>(w.current)].push_back(std::move(records));
     run_.log.warn(p.part + " " + describe_point(p) + ": error: " + why);
   }
 
@@ -190,10 +202,21 @@ class Pool {
     fs::rename(from, run_.dir / "artifacts" / name, ec);
   }
 
+  void append(size_t position) {
+    for (auto& group : ready_[position]) {
+      run_.results->append_point(group);
+      if (run_.history) run_.history->add_point(group);
+    }
+    ready_.erase(position);
+  }
+
   const Experiment& exp_;
   const std::vector<Point>& points_;
   const c10::Device& device_;
   RunOutput& run_;
+  std::vector<size_t> order_;  // the positions to run, in sweep order
+  size_t flushed_ = 0;         // order_[0, flushed_) are appended
+  std::map<size_t, std::vector<std::vector<StoredRecord>>> ready_;  // collected, not yet appended
 };
 
 int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
@@ -245,12 +268,14 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
     if (!finished.count({points[i].part, points[i].index})) queue.push_back(i);
   size_t next = 0, done = 0;
   const size_t total = queue.size();
-  Pool pool(exp, points, device, run);
+  Pool pool(exp, points, device, run, queue);
   std::vector<Worker> workers(static_cast<size_t>(std::min<size_t>(static_cast<size_t>(spec.workers), total)));
   InterruptGuard interrupt;
   // Ctrl-C or SIGTERM: every worker records its point in flight as interrupted (they
   // share the terminal's signal; SIGTERM is passed on), then those records join the run.
+  std::atomic<bool> stopping{false};
   interrupt.on_interrupt([&](const char* signal_name) {
+    stopping = true;
     for (Worker& w : workers)
       if (w.pid > 0) ::kill(w.pid, std::strcmp(signal_name, "SIGINT") == 0 ? SIGINT : SIGTERM);
     for (Worker& w : workers)
@@ -259,6 +284,7 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
         ::waitpid(w.pid, &status, 0);
         pool.collect(w);
       }
+    pool.flush(true);
     run.log.warn(std::string("interrupted by ") + signal_name + "; " + run.resume_hint);
     if (render) render();
   });
@@ -270,6 +296,9 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
     w.gpu = spec.gpus.empty() ? -1 : spec.gpus[k];
     w.dir = run.dir / "workers" / std::to_string(k);
     fs::create_directories(w.dir / "artifacts");
+    // A resumed run's worker starts a fresh spool: what the last one spooled is either in
+    // results.jsonl already or runs again.
+    fs::remove(w.dir / "results.jsonl");
     spawn(w, worker_argv(spec.args, run.dir, w.index, device.is_cuda() ? "cuda" : "cpu"));
   }
   const auto assign = [&](Worker& w) {
@@ -303,6 +332,10 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
     held.unlock();  // a signal's handler may run while we wait
     const int ready = ::poll(fds.data(), fds.size(), -1);
     held.lock();
+    if (stopping) {  // the signal's handler collected everything and ends the process
+      held.unlock();
+      for (;;) ::pause();
+    }
     if (ready < 0 && errno == EINTR) continue;
     for (size_t f = 0; f < fds.size(); ++f) {
       if (!fds[f].revents) continue;
@@ -315,6 +348,7 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
           w.pending.erase(0, nl + 1);
           const auto position = static_cast<size_t>(w.current);
           for (RecordStatus status : pool.collect(w)) report(w, position, status);
+          pool.flush(false);
           assign(w);
         }
         continue;
@@ -336,16 +370,42 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
           report(w, position, RecordStatus::error);
         }
         for (RecordStatus s : statuses) report(w, position, s);
+        pool.flush(false);
         w.current = -1;
       }
     }
   }
+  pool.flush(true);
   if (done < total) {
     run.log.warn(std::to_string(total - done) + " point(s) not run: every worker ended; " + run.resume_hint);
     result.failures += static_cast<int>(total - done);
   }
   return result;
 }
+
+PoolSpec pool_spec(const RunOptions& options, const c10::Device& device, bool launched) {
+  PoolSpec spec;
+  if (options.workers < 0 && options.gpus.empty()) return spec;
+  if (launched) throw ConfigError("--workers/--gpus: not for a multi-process run (runner launch, torchrun, srun)");
+  if (!options.gpus.empty()) {
+    if (options.workers >= 0) throw ConfigError("--workers and --gpus: give one (--gpus starts one worker per GPU)");
+    if (!device.is_cuda())
+      throw ConfigError("--gpus " + options.gpus + ": the run is on " + device.str() +
+                        "; use --workers N for CPU workers");
+    spec.gpus = parse_gpus(options.gpus, static_cast<int>(torch::cuda::device_count()));
+    spec.workers = static_cast<int>(spec.gpus.size());
+  } else {
+    if (options.workers < 1 || options.workers > 256)
+      throw ConfigError("--workers " + std::to_string(options.workers) + ": expected 1 to 256 worker processes");
+    // Two measured points on one GPU would slow each other down: one worker per GPU.
+    if (device.is_cuda())
+      throw ConfigError("--workers: the run is on cuda; use --gpus LIST|all (one worker per GPU) or --device cpu");
+    spec.workers = options.workers;
+  }
+  spec.args = options.args;
+  return spec;
+}
+
 
 bool WorkerChannel::take(std::size_t position) {
   if (ran_) finish();

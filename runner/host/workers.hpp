@@ -28,6 +28,12 @@ struct PoolSpec {
   std::vector<std::string> args;  // the run's own command line (after the program name)
 };
 
+struct RunOptions;
+
+// --workers N / --gpus LIST of a run on `device`, checked before the run directory is
+// made (ConfigError); workers 0 when neither is given.
+PoolSpec pool_spec(const RunOptions& options, const c10::Device& device, bool launched);
+
 struct PoolResult {
   int failures = 0;
 };

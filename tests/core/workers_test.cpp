@@ -28,16 +28,17 @@ report:
     - {name: values, rows: [word, item], pivot: value, metric: value, format: "%.0f"}
 )";
 
-// Records without what differs between runs (times, environment, observations), sorted.
-std::multiset<std::string> comparable_records(const std::filesystem::path& results) {
-  std::multiset<std::string> out;
+// Records without what differs between runs (times, environment, observations), in file
+// order: the pool appends whole points in sweep order, as a serial run does.
+std::vector<std::string> comparable_records(const std::filesystem::path& results) {
+  std::vector<std::string> out;
   for (auto r : report::read_result_lines(results)) {
     r.erase("time");
     r.erase("env");
     r.erase("observed");
     r.erase("measurement");  // measured_seconds
     r["metrics"].erase("sleep_ms");
-    out.insert(r.dump());
+    out.push_back(r.dump());
   }
   return out;
 }
@@ -105,6 +106,7 @@ TEST(Workers, AResumedPoolRunsOnlyTheMissingPoints) {
                                   run.string());
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("[1/1] main"), std::string::npos) << resumed.output;
+  EXPECT_EQ(resumed.output.find("[2/1]"), std::string::npos) << "an earlier spool was read again\n" << resumed.output;
   std::map<int, int> per_point;
   for (const auto& r : report::read_result_lines(run / "results.jsonl")) ++per_point[r["point"].get<int>()];
   EXPECT_EQ(per_point.size(), 6u);
