@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -28,8 +29,10 @@
 #include "run_dir.hpp"
 #include "run_output.hpp"
 #include "runner/child_process.hpp"
+#include "shard.hpp"
 #include "runner/device.hpp"
 #include "sweep.hpp"
+#include "workers.hpp"
 
 namespace runner {
 namespace {
@@ -84,6 +87,12 @@ Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegi
   const bool all_enabled = experiment_parts(exp, true).size() == experiment_parts(exp).size();
   validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
   if (!options.filter.empty()) filter_points(plan.points, options.filter);
+  if (!options.shard.empty()) {
+    // A shard is 1/N of the whole sweep, so that the N shards merge into it.
+    if (!options.filter.empty())
+      throw ConfigError("--shard and --filter: a shard is 1/N of the whole sweep; narrow the sweep with --set instead");
+    keep_shard_points(plan.points, parse_shard(options.shard));
+  }
   return plan;
 }
 
@@ -103,16 +112,37 @@ void print_plan(const Experiment& exp, const Plan& plan) {
 // Rank 0 prepares the run directory (new, or the one --resume names); the other
 // ranks only learn its path, so no two processes create or write the same files.
 RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& options, DistributedSession* session) {
-  if (session && !options.resume.empty())
-    throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
-                      "start a new run");
   if (session && session->dist().rank != 0) {
     RunDirectory shared;
     shared.path = session->agree("run_dir", "");
+    // A resumed run: every rank skips the points rank 0 found recorded, so they meet in the same collectives.
+    std::istringstream finished(session->agree("finished_points", ""));
+    for (std::string part; finished >> std::quoted(part);) {
+      int index = 0;
+      finished >> index;
+      shared.finished.emplace(part, index);
+    }
+    shared.resumed = !options.resume.empty();
     return shared;
   }
-  RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume);
-  if (session) session->agree("run_dir", prepared.path.string());
+  const std::optional<Shard> shard =
+      options.shard.empty() ? std::nullopt : std::optional<Shard>(parse_shard(options.shard));
+  if (!options.resume.empty() && std::filesystem::exists(options.resume / "config.yaml")) {
+    const std::optional<Shard> stored = shard_of_run(options.resume);
+    if (stored != shard)
+      throw ConfigError("--resume " + options.resume.string() + ": the run is " +
+                        (stored ? "shard " + stored->text() : std::string("not a shard")) + ", not " +
+                        (shard ? "shard " + shard->text() : std::string("the whole sweep")) + "; resume it with " +
+                        (stored ? "--shard " + stored->text() : std::string("no --shard")));
+  }
+  RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume,
+                                                shard ? shard_header(*shard) : "");
+  if (session) {
+    session->agree("run_dir", prepared.path.string());
+    std::ostringstream finished;
+    for (const auto& [part, index] : prepared.finished) finished << std::quoted(part) << " " << index << " ";
+    session->agree("finished_points", finished.str());
+  }
   return prepared;
 }
 
@@ -158,15 +188,18 @@ struct SweepResult {
 
 // `finished`: points a resumed run already recorded; they are not run again.
 // `render_reports`: the tables of the records so far, for a Ctrl-C (rank 0; else empty).
+// `take` (a pool's worker): runs only the points it returns true for, and prints no progress.
 SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
                        const std::set<std::pair<std::string, int>>& finished,
-                       const std::function<void()>& render_reports) {
+                       const std::function<void()>& render_reports,
+                       const std::function<bool(std::size_t)>& take = {}) {
   SweepResult sweep;
-  Progress progress(run.rank == 0 ? static_cast<int>(plan.points.size()) : 0);
+  Progress progress(run.rank == 0 && !take ? static_cast<int>(plan.points.size()) : 0);
   InterruptGuard interrupt;
   for (size_t i = 0; i < plan.points.size(); ++i) {
     const Point& point = plan.points[i];
     if (finished.count({point.part, point.index})) continue;
+    if (take && !take(i)) continue;
     const std::string label = point_label(point);
     if (run.rank == 0) progress.begin_point(static_cast<int>(i), label);
     // A signal during this point: its record says so, and --resume runs it again.
@@ -237,6 +270,21 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
   return sweep;
 }
 
+// A worker of a pool (workers.hpp): the points the parent hands it, records spooled
+// into <run>/workers/<k>/ for the parent to append.
+int run_as_worker(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, const RunOptions& options) {
+  RunOutput run(options.worker_of / "workers" / std::to_string(options.worker_index), plan.device, nullptr);
+  run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
+  if (!options.shard.empty()) run.env["shard"] = options.shard;
+  run.env["worker"] = options.worker_index;
+  if (const char* gpu = std::getenv("RUNNER_WORKER_GPU")) run.env["gpu_index"] = std::atoi(gpu);
+  run.resume_hint = "the run's parent process resumes it";
+  WorkerChannel channel;
+  run_points(exp, plan, registry, run, {}, {}, [&](std::size_t i) { return channel.take(i); });
+  channel.finish();
+  return 0;
+}
+
 }  // namespace
 
 // load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
@@ -247,6 +295,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     print_plan(exp, plan);
     return 0;
   }
+  if (!options.worker_of.empty()) return run_as_worker(exp, plan, registry, options);
   preflight_points(plan.points, registry);
   adopt_orphaned_descendants();
   // Ranks (runner launch, torchrun, srun): each on its local GPU; rank 0 alone
@@ -256,6 +305,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   check_processes_key(exp, launch ? launch->world_size : 1);
   check_distributed_setup(plan.points, plan.device, launch ? launch->world_size : 1,
                           launch ? ranks_per_node(*launch) : 1, backend, registry);
+  const PoolSpec pool = pool_spec(options, plan.device, launch.has_value());
   std::unique_ptr<DistributedSession> session;
   if (launch) {
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
@@ -264,7 +314,15 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
   if (run_dir_out) *run_dir_out = run.dir;
-  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir, session != nullptr);
+  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir);
+  if (launch)  // resumed by the same launch: every rank skips what rank 0 recorded
+    run.resume_hint.replace(run.resume_hint.find("runner "), 7,
+                            "runner launch --nproc-per-node " + std::to_string(ranks_per_node(*launch)) +
+                                (launch->world_size > ranks_per_node(*launch) ? " (and the same --nnodes flags) " : " "));
+  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && !options.shard.empty())
+    run.resume_hint.insert(at, " --shard " + options.shard);  // a shard resumes only as itself
+  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && pool.workers > 0)
+    run.resume_hint.insert(at, pool.gpus.empty() ? " --workers " + std::to_string(pool.workers) : " --gpus " + options.gpus);
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   // The history's point identity and build: what was asked (overrides, filter)
   // and which plugin files ran.
@@ -272,6 +330,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   run.env["overrides"] = options.overrides;
   if (!options.filter.empty()) run.env["filter"] = options.filter;
   if (launch) run.env["launcher"] = launch->launcher;
+  if (!options.shard.empty()) run.env["shard"] = options.shard;
   run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
                exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
                (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
@@ -298,7 +357,11 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
         std::cerr << "runner: the reports of the finished points failed: " << e.what() << "\n";
       }
     };
-  const SweepResult sweep = run_points(exp, plan, registry, run, run_dir.finished, render_so_far);
+  SweepResult sweep;
+  if (pool.workers > 0)
+    sweep.failures = run_pool(exp, plan.points, plan.device, run, run_dir.finished, pool, render_so_far).failures;
+  else
+    sweep = run_points(exp, plan, registry, run, run_dir.finished, render_so_far);
   if (run.rank != 0) return 0;
   run.history->finish();
   render();
@@ -310,10 +373,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
 
 int launch_local(const RunOptions& options, const PluginRegistry& registry, const LaunchSpec& spec) {
   check_launch_spec(spec);
-  // Refused here, before any rank starts (each rank would refuse it on its own).
-  if (!options.resume.empty())
-    throw ConfigError("--resume: not supported for multi-process runs (ranks would disagree on the points); "
-                      "start a new run");
+  if (!options.resume.empty() && spec.node_rank == 0 && !std::filesystem::exists(options.resume / "config.yaml"))
+    throw ConfigError("--resume " + options.resume.string() + ": not a run directory (no config.yaml)");
   // Everything a rank would reject, caught once before any rank starts.
   const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const Plan plan = plan_run(exp, options, registry);

@@ -26,6 +26,12 @@ struct RunOptions {
   bool smoke = false;
   std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
   std::filesystem::path resume;        // --resume: a run directory to complete
+  std::string shard;                   // --shard I/N: only that 1/N of the sweep (shard.hpp)
+  int workers = -1;                    // --workers N (-1: not given): points spread over N processes (workers.hpp)
+  std::string gpus;                    // --gpus LIST|all: one worker per GPU
+  std::filesystem::path worker_of;     // set in a worker the pool started: the run's directory
+  int worker_index = -1;
+  std::vector<std::string> args;       // the command line after the program name (a pool's workers reuse it)
 };
 
 // Returns the process exit code: 0 when every point is ok or oom, 1 otherwise.

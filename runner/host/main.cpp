@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "execute.hpp"
 #include "launch.hpp"
+#include "merge.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report/run_reports.hpp"
@@ -32,7 +33,8 @@ namespace {
 const char* kUsage =
     "usage: runner <experiment.yaml | name> [key.path=value]... [--set key.path=value]... [--device cpu|cuda]\n"
     "                                [--out DIR] [--reports DIR] [--filter REGEX] [--dry-run] [--cfg] [--smoke]\n"
-    "                                [--plugin-path DIR]... [--max-points N] [--resume RUN_DIR]\n"
+    "                                [--plugin-path DIR]... [--max-points N] [--resume RUN_DIR] [--shard I/N]\n"
+    "                                [--workers N | --gpus all|0-3|0,2]\n"
     "       runner <experiment.yaml> <experiment.yaml>... [options]\n"
     "                                      each in turn into its own run directory, one summary at the end\n"
     "       runner quickstart              a one-minute CPU run: two matmul sizes and a small train step\n"
@@ -43,6 +45,9 @@ const char* kUsage =
     "                                      one launcher per node; node 0 (at HOST:P) hosts the rendezvous\n"
     "       runner plugins                 list loadable plugins (and files that were skipped)\n"
     "       runner describe <kind>/<name>  a plugin's options: type, range, default, meaning\n"
+    "       runner merge <shard-dir>... --out DIR   join the shards of one sweep (--shard I/N) into one run\n"
+    "       runner submit <experiment.yaml> --slurm --array N [--parallel P] [--sbatch-arg ARG]... [--dry-run]\n"
+    "                                      the sweep as a Slurm job array of N shards, then a job that merges them\n"
     "       runner report <run-dir>...     re-render a run's tables and figures from its stored records\n"
     "       runner report --pdf            build reports/writeup.pdf (latexmk) from the rendered reports\n"
     "       runner report --check          fail when a committed report differs from its records' rendering\n"
@@ -178,6 +183,9 @@ int main(int argc, char** argv) {
   // `runner x.yaml | head`: a closed stdout must not kill the run halfway (records,
   // log and history would stop mid-point); writes to it just fail from then on.
   std::signal(SIGPIPE, SIG_IGN);
+  // merge and submit read their own flags (merge.hpp).
+  if (argc >= 2 && (std::string(argv[1]) == "merge" || std::string(argv[1]) == "submit"))
+    return runner::shard_verb(argc, argv);
   po::options_description flags("options");
   flags.add_options()
       ("help,h", "show this help (after a command: that command's help)")
@@ -196,6 +204,9 @@ int main(int argc, char** argv) {
       ("max-points", po::value<std::string>()->default_value(std::to_string(runner::kDefaultMaxPoints)),
        "refuse a sweep with more points than this (counted before expanding)")
       ("resume", po::value<std::string>(), "complete a crashed or killed run: run only points without a record")
+      ("shard", po::value<std::string>(), "run shard I/N: the points at sweep positions p with p % N == I (runner merge joins them)")
+      ("workers", po::value<int>(), "run the points on N worker processes at once (CPU runs)")
+      ("gpus", po::value<std::string>(), "run the points on these GPUs at once, one worker each: all, 0-3 or 0,2")
       ("history", po::value<std::string>(), "history database for this run, or off (default: RUNNER_HISTORY, the experiment's history:, ~/.local/share/runner/history.sqlite)")
       ("plugin-path", po::value<std::vector<std::string>>()->composing(), "extra plugin directory (repeatable)")
       ("backend", po::value<std::string>(), "multi-process runs: auto (nccl for CUDA, gloo for CPU), gloo or nccl")
@@ -206,7 +217,9 @@ int main(int argc, char** argv) {
       ("master-addr", po::value<std::string>(), "runner launch: node 0's address (default 127.0.0.1)")
       ("master-port", po::value<int>(), "runner launch: node 0's rendezvous port (default: a free one; needed with --nnodes > 1)");
   po::options_description hidden;
-  hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and arguments");
+  hidden.add_options()("args", po::value<std::vector<std::string>>(), "command and arguments")
+      ("worker-of", po::value<std::string>(), "a pool's worker: the run directory (workers.hpp)")
+      ("worker-index", po::value<int>(), "a pool's worker: its index");
   po::options_description all;
   all.add(flags).add(hidden);
   po::positional_options_description positional;
@@ -374,6 +387,12 @@ int main(int argc, char** argv) {
       if (vm.count("out")) throw runner::ConfigError("--resume and --out: give one; --resume continues the run it names");
       options.resume = vm["resume"].as<std::string>();
     }
+    if (vm.count("shard")) options.shard = vm["shard"].as<std::string>();
+    if (vm.count("workers")) options.workers = vm["workers"].as<int>();
+    if (vm.count("gpus")) options.gpus = vm["gpus"].as<std::string>();
+    if (vm.count("worker-of")) options.worker_of = vm["worker-of"].as<std::string>();
+    if (vm.count("worker-index")) options.worker_index = vm["worker-index"].as<int>();
+    options.args.assign(argv + 1, argv + argc);
     if (vm.count("backend")) options.backend = vm["backend"].as<std::string>();
     if (launch) {
       // Each rank gets this command line without `launch` and the launcher's flags.

@@ -24,7 +24,8 @@ std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
-// config.yaml without its leading comment lines: the resolved document.
+}  // namespace
+
 std::string stored_document(const std::string& config_text) {
   size_t at = 0;
   while (at < config_text.size() && config_text[at] == '#') {
@@ -35,6 +36,8 @@ std::string stored_document(const std::string& config_text) {
   while (!doc.empty() && doc.back() == '\n') doc.pop_back();
   return doc;
 }
+
+namespace {
 
 // First line where two texts differ, for the refusal message.
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -99,7 +102,8 @@ std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, 
 }
 
 RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
-                                   const std::filesystem::path& out, const std::filesystem::path& resume) {
+                                   const std::filesystem::path& out, const std::filesystem::path& resume,
+                                   const std::string& extra_header) {
   namespace fs = std::filesystem;
   std::error_code ec;
   RunDirectory run;
@@ -162,7 +166,7 @@ RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std:
   const fs::path partial = run.path / "config.yaml.partial";
   errno = 0;
   std::ofstream config(partial);
-  config << config_header(exp.file, smoke);
+  config << config_header(exp.file, smoke) << extra_header;
   for (const auto& o : overrides) config << "# --set " << o << "\n";
   config << resolved << "\n";
   config.flush();

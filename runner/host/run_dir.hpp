@@ -32,8 +32,13 @@ std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, 
 // resolved document of `exp`; a point cut off while being written (a kill, a full
 // disk) is dropped from results.jsonl so appends start after the last whole point.
 // Either way the directory is locked (lock_run_directory). Throws ConfigError.
+// `extra_header`: comment lines a new run's config.yaml also carries (a shard's).
 RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
-                                   const std::filesystem::path& out, const std::filesystem::path& resume);
+                                   const std::filesystem::path& out, const std::filesystem::path& resume,
+                                   const std::string& extra_header = "");
+
+// config.yaml's text without its leading comment lines: the resolved document.
+std::string stored_document(const std::string& config_text);
 
 // (part, point index) of every point with a finished record (any status but
 // `interrupted`, `error` and `timeout`, which --resume runs again); a point not

@@ -49,8 +49,7 @@ std::string shell_word(const std::string& text) {
 }  // namespace
 
 std::string resume_hint(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
-                        const std::string& device, const std::filesystem::path& dir, bool multi_process) {
-  if (multi_process) return "multi-process runs cannot be resumed; start a new run";
+                        const std::string& device, const std::filesystem::path& dir) {
   std::string command = "runner " + shell_word(exp.file.string());
   for (const auto& o : overrides) command += " --set " + shell_word(o);
   if (smoke) command += " --smoke";

@@ -53,9 +53,9 @@ struct RunOutput {
 std::filesystem::path log_file_of(const std::filesystem::path& dir, int rank);
 
 // How to finish a run that stopped: the same file, --set, --smoke and --device
-// (a different resolved config is refused), or a new run where resuming is not possible.
+// (a different resolved config is refused).
 std::string resume_hint(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
-                        const std::string& device, const std::filesystem::path& dir, bool multi_process);
+                        const std::string& device, const std::filesystem::path& dir);
 
 // What the run writes if plugin code ends the process during this point
 // (point_guard.hpp); `label` names the point as log lines do.

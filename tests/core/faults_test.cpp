@@ -209,12 +209,15 @@ TEST(Faults, AHungPointStopsOnSigtermAndTheResumeHintWorksAsPrinted) {
   EXPECT_EQ(finished, 3);
 }
 
-TEST(Faults, LaunchRefusesResumeBeforeStartingRanks) {
+// Multi-process runs resume (launch_resume_test.cpp); a directory that is no run is
+// refused by the launcher itself.
+TEST(Faults, LaunchRefusesResumeOfANonRunBeforeStartingRanks) {
   const auto dir = fresh_dir("faults-launch-resume");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");
   const auto result = run_runner("launch --nproc-per-node 2 " + file.string() + " --device cpu --resume " + dir.string());
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  EXPECT_NE(result.output.find("--resume: not supported for multi-process runs"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("--resume " + dir.string() + ": not a run directory (no config.yaml)"), std::string::npos)
+      << result.output;
   EXPECT_EQ(result.output.find("rank "), std::string::npos) << result.output;
 }
 

@@ -76,6 +76,16 @@ std::string machine_clause(const std::vector<const StoredRecord*>& records) {
   return join(parts, ", ");
 }
 
+// Points measured while others ran on the same host (runner --workers / --gpus, whose
+// records name their worker): said, since shared CPU, memory and power may move the numbers.
+std::string concurrency_clause(const std::vector<const StoredRecord*>& records) {
+  const auto workers = distinct(records, [](const StoredRecord& r) { return env_text(r, "worker"); });
+  if (workers.empty()) return "";
+  const auto gpus = distinct(records, [](const StoredRecord& r) { return env_text(r, "gpu_index"); });
+  if (!gpus.empty()) return "points ran concurrently, one per GPU, on GPUs " + join(gpus, ", ") + " of the host";
+  return "points ran concurrently on " + std::to_string(workers.size()) + " worker processes of the host";
+}
+
 // "n = 12–300" over the records' measurement summaries; empty when none has one.
 std::string n_range(const std::vector<const StoredRecord*>& records) {
   long long lo = -1, hi = -1;
@@ -237,7 +247,7 @@ std::string caption(const TableSpec& spec, const std::vector<const StoredRecord*
   if (const std::string cells = cells_sentence(spec, records); !cells.empty()) sentences.push_back(cells);
   std::vector<std::string> setup;
   for (const std::string& clause :
-       {machine_clause(records), steps_clause(records), fixed_clause(records, shown_keys)})
+       {machine_clause(records), concurrency_clause(records), steps_clause(records), fixed_clause(records, shown_keys)})
     if (!clause.empty()) setup.push_back(clause);
   if (records.empty()) sentences.push_back("No matching records yet.");
   else if (!setup.empty()) sentences.push_back("Setup: " + join(setup, "; ") + ".");

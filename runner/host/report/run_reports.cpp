@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "config.hpp"
+#include "shard.hpp"
 #include "sweep.hpp"
 
 namespace runner {
@@ -122,6 +123,7 @@ report::RunSummary run_summary(const std::filesystem::path& run_dir) {
   summary.smoke = config_header_marks_smoke(first_line);
   try {
     summary.planned_points = count_points(load_experiment(config, {}, false));
+    if (const auto shard = shard_of_run(run_dir)) summary.planned_points = shard_size(summary.planned_points, *shard);
   } catch (const std::exception&) {
     summary.planned_points = 0;  // an older or hand-edited config: no partial-run check
   }

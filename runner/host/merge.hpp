@@ -1,0 +1,31 @@
+// Sweeps over several runs: `runner merge` joins the shards of one sweep
+// (`runner x.yaml --shard I/N`) into one run directory, and `runner submit --slurm`
+// runs the shards as a Slurm job array with a dependent job that merges them
+// (submit.cpp). Both read their own flags.
+#pragma once
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace runner {
+
+class PluginRegistry;
+
+// `runner merge ...` or `runner submit ...` (argv[1]); returns the exit code
+// (2 with one line on bad input).
+int shard_verb(int argc, char** argv);
+
+// Joins the shard run directories `shards` into the new run directory `out`: the
+// config.yaml they share, every point's last whole records in sweep order (as an
+// unsharded run writes them), the points' artifacts, each shard's log, and the
+// reports (into out/reports and `reports_dir` when set). Throws ConfigError on
+// shards of different configs or commits, overlapping or missing shards, and a
+// shard without a finished record for one of its points.
+void merge_shards(const std::vector<std::filesystem::path>& shards, const std::filesystem::path& out,
+                  const std::filesystem::path& reports_dir, const PluginRegistry& registry, std::ostream& log);
+
+// `runner submit` (submit.cpp): `self` is the runner binary the jobs run.
+int submit_command(const std::vector<std::string>& args, const std::filesystem::path& self);
+
+}  // namespace runner
