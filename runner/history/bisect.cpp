@@ -17,6 +17,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "history/command_line.hpp"
 #include "history/cli.hpp"
 #include "history/compare.hpp"
 
@@ -107,22 +108,10 @@ int bisect_command(const std::vector<std::string>& args, const std::string& self
       ("work", po::value<std::string>(), "directory for the runs (default: new under $TMPDIR)")
       ("step", "one bisect step (what `git bisect run` calls)")
       ("baseline", po::value<std::string>(), "step: the GOOD run directory");
-  po::options_description all;
-  all.add(flags).add_options()("args", po::value<std::vector<std::string>>(), "");
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "runner bisect: " << e.what() << "\n" << kUsage;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << kUsage << "\n" << flags;
-    return 0;
-  }
+  ParsedCommandLine parsed;
+  int code = 0;
+  if (!parse_command_line(args, flags, "bisect", kUsage, parsed, code)) return code;
+  const po::variables_map& vm = parsed.vm;
   Settings s;
   s.experiment = vm.count("experiment") ? vm["experiment"].as<std::string>() : "";
   s.filter = vm.count("filter") ? vm["filter"].as<std::string>() : "";
@@ -157,7 +146,7 @@ int bisect_command(const std::vector<std::string>& args, const std::string& self
               << summary << ")\n";
     return verdict;
   }
-  const auto positional = vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string>& positional = parsed.positional;
   if (positional.size() != 2) {
     std::cerr << "runner bisect: expected GOOD and BAD commits\n" << kUsage;
     return 2;

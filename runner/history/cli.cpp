@@ -10,6 +10,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "history/command_line.hpp"
 #include "history/compare.hpp"
 #include "history/store.hpp"
 #include "history/time_text.hpp"
@@ -21,35 +22,6 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Parsed {
-  po::variables_map vm;
-  std::vector<std::string> positional;
-};
-
-// Parses args; prints help (returns false with code 0) or a one-line error (code 2).
-bool parse(const std::vector<std::string>& args, const po::options_description& flags, const char* usage,
-           Parsed& out, int& code) {
-  po::options_description all;
-  all.add(flags).add_options()("args", po::value<std::vector<std::string>>(), "");
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), out.vm);
-    po::notify(out.vm);
-  } catch (const po::error& e) {
-    std::cerr << "runner: " << e.what() << "\n" << usage;
-    code = 2;
-    return false;
-  }
-  if (out.vm.count("help")) {
-    std::cout << usage << "\n" << flags;
-    code = 0;
-    return false;
-  }
-  if (out.vm.count("args")) out.positional = out.vm["args"].as<std::vector<std::string>>();
-  return true;
-}
 
 std::string opt(const po::variables_map& vm, const char* name) {
   return vm.count(name) ? vm[name].as<std::string>() : std::string();
@@ -105,9 +77,9 @@ int history_command(const std::vector<std::string>& args) {
       ("html", po::value<std::string>(), "write the trends site into this directory")
       ("mark-good", po::value<std::int64_t>(), "clear the regression verdict of this run")
       ("json", "list runs as JSON lines");
-  Parsed p;
+  ParsedCommandLine p;
   int code = 0;
-  if (!parse(args, flags, kHistoryUsage, p, code)) return code;
+  if (!parse_command_line(args, flags, "", kHistoryUsage, p, code)) return code;
   const fs::path file = resolve_history_path(opt(p.vm, "history"), "");
   if (file.empty()) {
     std::cerr << "runner history: the history is off (RUNNER_HISTORY=off); set --history FILE\n";
@@ -221,9 +193,9 @@ int compare_command(const std::vector<std::string>& args) {
       ("cross-device", "allow A and B from different devices (a warning says so)")
       ("experiment,e", po::value<std::string>(), "experiment for history queries (last, last-good, commits)")
       ("output,o", po::value<std::string>(), "also write the rendering to this file");
-  Parsed p;
+  ParsedCommandLine p;
   int code = 0;
-  if (!parse(args, flags, kCompareUsage, p, code)) return code;
+  if (!parse_command_line(args, flags, "", kCompareUsage, p, code)) return code;
   if (p.positional.size() != 2) {
     std::cerr << "runner compare: expected two sides, A (baseline) and B\n" << kCompareUsage;
     return 2;

@@ -17,6 +17,7 @@ extern char** environ;
 
 #include <boost/program_options.hpp>
 
+#include "history/command_line.hpp"
 #include "history/cli.hpp"
 #include "history/compare.hpp"
 #include "history/schedule.hpp"
@@ -361,23 +362,11 @@ int schedule_command(const std::vector<std::string>& args, const std::string& ru
       ("list", "list installed schedules")
       ("remove", po::value<std::string>(), "uninstall a schedule")
       ("run", po::value<std::string>(), "run one scheduled sweep now (what the scheduler calls)");
-  po::options_description all;
-  all.add(flags).add_options()("args", po::value<std::vector<std::string>>(), "");
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::cerr << "runner schedule: " << e.what() << "\n" << kUsage;
-    return 2;
-  }
-  if (vm.count("help")) {
-    std::cout << kUsage << "\n" << flags;
-    return 0;
-  }
-  const auto positional = vm.count("args") ? vm["args"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  ParsedCommandLine parsed;
+  int code = 0;
+  if (!parse_command_line(args, flags, "schedule", kUsage, parsed, code)) return code;
+  const po::variables_map& vm = parsed.vm;
+  const std::vector<std::string>& positional = parsed.positional;
   try {
     if (vm.count("run")) return run_scheduled(vm["run"].as<std::string>());
     if (vm.count("list")) {

@@ -34,21 +34,6 @@ report:
     - {name: values, rows: [word, item], pivot: value, metric: value, format: "%.0f"}
 )";
 
-// Each record without what differs from run to run (times, host, shard).
-std::vector<std::string> comparable_records(const std::filesystem::path& results) {
-  std::vector<std::string> out;
-  for (auto r : report::read_result_lines(results)) {
-    r.erase("time");
-    r.erase("env");
-    r.erase("observed");
-    r.erase("measurement");  // measured_seconds
-    for (auto& [name, metric] : r["metrics"].items())
-      if (name == "sleep_ms") metric = nullptr;
-    out.push_back(r.dump());
-  }
-  return out;
-}
-
 std::set<std::pair<std::string, int>> point_set(const std::filesystem::path& results) {
   std::set<std::pair<std::string, int>> points;
   for (const auto& r : report::read_result_lines(results)) points.emplace(r["part"], r["point"].get<int>());
@@ -87,7 +72,8 @@ TEST(Shard, FourShardsMergeIntoTheUnshardedRun) {
 
   const auto merged = run_runner("merge" + shards + " --out " + (dir / "merged").string());
   ASSERT_EQ(merged.exit_code, 0) << merged.output;
-  EXPECT_EQ(comparable_records(dir / "merged" / "results.jsonl"), comparable_records(dir / "whole" / "results.jsonl"));
+  EXPECT_EQ(report::comparable_records(dir / "merged" / "results.jsonl"),
+            report::comparable_records(dir / "whole" / "results.jsonl"));
   EXPECT_EQ(read_file(dir / "merged" / "reports" / "twelve" / "twelve.md"),
             read_file(dir / "whole" / "reports" / "twelve" / "twelve.md"));
   EXPECT_TRUE(std::filesystem::exists(dir / "merged" / "log.shard-3.txt"));

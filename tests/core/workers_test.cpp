@@ -28,21 +28,6 @@ report:
     - {name: values, rows: [word, item], pivot: value, metric: value, format: "%.0f"}
 )";
 
-// Records without what differs between runs (times, environment, observations), in file
-// order: the pool appends whole points in sweep order, as a serial run does.
-std::vector<std::string> comparable_records(const std::filesystem::path& results) {
-  std::vector<std::string> out;
-  for (auto r : report::read_result_lines(results)) {
-    r.erase("time");
-    r.erase("env");
-    r.erase("observed");
-    r.erase("measurement");  // measured_seconds
-    r["metrics"].erase("sleep_ms");
-    out.push_back(r.dump());
-  }
-  return out;
-}
-
 TEST(Workers, ThreeWorkersRecordWhatASerialRunRecords) {
   const auto dir = fresh_dir("workers");
   const auto file = write_file(dir / "twelve.yaml", kTwelve);
@@ -50,9 +35,9 @@ TEST(Workers, ThreeWorkersRecordWhatASerialRunRecords) {
   ASSERT_EQ(serial.exit_code, 0) << serial.output;
   const auto pooled = run_runner(file.string() + " --device cpu --workers 3 --out " + (dir / "pool").string());
   ASSERT_EQ(pooled.exit_code, 0) << pooled.output;
-  const auto records = comparable_records(dir / "pool" / "results.jsonl");
+  const auto records = report::comparable_records(dir / "pool" / "results.jsonl");
   EXPECT_EQ(records.size(), 24u);
-  EXPECT_EQ(records, comparable_records(dir / "serial" / "results.jsonl"));
+  EXPECT_EQ(records, report::comparable_records(dir / "serial" / "results.jsonl"));
   std::set<int> workers;
   for (const auto& r : report::read_result_lines(dir / "pool" / "results.jsonl")) {
     ASSERT_TRUE(r["env"].contains("worker")) << r.dump();
