@@ -18,6 +18,7 @@
 #include <boost/program_options.hpp>
 
 #include "history/command_line.hpp"
+#include "history/shell.hpp"
 #include "history/cli.hpp"
 #include "history/compare.hpp"
 
@@ -35,24 +36,13 @@ const char* kUsage =
     "  bad commit. --build defaults to `cmake --build build --target runner`, --runner to build/runner;\n"
     "  the runs go to --work (default: a new directory under $TMPDIR), never to the history.\n";
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
+// A shell command's exit code and its stdout without the trailing newline (git's answers).
 int shell(const std::string& cmd, std::string* output = nullptr) {
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 512> buf{};
-  std::string out;
-  while (fgets(buf.data(), buf.size(), pipe)) out += buf.data();
-  const int status = pclose(pipe);
-  if (output) {
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    *output = out;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = run_shell(cmd, output);
+  if (output)
+    while (!output->empty() && (output->back() == '\n' || output->back() == ' ')) output->pop_back();
+  return code;
 }
 
 struct Settings {
@@ -65,12 +55,12 @@ struct Settings {
 // point was recorded, else a one-line reason.
 std::string build_and_run(const Settings& s, const fs::path& out) {
   const fs::path log = out.string() + ".log";
-  if (shell(s.build + " > " + quote(log.string()) + " 2>&1") != 0) return "the build failed (" + log.string() + ")";
-  std::string cmd = quote(s.runner) + " " + quote(s.experiment) + " --filter " + quote(s.filter) + " --out " +
-                    quote(out.string()) + " --history off";
-  for (const auto& o : s.overrides) cmd += " --set " + quote(o);
+  if (shell(s.build + " > " + shell_quote(log.string()) + " 2>&1") != 0) return "the build failed (" + log.string() + ")";
+  std::string cmd = shell_quote(s.runner) + " " + shell_quote(s.experiment) + " --filter " + shell_quote(s.filter) + " --out " +
+                    shell_quote(out.string()) + " --history off";
+  for (const auto& o : s.overrides) cmd += " --set " + shell_quote(o);
   if (!s.device.empty()) cmd += " --device " + s.device;
-  const int code = shell(cmd + " >> " + quote(log.string()) + " 2>&1");
+  const int code = shell(cmd + " >> " + shell_quote(log.string()) + " 2>&1");
   if (code == 2 || !fs::exists(out / "results.jsonl")) return "the run did not record the point (" + log.string() + ")";
   return "";
 }
@@ -157,8 +147,8 @@ int bisect_command(const std::vector<std::string>& args, const std::string& self
     return 2;
   }
   fs::current_path(top);
-  if (shell("git rev-parse --verify -q " + quote(positional[0] + "^{commit}"), &good) != 0 ||
-      shell("git rev-parse --verify -q " + quote(positional[1] + "^{commit}"), &bad) != 0) {
+  if (shell("git rev-parse --verify -q " + shell_quote(positional[0] + "^{commit}"), &good) != 0 ||
+      shell("git rev-parse --verify -q " + shell_quote(positional[1] + "^{commit}"), &bad) != 0) {
     std::cerr << "runner bisect: " << positional[0] << " or " << positional[1] << " is not a commit of " << top << "\n";
     return 2;
   }
@@ -179,9 +169,9 @@ int bisect_command(const std::vector<std::string>& args, const std::string& self
   // The judge, copied out of the tree the checkouts rewrite.
   const fs::path judge_exe = fs::path(work) / "runner-judge";
   fs::copy_file(self, judge_exe, fs::copy_options::overwrite_existing);
-  auto restore = [&] { shell("git checkout -q " + quote(branch) + " 2>/dev/null"); };
+  auto restore = [&] { shell("git checkout -q " + shell_quote(branch) + " 2>/dev/null"); };
   auto measure = [&](const std::string& commit, const std::string& name) {
-    shell("git checkout -q " + quote(commit) + " 2>&1");
+    shell("git checkout -q " + shell_quote(commit) + " 2>&1");
     const fs::path out = fs::path(work) / name;
     fs::remove_all(out);
     return std::make_pair(out, build_and_run(s, out));
@@ -204,20 +194,20 @@ int bisect_command(const std::vector<std::string>& args, const std::string& self
     return 2;
   }
   std::cout << "bisect: BAD regresses (" << summary << ")\n" << std::flush;
-  std::string step = quote(judge_exe.string()) + " bisect --step --baseline " + quote(good_dir.string()) + " --work " +
-                     quote(work) + " --experiment " + quote(s.experiment) + " --filter " + quote(s.filter) +
-                     " --build " + quote(s.build) + " --runner " + quote(s.runner) + " --threshold " +
+  std::string step = shell_quote(judge_exe.string()) + " bisect --step --baseline " + shell_quote(good_dir.string()) + " --work " +
+                     shell_quote(work) + " --experiment " + shell_quote(s.experiment) + " --filter " + shell_quote(s.filter) +
+                     " --build " + shell_quote(s.build) + " --runner " + shell_quote(s.runner) + " --threshold " +
                      std::to_string(s.compare.threshold) + " --alpha " + std::to_string(s.compare.alpha);
-  for (const auto& o : s.overrides) step += " --set " + quote(o);
+  for (const auto& o : s.overrides) step += " --set " + shell_quote(o);
   if (!s.device.empty()) step += " --device " + s.device;
   std::string output, first;
-  shell("git bisect start " + quote(bad) + " " + quote(good) + " >/dev/null 2>&1 && git bisect run " + step + " 2>&1",
+  shell("git bisect start " + shell_quote(bad) + " " + shell_quote(good) + " >/dev/null 2>&1 && git bisect run " + step + " 2>&1",
         &output);
   std::cout << output << "\n";
   const bool found = output.find("is the first bad commit") != std::string::npos &&
                      shell("git rev-parse refs/bisect/bad", &first) == 0;
   std::string subject;
-  if (found) shell("git log -1 --format='%h %s' " + quote(first), &subject);
+  if (found) shell("git log -1 --format='%h %s' " + shell_quote(first), &subject);
   shell("git bisect reset -q >/dev/null 2>&1");
   restore();
   if (!found) {

@@ -18,6 +18,7 @@ extern char** environ;
 #include <boost/program_options.hpp>
 
 #include "history/command_line.hpp"
+#include "history/shell.hpp"
 #include "history/cli.hpp"
 #include "history/compare.hpp"
 #include "history/schedule.hpp"
@@ -52,23 +53,9 @@ fs::path schedule_dir() {
   return data_dir() / "schedules";
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 // Runs a shell command; returns its exit code and stdout.
-int shell(const std::string& cmd, std::string* output = nullptr) {
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return -1;
-  std::array<char, 512> buf{};
-  std::string out;
-  while (fgets(buf.data(), buf.size(), pipe)) out += buf.data();
-  const int status = pclose(pipe);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int shell(const std::string& cmd, std::string* output = nullptr) { return run_shell(cmd, output); }
 
 bool have(const std::string& tool) { return shell("command -v " + tool + " >/dev/null 2>&1") == 0; }
 
@@ -100,7 +87,7 @@ void write_crontab(const std::string& text) {
   const fs::path tmp = schedule_dir() / ".crontab.new";
   std::ofstream(tmp) << text;
   std::string out;
-  if (shell("crontab " + quote(tmp.string()) + " 2>&1", &out) != 0)
+  if (shell("crontab " + shell_quote(tmp.string()) + " 2>&1", &out) != 0)
     throw std::runtime_error("crontab refused the new table: " + out);
   fs::remove(tmp);
 }
@@ -180,7 +167,7 @@ void install(const Schedule& s, bool dry_run) {
       // or tomorrow once passed); the job then resubmits itself every interval.
       const std::string begin = s.every_seconds >= 86400 ? s.at : "now";
       std::string out;
-      if (shell("sbatch --parsable --begin=" + begin + " " + quote(script.string()) + " 2>&1", &out) != 0)
+      if (shell("sbatch --parsable --begin=" + begin + " " + shell_quote(script.string()) + " 2>&1", &out) != 0)
         throw std::runtime_error("sbatch failed: " + out);
       std::cout << "submitted Slurm job " << out;
     }
@@ -198,7 +185,7 @@ void uninstall(const Schedule& s) {
     shell("systemctl --user daemon-reload >/dev/null 2>&1");
   } else {
     fs::remove(schedule_dir() / (s.name + ".sbatch"));  // first: a running job then cannot resubmit
-    if (have("scancel")) shell("scancel --name=" + quote("runner-" + s.name) + " >/dev/null 2>&1");
+    if (have("scancel")) shell("scancel --name=" + shell_quote("runner-" + s.name) + " >/dev/null 2>&1");
   }
 }
 
@@ -207,7 +194,7 @@ std::string next_firing(const Schedule& s) {
   if (s.backend == "systemd") {
     shell("systemctl --user show -p NextElapseUSecRealtime --value runner-" + s.name + ".timer 2>/dev/null", &out);
   } else if (s.backend == "slurm") {
-    shell("squeue -h --name=" + quote("runner-" + s.name) + " -o '%i %T begin %S' 2>/dev/null", &out);
+    shell("squeue -h --name=" + shell_quote("runner-" + s.name) + " -o '%i %T begin %S' 2>/dev/null", &out);
   } else {
     try {
       std::istringstream in(read_crontab());
@@ -265,10 +252,10 @@ int run_scheduled(const std::string& name) {
   stamp.erase(std::remove(stamp.begin(), stamp.end(), '\0'), stamp.end());
   fs::path run_dir = fs::path(s.workdir) / "runs" / s.name / stamp;
   for (int n = 2; fs::exists(run_dir); ++n) run_dir = run_dir.parent_path() / (stamp + "-" + std::to_string(n));
-  std::string cmd = quote(s.runner) + " " + quote(s.experiment) + " --out " + quote(run_dir.string()) +
-                    " --history " + quote(s.history);
-  for (const auto& o : s.overrides) cmd += " --set " + quote(o);
-  for (const auto& p : s.plugin_paths) cmd += " --plugin-path " + quote(p);
+  std::string cmd = shell_quote(s.runner) + " " + shell_quote(s.experiment) + " --out " + shell_quote(run_dir.string()) +
+                    " --history " + shell_quote(s.history);
+  for (const auto& o : s.overrides) cmd += " --set " + shell_quote(o);
+  for (const auto& p : s.plugin_paths) cmd += " --plugin-path " + shell_quote(p);
   if (!s.device.empty()) cmd += " --device " + s.device;
   if (s.smoke) cmd += " --smoke";
   const std::string prefix = utc_now() + " " + s.name + " ";
@@ -277,7 +264,7 @@ int run_scheduled(const std::string& name) {
   const fs::path output = run_dir.string() + ".log";
   fs::create_directories(run_dir.parent_path());
   std::cout << "schedule " << s.name << ": " << cmd << "\n" << std::flush;
-  const int status = std::system((cmd + " >" + quote(output.string()) + " 2>&1").c_str());
+  const int status = std::system((cmd + " >" + shell_quote(output.string()) + " 2>&1").c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   {
     std::ifstream in(output);
