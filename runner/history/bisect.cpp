@@ -36,7 +36,6 @@ const char* kUsage =
     "  bad commit. --build defaults to `cmake --build build --target runner`, --runner to build/runner;\n"
     "  the runs go to --work (default: a new directory under $TMPDIR), never to the history.\n";
 
-
 // A shell command's exit code and its stdout without the trailing newline (git's answers).
 int shell(const std::string& cmd, std::string* output = nullptr) {
   const int code = run_shell(cmd, output);

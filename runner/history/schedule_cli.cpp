@@ -53,7 +53,6 @@ fs::path schedule_dir() {
   return data_dir() / "schedules";
 }
 
-
 // Runs a shell command; returns its exit code and stdout.
 int shell(const std::string& cmd, std::string* output = nullptr) { return run_shell(cmd, output); }
 
