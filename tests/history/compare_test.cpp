@@ -7,6 +7,7 @@
 
 #include "history/compare.hpp"
 #include "history/mann_whitney.hpp"
+#include "compare_support.hpp"
 #include "support.hpp"
 
 namespace runner::history {
@@ -15,26 +16,8 @@ namespace {
 using testing::around;
 using testing::env_json;
 using testing::record;
-
-Side side(const std::vector<nlohmann::json>& records, const std::string& device = "Test CPU", std::int64_t id = 1) {
-  Side s;
-  s.spec = "test";
-  s.description = "run " + std::to_string(id);
-  RunInfo r;
-  r.id = id;
-  r.experiment = "demo";
-  r.device_name = device;
-  s.runs.push_back(r);
-  for (const auto& j : records) s.records.push_back(parse_record(j));
-  return s;
-}
-
-const CompareRow& row(const Comparison& c, const std::string& metric, size_t point = 0) {
-  size_t seen = 0;
-  for (const auto& r : c.rows)
-    if (r.metric == metric && seen++ == point) return r;
-  throw std::runtime_error("no row " + metric);
-}
+using testing::row;
+using testing::side;
 
 TEST(Compare, TwiceTheStepTimeIsSlowerWithASmallPValueAndARegression) {
   const Comparison c = compare(side({record(0, 1, around(1.0))}), side({record(0, 1, around(2.0))}), {});

@@ -12,6 +12,7 @@
 #include "history/cli.hpp"
 #include "history/compare.hpp"
 #include "history/verdict_stats.hpp"
+#include "compare_support.hpp"
 #include "support.hpp"
 
 namespace runner::history {
@@ -21,27 +22,9 @@ using testing::around;
 using testing::env_json;
 using testing::fresh_dir;
 using testing::record;
+using testing::row;
+using testing::side;
 using testing::stored;
-
-Side side(const std::vector<nlohmann::json>& records, std::int64_t id = 1) {
-  Side s;
-  s.spec = "test";
-  s.description = "run " + std::to_string(id);
-  RunInfo r;
-  r.id = id;
-  r.experiment = "demo";
-  r.device_name = "Test CPU";
-  s.runs.push_back(r);
-  for (const auto& j : records) s.records.push_back(parse_record(j));
-  return s;
-}
-
-const CompareRow& row(const Comparison& c, const std::string& metric, size_t point = 0) {
-  size_t seen = 0;
-  for (const auto& r : c.rows)
-    if (r.metric == metric && seen++ == point) return r;
-  throw std::runtime_error("no row " + metric);
-}
 
 // A record whose step_ms kept only the means of its repetitions (as the runner
 // writes with measure.repetitions > 1): no per-step samples.
