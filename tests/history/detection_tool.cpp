@@ -5,6 +5,7 @@
 // slowed points were flagged slower, and how many compares raised a
 // regression (for A/A: false alarms).
 //   runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] [--lookback] [--check]
+//                         [--aa-bar RATE]
 // --records says what the records hold, as the runner writes them: "summary"
 // (the default measure: 10 steps, mean/std/median/min/max), "repetitions"
 // (measure.repetitions: 5 x 10 steps, one mean per repetition), "samples"
@@ -12,7 +13,7 @@
 // medians and judges with it, as runner compare does with a history (the
 // lookback of compare.hpp). --check exits 1 when the default ("summary") misses
 // the bar: 4x in every point, 50 % in every compare, 10 % in 95 % of compares,
-// false alarms in at most 1 % of A/A compares.
+// false alarms in at most 1 % of A/A compares (--aa-bar sets that rate).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   int compares = 20, aa = 100;
   std::vector<std::string> layouts = {"summary"};
   bool check = false, lookback = false;
+  double aa_bar = 0.01;  // the false-alarm rate --check holds A/A compares to
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--compares" && i + 1 < argc) compares = std::atoi(argv[++i]);
@@ -142,9 +144,10 @@ int main(int argc, char** argv) {
       for (std::string l; std::getline(in, l, ',');) layouts.push_back(l);
     } else if (a == "--check") check = true;
     else if (a == "--lookback") lookback = true;
+    else if (a == "--aa-bar" && i + 1 < argc) aa_bar = std::atof(argv[++i]);
     else {
       std::cerr << "usage: runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] "
-                   "[--lookback] [--check]\n";
+                   "[--lookback] [--check] [--aa-bar RATE]\n";
       return 2;
     }
   }
@@ -215,7 +218,7 @@ int main(int argc, char** argv) {
         // slower). 10 % and false alarms: rates from a few compares, so the
         // check fails only when the count is unlikely (below 1 %) under a rate
         // at the bar: >= 95 % of compares detected, <= 1 % of A/A flagged.
-        const bool pass = effect == 0 ? binomial_tail_at_least(flagged, n, 0.01) >= 0.01
+        const bool pass = effect == 0 ? binomial_tail_at_least(flagged, n, aa_bar) >= 0.01
                           : effect >= 3 ? detected == points && flagged == n
                           : effect >= 0.5 ? flagged == n
                           : effect >= 0.1 ? binomial_tail_at_least(n - flagged, n, 0.05) >= 0.01 : true;
