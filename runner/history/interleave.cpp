@@ -95,4 +95,16 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
   return out;
 }
 
+void name_rounds(Comparison& c) {
+  for (CompareRow& row : c.rows) {
+    if (row.test != "t over repetitions") continue;
+    row.test = "t over rounds";
+    for (const char* word : {" repetitions", " repetition"})
+      if (const auto at = row.note.find(word); at != std::string::npos) {
+        row.note.replace(at, std::string(word).size(), std::string(word).back() == 's' ? " rounds" : " round");
+        break;
+      }
+  }
+}
+
 }  // namespace runner::history

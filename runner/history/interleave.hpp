@@ -23,4 +23,8 @@ std::string interleaved_order(int rounds);
 // any round is failed. Points missing from some round are left out of all.
 Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec);
 
+// A compare of merged sides tested rounds, not repetitions: its rows say so
+// ("t over rounds", "3 rounds: weak test ...").
+void name_rounds(Comparison& c);
+
 }  // namespace runner::history
