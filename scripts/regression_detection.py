@@ -123,6 +123,10 @@ def render(rows):
         out.append("| {} | {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
             design, layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
             r["compare_rate"], r["slower_points"], r["points"], r["point_rate"]))
+    aa = ["{} {}: {} of {} ({:.1%})".format("interleaved" if r.get("rounds") else "back to back",
+                                            layouts.get(r["records"], r["records"]), r["flagged_compares"], r["compares"],
+                                            r["compare_rate"]) for r in rows if r["effect"] == 0]
+    out += ["", "A/A false alarms (compares of the 20-point sweep flagged as a regression): " + "; ".join(aa) + "."]
     return "\n".join(out)
 
 
