@@ -115,15 +115,15 @@ def render(rows):
     layouts = {"summary": "in-process, summary (default: 10 steps)", "repetitions": "in-process, 5 repetitions x 10 steps",
                "samples": "in-process, 30 per-step samples", "runner": "runner, echo 2 ms (10 steps)",
                "summary + lookback": "in-process, summary + lookback of 10 runs",
-               "summary, interleaved 3 rounds": "in-process, summary, interleaved (3 rounds a side)",
-               "runner ab": "runner ab, echo 2 ms (3 rounds a side)"}
+               "summary, interleaved 3 rounds": "in-process, summary (10 steps), 3 rounds a side",
+               "runner ab": "runner ab, echo 2 ms (10 steps), 3 rounds a side"}
     out = ["| design | records | effect | compares | flagged compares | slower points |", "|---|---|---|---:|---:|---:|"]
     for r in rows:
         design = "interleaved" if r.get("rounds") else "back to back"
         out.append("| {} | {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
             design, layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
             r["compare_rate"], r["slower_points"], r["points"], r["point_rate"]))
-    aa = ["{} {}: {} of {} ({:.1%})".format("interleaved" if r.get("rounds") else "back to back",
+    aa = ["{} ({}): {} of {} ({:.1%})".format("interleaved" if r.get("rounds") else "back to back",
                                             layouts.get(r["records"], r["records"]), r["flagged_compares"], r["compares"],
                                             r["compare_rate"]) for r in rows if r["effect"] == 0]
     out += ["", "A/A false alarms (compares of the 20-point sweep flagged as a regression): " + "; ".join(aa) + "."]
