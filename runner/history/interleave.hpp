@@ -12,7 +12,8 @@
 namespace runner::history {
 
 // The order of 2 * rounds runs: A B B A A B B A ... (each pair mirrors the one
-// before, so a drift that is linear in time adds the same to both sides).
+// before, so a drift linear in time adds about the same to both sides; exactly
+// with an even number of rounds).
 std::string interleaved_order(int rounds);
 
 // One side from its rounds (each a Side of one run): per point and metric, the
