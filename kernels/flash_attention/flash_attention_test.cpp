@@ -42,7 +42,7 @@ struct Case {
   int window = 0;  // with causal: a sliding window of this many keys
 };
 
-flash::Mask mask_of(const Case& c) { return c.window > 0 ? sliding_window(c.window) : mask_of(c); }
+flash::Mask mask_of(const Case& c) { return c.window > 0 ? sliding_window(c.window) : causal_if(c.causal); }
 
 std::string name(const Case& c) {
   return "b" + std::to_string(c.batch) + " h" + std::to_string(c.heads) + " lq" + std::to_string(c.lq) + " lk" +
@@ -123,10 +123,12 @@ const Case kCases[] = {
 };
 
 // Sliding windows: shorter than a tile, exactly a tile, crossing tiles, longer than the sequence
-// (the causal mask), of one key, and with lq != lk (every query still sees a key: lq < lk + window).
+// (the causal mask), of two keys, and with lq != lk (every query still sees a key: lq < lk + window).
+// Not one key: softmax over one key is constant, so the exact dQ and dK are zero and have no
+// relative error (FlashMask covers window 1).
 const Case kWindowCases[] = {
     {2, 3, 37, 37, 16, true, 5},   {1, 2, 100, 100, 32, true, 17}, {2, 2, 129, 129, 64, true, 64},
-    {1, 2, 190, 190, 128, true, 33}, {1, 1, 70, 70, 64, true, 500},  {1, 2, 65, 65, 32, true, 1},
+    {1, 2, 190, 190, 128, true, 33}, {1, 1, 70, 70, 64, true, 500},  {1, 2, 65, 65, 32, true, 2},
     {1, 2, 50, 83, 64, true, 20},  {1, 2, 83, 50, 32, true, 40},
 };
 
@@ -168,7 +170,7 @@ TEST(FlashReference, RowsThatSeeNoKeyUnderAWindowGiveZeros) {
   // The rows that do see keys match the textbook formula on those rows.
   const Result want = textbook(in.q.narrow(2, 0, 19), in.k, in.v, in.dout.narrow(2, 0, 19), mask);
   EXPECT_LT(rel_err(fwd.out.narrow(2, 0, 19), want.out), 1e-10);
-  EXPECT_LT(rel_err(g.dk, want.dk), 1e-10);
+  EXPECT_LT(rel_err(g.dk, want.dk), 1e-6);  // rows of one to three keys: dK nearly cancels
   auto q = in.q.transpose(1, 2).detach().requires_grad_(true);
   const auto out = flash::attention_reference(q, in.k.transpose(1, 2), in.v.transpose(1, 2), mask);
   EXPECT_TRUE(out.narrow(1, 19, 21).eq(0).all().item<bool>());
