@@ -5,7 +5,7 @@
 // kernel: "auto", "mma_sync" or "wgmma" (Hopper, bf16/fp16). Each op takes window=0 after
 // causal: window > 0 with causal = True is a sliding window of that many keys (mask.hpp).
 //   torch.ops.runner_flash.tiled_forward / tiled_backward (tensor ops, any device)
-// python/runner_flash_attention.py wraps each pair in a torch.autograd.Function.
+// runner_flash_attention.py (beside this file) wraps each pair in a torch.autograd.Function.
 #include <torch/library.h>
 
 #include <string>
