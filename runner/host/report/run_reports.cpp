@@ -15,6 +15,19 @@ std::string lower_first(std::string text) {
   return text;
 }
 
+// How a value's text names a merged run: reports/<experiment>/data is "<experiment>/data",
+// reports/<experiment>/runs/<name> "<experiment>/runs/<name>", anything else its folder's name
+// (the same text whichever path, relative or absolute, named the run).
+std::string run_name(const std::filesystem::path& run_dir) {
+  const std::filesystem::path dir = run_dir.lexically_normal().filename().empty()
+                                        ? run_dir.lexically_normal().parent_path()
+                                        : run_dir.lexically_normal();
+  if (dir.filename() == "data") return (dir.parent_path().filename() / "data").string();
+  if (dir.parent_path().filename() == "runs")
+    return (dir.parent_path().parent_path().filename() / "runs" / dir.filename()).string();
+  return dir.filename().string();
+}
+
 // `report:` is one report or a list of them (one run answering several questions).
 std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const std::string& file) {
   std::vector<report::ReportSpec> specs;
@@ -106,7 +119,10 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     summary.smoke = summary.smoke || run.smoke;
     summary.planned_points += run.planned_points;
     for (auto& r : run_records) {
-      if (run_dirs.size() > 1) r.observed[report::kSourceRunKey] = static_cast<long long>(i);
+      if (run_dirs.size() > 1) {
+        r.observed[report::kSourceRunKey] = static_cast<long long>(i);
+        r.observed[report::kSourceRunNameKey] = run_name(run_dir);
+      }
       records.push_back(std::move(r));
     }
   }
