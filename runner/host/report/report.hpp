@@ -119,7 +119,16 @@ std::vector<StoredRecord> read_results(const std::filesystem::path& results_json
 struct RunSummary {
   bool smoke = false;              // run with --smoke: shrunk sizes, not measurements
   std::size_t planned_points = 0;  // points the sweep has (0: unknown)
+  // --allow-dirty: records of a tree with uncommitted changes or of an unknown commit may
+  // render into the project's reports; every caption then says so (run_sentence).
+  bool allow_dirty = false;
 };
+// The commits the records name that the history cannot reproduce: "<commit>-dirty" (the tree
+// had uncommitted changes) and "unknown" (no git_commit); sorted, distinct.
+std::vector<std::string> unclean_commits(const std::vector<StoredRecord>& records);
+// Whether `reports_dir` is the project's committed reports (it holds renders.txt), which
+// refuse unclean records unless --allow-dirty.
+bool is_committed_reports(const std::filesystem::path& reports_dir);
 // Records merged from several runs (`runner report RUN RUN...`) carry the index of
 // their run under this key, so each run's points count on their own.
 inline constexpr const char* kSourceRunKey = "source_run";
@@ -128,7 +137,8 @@ inline constexpr const char* kSourceRunKey = "source_run";
 inline constexpr const char* kSourceRunNameKey = "source_run_name";
 // Points with at least one record (distinct run/part/point).
 std::size_t recorded_points(const std::vector<StoredRecord>& records);
-// "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points." or "".
+// "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points.", with
+// --allow-dirty the unclean commits the records name, or "".
 std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>& records);
 
 // Where a cell's number comes from, for values that compare cells (values.cpp): the runs

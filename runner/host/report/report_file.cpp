@@ -103,6 +103,24 @@ std::size_t recorded_points(const std::vector<StoredRecord>& records) {
   return points.size();
 }
 
+std::vector<std::string> unclean_commits(const std::vector<StoredRecord>& records) {
+  std::set<std::string> out;
+  for (const auto& r : records) {
+    const auto commit = r.env.find("git_commit");
+    if (commit == r.env.end() || !commit->is_string() || commit->get<std::string>().empty() ||
+        commit->get<std::string>() == "unknown")
+      out.insert("unknown");
+    else if (const std::string c = commit->get<std::string>(); c.size() > 6 && c.compare(c.size() - 6, 6, "-dirty") == 0)
+      out.insert(c);
+  }
+  return {out.begin(), out.end()};
+}
+
+bool is_committed_reports(const std::filesystem::path& reports_dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(reports_dir / "renders.txt", ec);
+}
+
 std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>& records) {
   std::string out;
   if (run.smoke)
@@ -112,6 +130,12 @@ std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>&
   if (run.planned_points > 0 && recorded < run.planned_points)
     out += std::string(out.empty() ? "" : " ") + "Partial run: records for " + std::to_string(recorded) +
            " of " + std::to_string(run.planned_points) + " points.";
+  if (const auto unclean = unclean_commits(records); run.allow_dirty && !unclean.empty()) {
+    std::string named;
+    for (const auto& c : unclean) named += (named.empty() ? "" : ", ") + c;
+    out += std::string(out.empty() ? "" : " ") + "Rendered with --allow-dirty: records of commit " + named +
+           " (uncommitted changes or no commit), so the code that measured them is not in the history.";
+  }
   return out;
 }
 
