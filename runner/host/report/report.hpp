@@ -102,6 +102,9 @@ struct ReportSpec {
   std::vector<TableSpec> tables;
   std::vector<FigureSpec> figures;
   std::vector<ValueSpec> values;
+  // What a table or figure without its own `question` answers: the id unless the report answers
+  // several questions (one report of records shared by two assignment questions).
+  std::string question;
 };
 
 // Throws SpecError("<file>:<line>:<col>: report.tables[0].colums: unknown

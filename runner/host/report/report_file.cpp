@@ -149,7 +149,7 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   const std::string about_run = run_sentence(run, records);
   for (TableSpec table_spec : spec.tables) {
     // A table shared by several reports (a YAML anchor) answers each report's own question.
-    if (table_spec.question.empty()) table_spec.question = spec.id;
+    if (table_spec.question.empty()) table_spec.question = spec.question.empty() ? spec.id : spec.question;
     tables.push_back(build_table(table_spec, records));
     if (!about_run.empty()) tables.back().caption = about_run + " " + tables.back().caption;
   }
@@ -162,7 +162,7 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   std::vector<std::pair<std::string, std::string>> figure_blocks;
   std::string figure_latex_text;
   for (FigureSpec figure : spec.figures) {
-    if (figure.question.empty()) figure.question = spec.id;
+    if (figure.question.empty()) figure.question = spec.question.empty() ? spec.id : spec.question;
     std::string caption = figure_caption(figure, records);
     if (!about_run.empty()) caption = about_run + " " + caption;
     figure_blocks.emplace_back(figure.name, figure_markdown(figure, spec.id, caption));
