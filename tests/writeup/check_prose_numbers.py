@@ -17,6 +17,8 @@ values), code and comments, passes only when it is
   - declared where it is used, with its reason (a version, a size the assignment fixes):
     Markdown: <!-- constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch) -->
     LaTeX:    % constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch)
+A paragraph that calls a difference noise ("within its noise", "is no noise") renders a test
+statistic of it: a value whose expression is welch_t(...) or mann_whitney_p(...).
 Any other number fails, even one that some record holds: among hundreds of records almost any
 number matches something, which is how a wrong range passed when its ends existed somewhere.
 
@@ -47,6 +49,11 @@ CONSTANTS_TEX = re.compile(r"^\s*%\s*constants:(.*)$", re.M)
 CONSTANT_ENTRY = re.compile(r"([-+]?[\d.,]+(?:e[-+]?\d+)?)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 NUMBER = re.compile(r"(?<![\w.^/\\@#-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE][-+]?\d+)?")
 POWER_OF_TEN = re.compile(r"\s*(?:·|×|\\times|\$\\times\$)\s*\$?10(?:\^\{?([-−]?\d+)\}?|([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))\$?")
+# A claim about noise ("within its noise", "is no noise") rests on a test statistic: the same
+# paragraph renders a value computed by welch_t(...) or mann_whitney_p(...).
+NOISE_CLAIM = re.compile(r"\b(?:within|below|above|beyond) (?:its |the |their )?noise\b|\b(?:is|are|was|were) (?:no |not )?noise\b",
+                         re.I)
+STATISTIC_VALUE = re.compile(r"^\s*-\s*\{name:\s*([a-z0-9_]+),\s*expr:\s*'[^']*\b(?:welch_t|mann_whitney_p)\(", re.M)
 SECTION_START = re.compile(r"\\(?:section|subsection|question)\*?\{")
 CITATION = re.compile(r"\\(?:ref\{(?:tab|fig):|generated\{|val\{)([A-Za-z0-9_]+)[:.}]")
 SUPERSCRIPTS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
@@ -398,6 +405,32 @@ def check(where, text, prose, pool, constants, listing, start=0):
     return bad
 
 
+def statistic_values(root):
+    """Names of the values (experiments/**/*.yaml) that a test statistic computes."""
+    names = set()
+    for path in glob.glob(os.path.join(root, "experiments", "**", "*.yaml"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            names.update(STATISTIC_VALUE.findall(f.read()))
+    return names
+
+
+def unbacked_noise_claims(where, text, statistics):
+    """A paragraph of prose that claims something is (within) noise without rendering a test
+    statistic (welch_t, mann_whitney_p) fails: "noise" is a measured claim too."""
+    bad = []
+    prose = strip_markdown(text)
+    for m in re.finditer(r"(?:[^\n]+\n?)+", prose):  # paragraphs: runs of non-blank lines
+        claim = NOISE_CLAIM.search(m.group(0))
+        if not claim:
+            continue
+        rendered = set(v.group(1) for v in RENDERED_VALUE.finditer(text[m.start():m.end()]))
+        if not rendered & statistics:
+            line = text.count("\n", 0, m.start() + claim.start()) + 1
+            bad.append(f"{where}:{line}: \"{claim.group(0)}\" with no test statistic in its paragraph; render "
+                       f"welch_t(...) or mann_whitney_p(...) of the cells it compares ({{{{value ...}}}}), or drop the claim")
+    return bad
+
+
 def read_unconverted(root):
     unconverted = {}
     path = os.path.join(root, "tests", "writeup", "prose_numbers_unconverted.txt")
@@ -436,6 +469,7 @@ def main():
     reports = Reports(root)
     pending = read_pending(root)
     unconverted = read_unconverted(root)
+    statistics = statistic_values(root)
     problems, converted = [], []
 
     def checked(where, text, prose, older_pool, constants, start=0):
@@ -462,6 +496,8 @@ def main():
             pool.finish()
             return pool
         problems += checked(where, text, strip_markdown(text), older, constants)
+        if where not in unconverted:
+            problems += unbacked_noise_claims(where, text, statistics)
     tex = os.path.join(reports.reports, "writeup.tex")
     if os.path.exists(tex):
         with open(tex, encoding="utf-8") as f:
@@ -493,6 +529,8 @@ def main():
         problems += bad
         configured = reports.configured(text)
         problems += checked(where, text, strip_markdown(text), lambda text=text: reports.readme_pool(text), constants)
+        if where not in unconverted:
+            problems += unbacked_noise_claims(where, text, statistics)
     used = set()
     kept = []
     for p in problems:

@@ -25,6 +25,10 @@ def tree(writeup, kernel_readme=None, report_prose="", unconverted=None):
         unconverted = (["reports/writeup.tex"] if writeup else []) + (["kernels/demo_kernel/README.md"]
                                                                       if kernel_readme else [])
     os.makedirs(os.path.join(root, "tests", "writeup"))
+    os.makedirs(os.path.join(root, "experiments"))
+    with open(os.path.join(root, "experiments", "demo.yaml"), "w") as f:
+        f.write("report:\n  values:\n    - {name: t, expr: 'welch_t(\"t\", \"x\", \"b\", \"y\", \"b\")', format: \"%.1f\"}\n"
+                "    - {name: v, expr: 'cell(\"t\", \"x\", \"b\")'}\n")
     with open(os.path.join(root, "tests", "writeup", "prose_numbers_unconverted.txt"), "w") as f:
         f.write("".join(f"{path} held to the older rule in this test\n" for path in unconverted))
     for rid, cell in (("demo", "41.5"), ("other", "73.25")):
@@ -108,6 +112,13 @@ results += [
     expect("report: listed as unconverted but converted", "", False,
            report_prose="It takes <!-- runner:value v -->41.5<!-- runner:value end --> ms.\n",
            unconverted=("reports/demo/demo.md",)),
+    # "Noise" is a measured claim: its paragraph renders a test statistic.
+    expect("report: 'within its noise' with a rendered Welch t", "", True,
+           report_prose="Within its noise (t = <!-- runner:value t -->1.2<!-- runner:value end -->).\n", **strict),
+    expect("report: 'within its noise' with no statistic", "", False,
+           report_prose="The two rows are within noise.\n", **strict),
+    expect("report: 'is no noise' next to a plain cell value", "", False,
+           report_prose="This gap is no noise: <!-- runner:value v -->41.5<!-- runner:value end --> ms.\n", **strict),
     # The writeup, once the lead drops it from the list, is held to the strict rule too.
     expect("writeup (converted): a cited table's cell typed by hand", cite.replace("NUMBER", "41.5"), False,
            unconverted=()),
