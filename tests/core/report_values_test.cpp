@@ -322,6 +322,9 @@ TEST(ReportValues, ARangeRendersBothEndsInOrder) {
             std::string::npos);
   EXPECT_NE(error_of(std::string(kGrid) + "{name: v, expr: '1 + range(1, 2)'}]}").find("is a whole value"),
             std::string::npos);
+  // Ends that read the same at the value's format render once.
+  EXPECT_EQ(grid_value("range(10.01, 10.02)"), "10.01–10.02");
+  EXPECT_EQ(grid_value("range(10.001, 10.002)"), "10");
   // One end missing (a partial run): the value is a dash, as a cell would be.
   EXPECT_EQ(grid_value("range(1, cell(\"step\", \"tiny, fp32\", \"eager\"))", grid(), false), "–");
 }

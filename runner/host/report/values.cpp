@@ -561,10 +561,12 @@ std::vector<RenderedValue> compute_values(const ReportSpec& spec, const std::vec
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const Known& x = xs[i];
     const std::string& format = spec.values[i].format;
-    std::string text = !std::isfinite(x.value)                 ? "–"
-                       : !x.is_range                           ? format_number(x.value, format)
-                       : std::isfinite(x.high)                 ? format_number(x.value, format) + "–" + format_number(x.high, format)
-                                                               : "–";
+    std::string text = !std::isfinite(x.value) ? "–" : format_number(x.value, format);
+    if (x.is_range && text != "–") {
+      // Both ends, unless they read the same at this format (a constant: "0.062 at every seq").
+      const std::string high = std::isfinite(x.high) ? format_number(x.high, format) : "–";
+      text = high == "–" ? high : high == text ? text : text + "–" + high;
+    }
     // The runs a value compares are named in its text (across_runs).
     if (x.across && x.runs.size() > 1) {
       std::string names;
