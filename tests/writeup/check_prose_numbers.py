@@ -385,6 +385,9 @@ def check(where, text, prose, pool, constants, listing, start=0):
     """`pool`: None checks strictly (rendered or declared only; `constants` holds the declared
     numbers and the configured ones); else the older rule, any number of the pool."""
     bad = []
+    # 4.6·10¹⁴ in prose is 4.6 × 10^14, one ulp off the parameter 4.6e14: compare at 12 digits.
+    norm = lambda v: float(f"{v:.12g}")
+    constants = {norm(c) for c in constants}
     for value, decimals, pos, token in numbers_in(prose):
         if pos < start:
             continue
@@ -392,7 +395,7 @@ def check(where, text, prose, pool, constants, listing, start=0):
             continue
         percent = prose[pos + len(token):pos + len(token) + 3].lstrip().startswith(("%", "\\%"))
         line = text.count("\n", 0, pos) + 1
-        ok = value in constants or (pool is not None and pool.matches(value, decimals, percent))
+        ok = norm(value) in constants or (pool is not None and pool.matches(value, decimals, percent))
         if listing:
             print(f"{where}:{line}: {token} {'ok' if ok else 'NO MATCH'}")
         if not ok:
