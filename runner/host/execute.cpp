@@ -323,6 +323,13 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     run.resume_hint.insert(at, " --shard " + options.shard);  // a shard resumes only as itself
   if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && pool.workers > 0)
     run.resume_hint.insert(at, pool.gpus.empty() ? " --workers " + std::to_string(pool.workers) : " --gpus " + options.gpus);
+  const report::RunSummary summary{options.smoke, plan.points.size(), options.allow_dirty};
+  if (run.rank == 0 && !options.reports_dir.empty() && !options.dry_run) {
+    // Before measuring, not after: the records this run will write name this commit.
+    StoredRecord would_write;
+    would_write.env = run.env;
+    refuse_unclean({would_write}, options.reports_dir, summary, "this run (--reports " + options.reports_dir.string() + ")");
+  }
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   // The history's point identity and build: what was asked (overrides, filter)
   // and which plugin files ran.
@@ -346,7 +353,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
   const auto render = [&] {
     write_run_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
-                      report::RunSummary{options.smoke, plan.points.size()});
+                      summary);
   };
   std::function<void()> render_so_far;
   if (run.rank == 0)

@@ -24,6 +24,7 @@ struct RunOptions {
   std::string filter;                  // --filter REGEX: only points whose label ("part axis=value ...") matches
   bool dry_run = false;
   bool smoke = false;
+  bool allow_dirty = false;            // --allow-dirty: an unclean commit may fill the project's reports
   std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
   std::filesystem::path resume;        // --resume: a run directory to complete
   std::string shard;                   // --shard I/N: only that 1/N of the sweep (shard.hpp)

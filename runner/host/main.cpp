@@ -102,6 +102,8 @@ const Command kCommands[] = {
      "processes) merge into one report, written into the first run's reports/ unless --reports.\n"
      "--spec experiments/<name>.yaml renders with that file's report: spec instead of the stored one\n"
      "(runs of the same experiment only), e.g. old records with a column added since.\n"
+     "Into the project's reports (a folder with renders.txt) only records of a clean commit render;\n"
+     "--allow-dirty accepts uncommitted changes or an unknown commit, and every caption then says so.\n"
      "Figures are drawn by scripts/figures/plot.py with $RUNNER_PYTHON (default: the build's Python),\n"
      "which needs matplotlib; without it the tables still render and a warning says why.\n"
      "--pdf then builds DIR/writeup.pdf (default DIR: reports) from DIR/writeup.tex with latexmk and\n"
@@ -199,6 +201,8 @@ int main(int argc, char** argv) {
       ("pdf", "runner report: build <reports>/writeup.pdf with latexmk")
       ("check", "runner report: re-render every committed report into a scratch copy; fail on any difference")
       ("spec", po::value<std::string>(), "runner report: render with this experiment file's report: spec")
+      ("allow-dirty", "with --reports into the project's reports (the folder with renders.txt): accept records of "
+                      "uncommitted changes or an unknown commit; every caption then says so")
       ("dry-run", "print the expanded points and exit")
       ("cfg", "print the resolved experiment (after --smoke and every override) and exit")
       ("filter", po::value<std::string>(), "run only the points whose label (as printed: part and axes) matches this regex")
@@ -296,7 +300,8 @@ int main(int argc, char** argv) {
                                                                      : std::filesystem::path("reports");
       if (!run_dirs.empty())
         if (const int code = runner::render_reports(run_dirs, reports_dir,
-                                                    vm.count("spec") ? vm["spec"].as<std::string>() : "");
+                                                    vm.count("spec") ? vm["spec"].as<std::string>() : "",
+                                                    vm.count("allow-dirty") > 0);
             code != 0 || !pdf)
           return code;
       const std::filesystem::path pdf_path = runner::report::build_pdf(reports_dir);
@@ -381,6 +386,7 @@ int main(int argc, char** argv) {
     if (vm.count("check")) throw runner::ConfigError("--check belongs to `runner report` (runner report --help)");
     if (vm.count("spec")) throw runner::ConfigError("--spec belongs to `runner report` (runner report --help)");
     if (vm.count("reports")) options.reports_dir = vm["reports"].as<std::string>();
+    options.allow_dirty = vm.count("allow-dirty") > 0;
     if (vm.count("history")) options.history = vm["history"].as<std::string>();
     options.dry_run = vm.count("dry-run") > 0;
     options.smoke = vm.count("smoke") > 0;

@@ -103,6 +103,40 @@ TEST(EndToEnd, ReportSubcommandReRendersWithoutRunning) {
   EXPECT_EQ(read(dir / "again" / "echo_demo" / "echo_demo.md"), read(out / "reports" / "echo_demo" / "echo_demo.md"));
 }
 
+// The project's reports (a folder with renders.txt) take records of a clean commit only;
+// --allow-dirty lets others in and every caption says so.
+TEST(EndToEnd, TheProjectsReportsRefuseRecordsOfADirtyCommitUnlessAllowed) {
+  const auto dir = fresh_dir("e2e-dirty");
+  const auto file = write_file(dir / "echo.yaml", kExperiment);
+  std::filesystem::create_directories(dir / "committed");
+  write_file(dir / "committed" / "renders.txt", "# the project's reports\n");
+  ::setenv("RUNNER_GIT_COMMIT", "0123456789ab-dirty", 1);
+  // A run into them is refused before it measures anything.
+  const Result refused_run = run(file.string() + " --device cpu --set sweep.fail=[none] --out " +
+                                 (dir / "refused").string() + " --reports " + (dir / "committed").string());
+  ASSERT_EQ(refused_run.exit_code, 2) << refused_run.output;
+  EXPECT_NE(refused_run.output.find("records of commit 0123456789ab-dirty"), std::string::npos) << refused_run.output;
+  EXPECT_NE(refused_run.output.find("--allow-dirty"), std::string::npos) << refused_run.output;
+  EXPECT_EQ(read(dir / "refused" / "results.jsonl"), "");  // no point measured
+  ASSERT_EQ(run(file.string() + " --device cpu --set sweep.fail=[none] --out " + (dir / "run").string()).exit_code, 0);
+  ::unsetenv("RUNNER_GIT_COMMIT");
+
+  // Re-rendering its records is refused too, names the file, and writes nothing.
+  const Result refused = run("report " + (dir / "run").string() + " --reports " + (dir / "committed").string());
+  ASSERT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find((dir / "run" / "results.jsonl").string() + ": records of commit 0123456789ab-dirty"),
+            std::string::npos) << refused.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "committed" / "echo_demo"));
+  const Result allowed =
+      run("report " + (dir / "run").string() + " --reports " + (dir / "committed").string() + " --allow-dirty");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.output;
+  const std::string md = read(dir / "committed" / "echo_demo" / "echo_demo.md");
+  EXPECT_NE(md.find("Rendered with --allow-dirty: records of commit 0123456789ab-dirty"), std::string::npos) << md;
+  // Any other folder takes them as they are.
+  ASSERT_EQ(run("report " + (dir / "run").string() + " --reports " + (dir / "scratch").string()).exit_code, 0);
+  EXPECT_EQ(read(dir / "scratch" / "echo_demo" / "echo_demo.md").find("--allow-dirty"), std::string::npos);
+}
+
 TEST(EndToEnd, InvalidExperimentFailsBeforeRunningWithOneLine) {
   const auto dir = fresh_dir("e2e");
   const auto file = write_file(dir / "echo.yaml", kExperiment);

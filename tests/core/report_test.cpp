@@ -312,6 +312,20 @@ TEST(ReportCaption, SetupSentenceNamesDeviceSoftwareStepsAndFixedParams) {
             "Question: benchmarking_script.");
 }
 
+// One report of records shared by two questions: a table without its own question names both
+// (ddp_overlap_individual_parameters and its _benchmarking question, issue 48).
+TEST(ReportCaption, AReportsQuestionNamesEveryQuestionItsTablesAnswer) {
+  TempDir dir;
+  const ReportSpec spec = parse_report_spec(
+      YAML::Load("{id: r, question: 'r, r_benchmarking', tables: [{name: t, rows: [size], pivot: dtype, metric: tflops}, "
+                 "{name: u, question: own, rows: [size], pivot: dtype, metric: tflops}]}"),
+      "test.yaml");
+  write_report(spec, stored({record({{"size", 1}, {"dtype", "a"}}, tflops(1))}), dir.path);
+  const std::string md = read_file(dir.path / "r" / "r.md");
+  EXPECT_NE(md.find("Question: r, r_benchmarking.*\n<!-- runner:table t end -->"), std::string::npos) << md;
+  EXPECT_NE(md.find("Question: own.*\n<!-- runner:table u end -->"), std::string::npos) << md;
+}
+
 TEST(ReportCaption, AuthorCaptionComesFirstAndColumnKeysAreNotCalledFixed) {
   const std::vector<json> records = {record({{"size", 1}, {"precision", "fp32"}, {"ctx", 8}, {"bs", 2}}, tflops(1))};
   const TableSpec spec = table("{name: t, rows: [size], caption: 'Higher is better.', columns: ["

@@ -289,5 +289,98 @@ TEST(ReportLatex, ASharedTableCanBeSkippedByTheDocument) {
   EXPECT_NE(latex.find("\\end{table}\n\\fi\n"), std::string::npos) << latex;
 }
 
+
+// A stats metric (mean, sd, n, and the samples when kept), from run `run` of a merged report.
+json stats_record(const std::string& impl, double mean, double sd, int n, const std::string& run,
+                  const std::vector<double>& samples = {}) {
+  json metric = {{"unit", "ms"}, {"n", n}, {"mean", mean}, {"std", sd}, {"median", mean}, {"min", mean}, {"max", mean}};
+  if (!samples.empty()) metric["samples"] = samples;
+  json r = record({{"impl", impl}}, {{"step_ms", metric}});
+  if (!run.empty()) r["source_run_name"] = run;
+  return r;
+}
+// The value's text, or the message of the mistake.
+std::string stats_value(const std::string& expr, const std::vector<json>& recs, const std::string& format = "%.4g") {
+  try {
+    const ReportSpec s = spec("{id: s, tables: [{name: t, rows: [impl], columns: [{header: step, metric: step_ms}, "
+                              "{header: fixed, metric: fixed_ms}]}], values: [{name: v, expr: '" + expr +
+                              "', format: '" + format + "'}]}");
+    return compute_values(s, tables_of(s, recs)).at(0).text;
+  } catch (const SpecError& e) {
+    return e.what();
+  }
+}
+
+TEST(ReportValues, ARangeRendersBothEndsInOrder) {
+  EXPECT_EQ(grid_value("range(column_min(\"step\", \"eager\"), column_max(\"step\", \"eager\"))"), "10–320");
+  EXPECT_NE(error_of(std::string(kGrid) + "{name: v, expr: 'range(column_max(\"step\", \"eager\"), 1)'}]}", grid())
+                .find("the low end 320 is above the high end 1; swap them"),
+            std::string::npos);
+  // A range is a whole value: its ends are not one number to compute with.
+  EXPECT_NE(error_of(std::string(kGrid) + "{name: r, expr: 'range(1, 2)'}, {name: v, expr: 'r * 2'}]}")
+                .find("'r' is a range"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kGrid) + "{name: v, expr: '1 + range(1, 2)'}]}").find("is a whole value"),
+            std::string::npos);
+  // Ends that read the same at the value's format render once.
+  EXPECT_EQ(grid_value("range(10.01, 10.02)"), "10.01–10.02");
+  EXPECT_EQ(grid_value("range(10.001, 10.002)"), "10");
+  // One end missing (a partial run): the value is a dash, as a cell would be.
+  EXPECT_EQ(grid_value("range(1, cell(\"step\", \"tiny, fp32\", \"eager\"))", grid(), false), "–");
+}
+
+TEST(ReportValues, ARatioOfCellsOfTwoRunsIsRefusedUnlessItSaysSo) {
+  const std::vector<json> runs = {stats_record("a", 56.5, 1, 10, "x/data"), stats_record("b", 68.3, 1, 10, "x/runs/four"),
+                                  stats_record("c", 77.7, 1, 10, "x/data")};
+  const std::string ratio = "cell(\"t\", \"b\", \"step\") / cell(\"t\", \"a\", \"step\")";
+  EXPECT_NE(stats_value(ratio, runs).find("value 'v': expr '" + ratio + "': combines cells of runs x/data and x/runs/four"),
+            std::string::npos);
+  EXPECT_EQ(stats_value("across_runs(" + ratio + ")", runs), "1.209 (across runs x/data and x/runs/four)");
+  // Within one run: no note. An earlier value carries its runs into a later one.
+  EXPECT_EQ(stats_value("cell(\"t\", \"c\", \"step\") / cell(\"t\", \"a\", \"step\")", runs), "1.375");
+  EXPECT_NE(stats_value("cell(\"t\", \"b\", \"step\") - column_min(\"t\", \"step\")", runs).find("combines cells"),
+            std::string::npos);
+  // A range compares nothing: each end may come from its own run.
+  EXPECT_EQ(stats_value("range(column_min(\"t\", \"step\"), column_max(\"t\", \"step\"))", runs), "56.5–77.7");
+  // A report of one run has no run names at all.
+  EXPECT_EQ(stats_value(ratio, {stats_record("a", 56.5, 1, 10, ""), stats_record("b", 68.3, 1, 10, "")}), "1.209");
+}
+
+TEST(ReportValues, WelchTFromTheCellsMeanSdAndN) {
+  // benchmarking_mixed_precision's medium backward: 56.21 ± 5.59 against 65.16 ± 5.68 ms, n = 10.
+  const std::vector<json> recs = {stats_record("bf16", 56.21, 5.59, 10, ""), stats_record("fp32", 65.16, 5.68, 10, "")};
+  EXPECT_EQ(stats_value("welch_t(\"t\", \"fp32\", \"step\", \"bf16\", \"step\")", recs, "%.3f"), "3.551");
+  EXPECT_EQ(stats_value("abs(welch_t(\"t\", \"bf16\", \"step\", \"fp32\", \"step\"))", recs, "%.3f"), "3.551");
+  // A missing cell is a dash; a cell without sd and n (a scalar) is a mistake.
+  EXPECT_EQ(stats_value("welch_t(\"t\", \"fp64\", \"step\", \"bf16\", \"step\")", recs), "–");
+  json scalar = record({{"impl", "one"}}, {{"step_ms", {{"unit", "ms"}, {"value", 3.0}}}});
+  EXPECT_NE(stats_value("welch_t(\"t\", \"one\", \"step\", \"bf16\", \"step\")", {recs[0], scalar})
+                .find("welch_t: cell (\"one\", \"step\") of table 't' has no mean, sd and n >= 2"),
+            std::string::npos);
+  // Two runs: refused like a ratio.
+  EXPECT_NE(stats_value("welch_t(\"t\", \"a\", \"step\", \"b\", \"step\")",
+                        {stats_record("a", 1, 1, 10, "r1"), stats_record("b", 2, 1, 10, "r2")})
+                .find("combines cells of runs r1 and r2"),
+            std::string::npos);
+}
+
+TEST(ReportValues, MannWhitneyPFromTheCellsSamples) {
+  // Fully separated samples of 5 and 5: exact two-sided p = 2 / C(10, 5) = 2 / 252.
+  std::vector<json> recs = {stats_record("a", 3, 1.6, 5, "", {1, 2, 3, 4, 5}),
+                            stats_record("b", 8, 1.6, 5, "", {6, 7, 8, 9, 10})};
+  EXPECT_EQ(stats_value("mann_whitney_p(\"t\", \"a\", \"step\", \"b\", \"step\")", recs, "%.6f"), "0.007937");
+  // Interleaved: U = 10 of 25, exact p = 0.6905 (as scipy.stats.mannwhitneyu).
+  recs = {stats_record("a", 5, 3, 5, "", {1, 3, 5, 7, 9}), stats_record("b", 6, 3, 5, "", {2, 4, 6, 8, 10})};
+  EXPECT_EQ(stats_value("mann_whitney_p(\"t\", \"a\", \"step\", \"b\", \"step\")", recs, "%.4f"), "0.6905");
+  // Ties: the normal approximation with tie and continuity corrections (scipy: 0.0394).
+  recs = {stats_record("a", 1, 1, 6, "", {1, 1, 2, 2, 3, 3}), stats_record("b", 3, 1, 6, "", {2, 3, 3, 4, 4, 5})};
+  EXPECT_EQ(stats_value("mann_whitney_p(\"t\", \"a\", \"step\", \"b\", \"step\")", recs, "%.4f"), "0.0394");
+  // Records without samples: use welch_t.
+  EXPECT_NE(stats_value("mann_whitney_p(\"t\", \"a\", \"step\", \"b\", \"step\")",
+                        {stats_record("a", 1, 1, 10, ""), stats_record("b", 2, 1, 10, "")})
+                .find("kept no samples in its record; use welch_t"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace runner::report

@@ -27,11 +27,11 @@ for config in "$src"/reports/*/data/config.yaml; do
   merged=$(awk -v run="reports/$experiment/data" '$2 == run' "$src/reports/renders.txt" 2>/dev/null)
   if [ -n "$merged" ]; then
     # shellcheck disable=SC2086
-    (cd "$src" && "$runner" report $(echo "$merged" | cut -d' ' -f2-) --spec $(echo "$merged" | cut -d' ' -f1) --reports "$out")
+    (cd "$src" && "$runner" report $(echo "$merged" | cut -d' ' -f2-) --spec $(echo "$merged" | cut -d' ' -f1) --reports "$out" --allow-dirty)
   elif [ -f "$spec" ]; then
-    "$runner" report "$run_dir" --spec "$spec" --reports "$out"
+    "$runner" report "$run_dir" --spec "$spec" --reports "$out" --allow-dirty
   else
-    "$runner" report "$run_dir" --reports "$out"
+    "$runner" report "$run_dir" --reports "$out" --allow-dirty
   fi
 done
 # The memory profiler's timelines are SVG; pdfLaTeX needs them redrawn as PDF.

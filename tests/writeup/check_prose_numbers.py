@@ -1,35 +1,36 @@
 #!/usr/bin/env python3
-"""Every number typed by hand in reports/<id>/<id>.md, reports/writeup.tex and kernels/*/README.md is true.
+"""Every number in the prose of reports/<id>/<id>.md, kernels/*/README.md and reports/writeup.tex is
+rendered from records or declared.
 
 usage: check_prose_numbers.py <source dir> [--list]
 
-A number in a report's prose (outside the blocks `runner report` renders: tables, figures,
-values) must equal, within the rounding it is shown with, a number of that report's records
-or tables: a cell of reports/<id>/<id>.*.csv (full precision), a number of a block rendered
-into reports/<id>/<id>.md, or any number of the records of the runs that render the report
-(the reports/<experiment>/data/ and reports/<experiment>/runs/<name>/ whose config names the
-report) and of the runs its prose names (`reports/<experiment>/data`,
-`reports/<experiment>/runs/<name>`, or `runs/<name>` from the report's own folder). A percentage may also match a fraction (x 100).
-Records that left the tree are named as `git show <commit>:reports/<path>`: the numbers of every
-results.jsonl, table, page and log under that path at that commit count, read from git.
-The writeup is checked section by section (\section, \subsection, \question) and more strictly,
-because a paragraph there summarises reports that are re-rendered without it: a number must be a
-table cell, a rendered number or a value of a report the section cites (\ref{tab:<id>:...},
-\ref{fig:<id>:...}, \generated{<id>}, \val{<id>....}), or a number of a run the section names by
-path. Raw records of the cited reports do not count: among hundreds of records almost any
-number matches something, which is how numbers of an older run outlived a re-measurement. A number
-that is not a measurement (a version, a size the assignment fixes) is declared where it is used, with its reason: that is not a measurement (a version, a size the
-assignment fixes) is declared where it is used, with its reason:
+A measured number in prose is a rendered value: `{{value name}}` in Markdown (between
+<!-- runner:value name --> markers once rendered), \val{<id>.name} in LaTeX, whose expression in
+experiments/<name>.yaml names its source (a cell, a column's min/max, a ratio, a range, a test
+statistic). So a number in the prose, outside the blocks `runner report` renders (tables, figures,
+values), code and comments, passes only when it is
+  - an integer up to 16 (counts of GPUs, steps, layers, list items),
+  - a parameter or label value of the records it describes (a swept size such as seq 4096 is
+    configuration, not a measurement): the runs that render the report and the runs its prose
+    names by path (`reports/<experiment>/data`, `reports/<experiment>/runs/<name>`, `runs/<name>`),
+    exactly, or
+  - declared where it is used, with its reason (a version, a size the assignment fixes):
     Markdown: <!-- constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch) -->
     LaTeX:    % constants: 25 (PyTorch DDP's default bucket_cap_mb); 2.11 (PyTorch)
-A kernel's README (kernels/<name>/README.md, its version log and design notes) is checked like a
-report whose runs are the ones it names by path (`reports/<experiment>/data`, `.../runs/<name>`),
-with the tables and values of every report it names.
-Integers up to 16 (counts of GPUs, steps, layers, list items) are not checked.
-tests/writeup/prose_numbers_pending.txt lists numbers of reports whose prose another engineer
-owns today, with the reason, until they render or declare them ("<file> <number> <reason>");
-an entry that no longer fails is reported, so the list only shrinks.
-Exit 1 with one line per number that matches nothing; --list prints every checked number.
+A paragraph that calls a difference noise ("within its noise", "is no noise") renders a test
+statistic of it: a value whose expression is welch_t(...) or mann_whitney_p(...).
+Any other number fails, even one that some record holds: among hundreds of records almost any
+number matches something, which is how a wrong range passed when its ends existed somewhere.
+
+tests/writeup/prose_numbers_unconverted.txt lists files ("<file> <reason>") whose numbers are not
+all rendered yet; they are held to the older rule until converted: a number must equal, within its
+rounding, a number of its report's tables, rendered values, the records of its runs and of the runs
+it names (`git show <commit>:reports/<path>` names records that left the tree); a writeup section
+may quote only the tables, values and named runs of the reports it cites (\ref{tab:<id>:...},
+\generated{<id>}, \val{<id>....}). An entry whose file passes the strict rule fails the check until
+it is dropped, so the list only shrinks. tests/writeup/prose_numbers_pending.txt lists single
+numbers ("<file> <number> <reason>") the same way.
+Exit 1 with one line per number that fails; --list prints every checked number.
 """
 import csv
 import glob
@@ -48,6 +49,11 @@ CONSTANTS_TEX = re.compile(r"^\s*%\s*constants:(.*)$", re.M)
 CONSTANT_ENTRY = re.compile(r"([-+]?[\d.,]+(?:e[-+]?\d+)?)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 NUMBER = re.compile(r"(?<![\w.^/\\@#-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:[eE][-+]?\d+)?")
 POWER_OF_TEN = re.compile(r"\s*(?:·|×|\\times|\$\\times\$)\s*\$?10(?:\^\{?([-−]?\d+)\}?|([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))\$?")
+# A claim about noise ("within its noise", "is no noise") rests on a test statistic: the same
+# paragraph renders a value computed by welch_t(...) or mann_whitney_p(...).
+NOISE_CLAIM = re.compile(r"\b(?:within|below|above|beyond) (?:its |the |their )?noise\b|\b(?:is|are|was|were) (?:no |not )?noise\b",
+                         re.I)
+STATISTIC_VALUE = re.compile(r"^\s*-\s*\{name:\s*([a-z0-9_]+),\s*expr:\s*'[^']*\b(?:welch_t|mann_whitney_p)\(", re.M)
 SECTION_START = re.compile(r"\\(?:section|subsection|question)\*?\{")
 CITATION = re.compile(r"\\(?:ref\{(?:tab|fig):|generated\{|val\{)([A-Za-z0-9_]+)[:.}]")
 SUPERSCRIPTS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
@@ -232,6 +238,32 @@ class Reports:
             self.record_cache[run] = out
         return self.record_cache[run]
 
+    def param_numbers(self, run):
+        """The parameter and label values of a run's records, exactly: what it was configured with."""
+        out = set()
+        for path in glob.glob(os.path.join(self.reports, run, "results.jsonl")) + sorted(
+                glob.glob(os.path.join(self.reports, run, "*", "results.jsonl"))):
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    for key in ("params", "labels"):
+                        for v in (record.get(key) or {}).values():
+                            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                                out.add(abs(float(v)))
+        return out
+
+    def configured(self, text, report_id=None):
+        """The parameter values of the runs a text describes (its report's, and those it names)."""
+        runs = set(self.runs_of.get(report_id, [])) if report_id else set()
+        runs.update(mentioned_runs(text, report_id) if report_id else mentioned_runs(text))
+        out = set()
+        for run in runs:
+            out |= self.param_numbers(run)
+        return out
+
     def table_numbers(self, report_id):
         out = []
         for path in glob.glob(os.path.join(self.reports, report_id, report_id + ".*.csv")):
@@ -350,7 +382,12 @@ def strip_latex(text):
 
 
 def check(where, text, prose, pool, constants, listing, start=0):
+    """`pool`: None checks strictly (rendered or declared only; `constants` holds the declared
+    numbers and the configured ones); else the older rule, any number of the pool."""
     bad = []
+    # 4.6·10¹⁴ in prose is 4.6 × 10^14, one ulp off the parameter 4.6e14: compare at 12 digits.
+    norm = lambda v: float(f"{v:.12g}")
+    constants = {norm(c) for c in constants}
     for value, decimals, pos, token in numbers_in(prose):
         if pos < start:
             continue
@@ -358,15 +395,59 @@ def check(where, text, prose, pool, constants, listing, start=0):
             continue
         percent = prose[pos + len(token):pos + len(token) + 3].lstrip().startswith(("%", "\\%"))
         line = text.count("\n", 0, pos) + 1
-        ok = value in constants or pool.matches(value, decimals, percent)
+        ok = norm(value) in constants or (pool is not None and pool.matches(value, decimals, percent))
         if listing:
             print(f"{where}:{line}: {token} {'ok' if ok else 'NO MATCH'}")
         if not ok:
             context = prose[max(0, pos - 40):pos + len(token) + 20].replace("\n", " ")
-            bad.append(f"{where}:{line}: {token} matches no record, table or value of this report "
+            what = ("matches no record, table or value of this report" if pool is not None else
+                    "is neither a rendered value nor a declared constant")
+            bad.append(f"{where}:{line}: {token} {what} "
                        f"(\"...{context.strip()}...\"); render it ({{{{value ...}}}} in Markdown, \\val{{}} in LaTeX) or declare it "
                        f"a constant with its reason")
     return bad
+
+
+def statistic_values(root):
+    """Names of the values (experiments/**/*.yaml) that a test statistic computes."""
+    names = set()
+    for path in glob.glob(os.path.join(root, "experiments", "**", "*.yaml"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            names.update(STATISTIC_VALUE.findall(f.read()))
+    return names
+
+
+def unbacked_noise_claims(where, text, statistics):
+    """A paragraph of prose that claims something is (within) noise without rendering a test
+    statistic (welch_t, mann_whitney_p) fails: "noise" is a measured claim too."""
+    bad = []
+    prose = strip_markdown(text)
+    for m in re.finditer(r"(?:[^\n]+\n?)+", prose):  # paragraphs: runs of non-blank lines
+        claim = NOISE_CLAIM.search(m.group(0))
+        if not claim:
+            continue
+        rendered = set(v.group(1) for v in RENDERED_VALUE.finditer(text[m.start():m.end()]))
+        if not rendered & statistics:
+            line = text.count("\n", 0, m.start() + claim.start()) + 1
+            bad.append(f"{where}:{line}: \"{claim.group(0)}\" with no test statistic in its paragraph; render "
+                       f"welch_t(...) or mann_whitney_p(...) of the cells it compares ({{{{value ...}}}}), or drop the claim")
+    return bad
+
+
+def read_unconverted(root):
+    unconverted = {}
+    path = os.path.join(root, "tests", "writeup", "prose_numbers_unconverted.txt")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                parts = line.split(None, 1)
+                if len(parts) < 2:
+                    sys.exit(f"{path}:{n}: expected '<file> <reason>'")
+                unconverted[parts[0]] = parts[1]
+    return unconverted
 
 
 def read_pending(root):
@@ -390,17 +471,36 @@ def main():
     listing = "--list" in sys.argv
     reports = Reports(root)
     pending = read_pending(root)
-    problems = []
+    unconverted = read_unconverted(root)
+    statistics = statistic_values(root)
+    problems, converted = [], []
+
+    def checked(where, text, prose, older_pool, constants, start=0):
+        """Strict unless the file is listed as unconverted; a listed file that passes strictly
+        is reported, so the list shrinks."""
+        strict = check(where, text, prose, None, constants | configured, listing and where not in unconverted, start)
+        if where not in unconverted:
+            return strict
+        if not strict:
+            converted.append(where)
+        return check(where, text, prose, older_pool(), constants, listing, start)
+
     for report_id in reports.report_ids:
         md = reports.md_path(report_id)
         with open(md, encoding="utf-8") as f:
             text = f.read()
-        pool = reports.pool_for(report_id, text)
-        pool.finish()
         where = os.path.relpath(md, root)
         constants, bad = constants_of(text, CONSTANTS_MD, where)
         problems += bad
-        problems += check(where, text, strip_markdown(text), pool, constants, listing)
+        configured = reports.configured(text, report_id)
+
+        def older(report_id=report_id, text=text):
+            pool = reports.pool_for(report_id, text)
+            pool.finish()
+            return pool
+        problems += checked(where, text, strip_markdown(text), older, constants)
+        if where not in unconverted:
+            problems += unbacked_noise_claims(where, text, statistics)
     tex = os.path.join(reports.reports, "writeup.tex")
     if os.path.exists(tex):
         with open(tex, encoding="utf-8") as f:
@@ -410,16 +510,30 @@ def main():
         problems += bad
         prose = strip_latex(text)
         starts = [m.start() for m in SECTION_START.finditer(text)]
+        tex_converted = True
         for a, b in zip([0] + starts, starts + [len(text)]):
-            pool = reports.cited_pool(text[a:b])
-            problems += check(where, text, prose[:b], pool, constants, listing, start=a)
+            block = text[a:b].replace("\\_", "_")
+            configured = set()
+            for report_id in set(CITATION.findall(text[a:b])) & set(reports.report_ids):
+                configured |= reports.configured("", report_id)
+            configured |= reports.configured(block)
+            n_converted = len(converted)
+            problems += checked(where, text, prose[:b], lambda block=text[a:b]: reports.cited_pool(block), constants,
+                                start=a)
+            tex_converted = tex_converted and len(converted) > n_converted
+            del converted[n_converted:]
+        if where in unconverted and tex_converted:
+            converted.append(where)
     for readme in sorted(glob.glob(os.path.join(root, "kernels", "*", "README.md"))):
         with open(readme, encoding="utf-8") as f:
             text = f.read()
         where = os.path.relpath(readme, root)
         constants, bad = constants_of(text, CONSTANTS_MD, where)
         problems += bad
-        problems += check(where, text, strip_markdown(text), reports.readme_pool(text), constants, listing)
+        configured = reports.configured(text)
+        problems += checked(where, text, strip_markdown(text), lambda text=text: reports.readme_pool(text), constants)
+        if where not in unconverted:
+            problems += unbacked_noise_claims(where, text, statistics)
     used = set()
     kept = []
     for p in problems:
@@ -432,13 +546,16 @@ def main():
     for key in sorted(set(pending) - used):
         print(f"note: tests/writeup/prose_numbers_pending.txt: {key[0]} {key[1]} matches now; drop the entry")
     problems = kept
+    for where in converted:
+        problems.append(f"{where}: every number is rendered or declared now; drop it from "
+                        f"tests/writeup/prose_numbers_unconverted.txt so it stays so")
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} number(s) typed by hand match nothing", file=sys.stderr)
+        print(f"{len(problems)} problem(s): numbers neither rendered nor declared", file=sys.stderr)
         return 1
     print("every number in the prose of reports/<id>/<id>.md, reports/writeup.tex and kernels/*/README.md "
-          "matches its records")
+          "is rendered or declared (files in prose_numbers_unconverted.txt: matches its records)")
     return 0
 
 

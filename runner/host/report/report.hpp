@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -84,7 +85,12 @@ struct FigureSpec {
 // + - * / ^, cell("table", "row keys", "column"), sum("table", "column"),
 // slope/intercept("table", "x column", "y column") (least squares),
 // column_min/column_max/column_mean("table", "column", "key=value"...) over the rows a
-// filter on row keys keeps, sqrt, abs, ceil, floor, min and max (any number of arguments).
+// filter on row keys keeps, sqrt, abs, ceil, floor, min and max (any number of arguments);
+// welch_t("table", "row A", "column A", "row B", "column B") from the two cells' mean, sd and
+// n, mann_whitney_p(same arguments) from their samples: what backs "within noise".
+// A whole value may be range(low, high), rendered "low–high" (low <= high). A value whose
+// cells come from two runs of a merged report is refused unless across_runs(expr) wraps
+// it; its text then ends "(across runs A and B)".
 struct ValueSpec {
   std::string name;    // [a-z0-9_]+, unique in the report
   std::string expr;
@@ -96,6 +102,9 @@ struct ReportSpec {
   std::vector<TableSpec> tables;
   std::vector<FigureSpec> figures;
   std::vector<ValueSpec> values;
+  // What a table or figure without its own `question` answers: the id unless the report answers
+  // several questions (one report of records shared by two assignment questions).
+  std::string question;
 };
 
 // Throws SpecError("<file>:<line>:<col>: report.tables[0].colums: unknown
@@ -113,14 +122,37 @@ std::vector<StoredRecord> read_results(const std::filesystem::path& results_json
 struct RunSummary {
   bool smoke = false;              // run with --smoke: shrunk sizes, not measurements
   std::size_t planned_points = 0;  // points the sweep has (0: unknown)
+  // --allow-dirty: records of a tree with uncommitted changes or of an unknown commit may
+  // render into the project's reports; every caption then says so (run_sentence).
+  bool allow_dirty = false;
 };
+// The commits the records name that the history cannot reproduce: "<commit>-dirty" (the tree
+// had uncommitted changes) and "unknown" (no git_commit); sorted, distinct.
+std::vector<std::string> unclean_commits(const std::vector<StoredRecord>& records);
+// Whether `reports_dir` is the project's committed reports (it holds renders.txt), which
+// refuse unclean records unless --allow-dirty.
+bool is_committed_reports(const std::filesystem::path& reports_dir);
 // Records merged from several runs (`runner report RUN RUN...`) carry the index of
 // their run under this key, so each run's points count on their own.
 inline constexpr const char* kSourceRunKey = "source_run";
+// ... and the name of that run ("ddp_scaling/data", "ddp_scaling/runs/four_gpus"), which a
+// value that compares cells of two runs must name (values.cpp: across_runs).
+inline constexpr const char* kSourceRunNameKey = "source_run_name";
 // Points with at least one record (distinct run/part/point).
 std::size_t recorded_points(const std::vector<StoredRecord>& records);
-// "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points." or "".
+// "Smoke run (--smoke): ...", "Partial run: records for 9 of 23 points.", with
+// --allow-dirty the unclean commits the records name, or "".
 std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>& records);
+
+// Where a cell's number comes from, for values that compare cells (values.cpp): the runs
+// behind it (empty for a report of one run; a ratio column's cell has both sides' runs) and
+// its metric's sample statistics (NaN / 0 / none where the record has no stats).
+struct CellSource {
+  std::vector<std::string> runs;  // sorted, distinct
+  double mean = std::numeric_limits<double>::quiet_NaN(), std = std::numeric_limits<double>::quiet_NaN();
+  double n = 0;
+  std::vector<double> samples;  // the metric's samples where the record kept them
+};
 
 // A table ready to render. `cells` holds display text (formatted numbers, "OOM",
 // "error", "–" for not measured); `csv_rows` holds numbers at full precision, with
@@ -132,6 +164,8 @@ struct BuiltTable {
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> csv_header;
   std::vector<std::vector<std::string>> csv_rows;
+  // (row, csv column) -> where that cell's number comes from; numbers only.
+  std::map<std::pair<std::size_t, std::size_t>, CellSource> sources;
 };
 
 BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records);

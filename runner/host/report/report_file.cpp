@@ -103,6 +103,24 @@ std::size_t recorded_points(const std::vector<StoredRecord>& records) {
   return points.size();
 }
 
+std::vector<std::string> unclean_commits(const std::vector<StoredRecord>& records) {
+  std::set<std::string> out;
+  for (const auto& r : records) {
+    const auto commit = r.env.find("git_commit");
+    if (commit == r.env.end() || !commit->is_string() || commit->get<std::string>().empty() ||
+        commit->get<std::string>() == "unknown")
+      out.insert("unknown");
+    else if (const std::string c = commit->get<std::string>(); c.size() > 6 && c.compare(c.size() - 6, 6, "-dirty") == 0)
+      out.insert(c);
+  }
+  return {out.begin(), out.end()};
+}
+
+bool is_committed_reports(const std::filesystem::path& reports_dir) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(reports_dir / "renders.txt", ec);
+}
+
 std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>& records) {
   std::string out;
   if (run.smoke)
@@ -112,6 +130,12 @@ std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>&
   if (run.planned_points > 0 && recorded < run.planned_points)
     out += std::string(out.empty() ? "" : " ") + "Partial run: records for " + std::to_string(recorded) +
            " of " + std::to_string(run.planned_points) + " points.";
+  if (const auto unclean = unclean_commits(records); run.allow_dirty && !unclean.empty()) {
+    std::string named;
+    for (const auto& c : unclean) named += (named.empty() ? "" : ", ") + c;
+    out += std::string(out.empty() ? "" : " ") + "Rendered with --allow-dirty: records of commit " + named +
+           " (uncommitted changes or no commit), so the code that measured them is not in the history.";
+  }
   return out;
 }
 
@@ -125,7 +149,7 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   const std::string about_run = run_sentence(run, records);
   for (TableSpec table_spec : spec.tables) {
     // A table shared by several reports (a YAML anchor) answers each report's own question.
-    if (table_spec.question.empty()) table_spec.question = spec.id;
+    if (table_spec.question.empty()) table_spec.question = spec.question.empty() ? spec.id : spec.question;
     tables.push_back(build_table(table_spec, records));
     if (!about_run.empty()) tables.back().caption = about_run + " " + tables.back().caption;
   }
@@ -138,7 +162,7 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
   std::vector<std::pair<std::string, std::string>> figure_blocks;
   std::string figure_latex_text;
   for (FigureSpec figure : spec.figures) {
-    if (figure.question.empty()) figure.question = spec.id;
+    if (figure.question.empty()) figure.question = spec.question.empty() ? spec.id : spec.question;
     std::string caption = figure_caption(figure, records);
     if (!about_run.empty()) caption = about_run + " " + caption;
     figure_blocks.emplace_back(figure.name, figure_markdown(figure, spec.id, caption));

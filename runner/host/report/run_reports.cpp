@@ -15,6 +15,19 @@ std::string lower_first(std::string text) {
   return text;
 }
 
+// How a value's text names a merged run: reports/<experiment>/data is "<experiment>/data",
+// reports/<experiment>/runs/<name> "<experiment>/runs/<name>", anything else its folder's name
+// (the same text whichever path, relative or absolute, named the run).
+std::string run_name(const std::filesystem::path& run_dir) {
+  const std::filesystem::path dir = run_dir.lexically_normal().filename().empty()
+                                        ? run_dir.lexically_normal().parent_path()
+                                        : run_dir.lexically_normal();
+  if (dir.filename() == "data") return (dir.parent_path().filename() / "data").string();
+  if (dir.parent_path().filename() == "runs")
+    return (dir.parent_path().parent_path().filename() / "runs" / dir.filename()).string();
+  return dir.filename().string();
+}
+
 // `report:` is one report or a list of them (one run answering several questions).
 std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const std::string& file) {
   std::vector<report::ReportSpec> specs;
@@ -26,11 +39,29 @@ std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const
   return specs;
 }
 
+}  // namespace
+
+void refuse_unclean(const std::vector<StoredRecord>& records, const std::filesystem::path& reports_dir,
+                    const report::RunSummary& run, const std::string& from) {
+  if (run.allow_dirty || !report::is_committed_reports(reports_dir)) return;
+  const auto unclean = report::unclean_commits(records);
+  if (unclean.empty()) return;
+  std::string named;
+  for (const auto& c : unclean) named += (named.empty() ? "" : ", ") + c;
+  throw ConfigError(from + ": records of commit " + named + " (uncommitted changes or no commit) for " +
+                    reports_dir.string() + ", the project's reports, which only clean commits fill; commit, measure "
+                    "again and render, or pass --allow-dirty so every caption says so");
+}
+
+namespace {
+
 // `file`: where the specs come from, named by a value's mistake found only with the records
 // (a filter that keeps no row).
+// `from`: where the records come from, for the refusal of unclean ones.
 void write_reports(const std::vector<report::ReportSpec>& specs, const std::vector<StoredRecord>& records,
                    const std::vector<std::filesystem::path>& reports_dirs, const report::RunSummary& run,
-                   const std::string& file) {
+                   const std::string& file, const std::string& from) {
+  for (const auto& dir : reports_dirs) refuse_unclean(records, dir, run, from);
   for (const auto& dir : reports_dirs) {
     std::filesystem::create_directories(dir);
     for (const auto& spec : specs) {
@@ -56,11 +87,11 @@ void write_run_reports(const YAML::Node& report_node, const std::string& experim
   const auto records = report::read_results(results);
   if (const std::string about = report::run_sentence(run, records); !about.empty())
     std::cerr << "warning: " << results.parent_path().string() << ": " << lower_first(about) << "\n";
-  write_reports(specs, records, reports_dirs, run, experiment_file);
+  write_reports(specs, records, reports_dirs, run, experiment_file, results.string());
 }
 
 int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
-                   const std::filesystem::path& spec_file) {
+                   const std::filesystem::path& spec_file, bool allow_dirty) {
   if (run_dirs.empty()) throw ConfigError("runner report: expected a run directory (runner report --help)");
   // Several runs of one experiment (e.g. `runner launch` with 2, 4 and 6 processes)
   // fill one report: same experiment, same report spec; the first run's spec renders
@@ -76,7 +107,10 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
   }
   std::vector<StoredRecord> records;
   report::RunSummary summary;
+  summary.allow_dirty = allow_dirty;
+  std::string from;
   for (std::size_t i = 0; i < run_dirs.size(); ++i) {
+    from += (i ? ", " : "") + (run_dirs[i] / "results.jsonl").string();
     const auto& run_dir = run_dirs[i];
     const auto config = run_dir / "config.yaml";
     const auto results = run_dir / "results.jsonl";
@@ -106,11 +140,14 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     summary.smoke = summary.smoke || run.smoke;
     summary.planned_points += run.planned_points;
     for (auto& r : run_records) {
-      if (run_dirs.size() > 1) r.observed[report::kSourceRunKey] = static_cast<long long>(i);
+      if (run_dirs.size() > 1) {
+        r.observed[report::kSourceRunKey] = static_cast<long long>(i);
+        r.observed[report::kSourceRunNameKey] = run_name(run_dir);
+      }
       records.push_back(std::move(r));
     }
   }
-  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary, first_config);
+  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary, first_config, from);
   return 0;
 }
 

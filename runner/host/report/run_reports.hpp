@@ -22,8 +22,15 @@ void write_run_reports(const YAML::Node& report_node, const std::string& experim
 // several runs of one experiment (same report spec) merge into one report. A non-empty
 // spec_file (an experiment YAML of the same experiment) supplies the report spec instead,
 // so records taken before a table or column was added render with it.
+// allow_dirty: records of an unclean commit may fill the project's reports (captions say so).
 int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& reports_dir,
-                   const std::filesystem::path& spec_file = {});
+                   const std::filesystem::path& spec_file = {}, bool allow_dirty = false);
+
+// Throws ConfigError when `reports_dir` is the project's committed reports (report::
+// is_committed_reports), the records name an unclean commit (report::unclean_commits) and
+// `run` does not allow it (--allow-dirty). `from`: the records' file(s), for the message.
+void refuse_unclean(const std::vector<StoredRecord>& records, const std::filesystem::path& reports_dir,
+                    const report::RunSummary& run, const std::string& from);
 
 // Smoke flag from a run's config.yaml header, planned points counted from its sweeps
 // (0 when config.yaml cannot be read).

@@ -15,7 +15,7 @@
 namespace runner::report {
 namespace {
 
-const std::vector<std::string> kReportKeys = {"id", "title", "tables", "figures", "values"};
+const std::vector<std::string> kReportKeys = {"id", "title", "question", "tables", "figures", "values"};
 const std::vector<std::string> kValueKeys = {"name", "expr", "format"};
 const std::vector<std::string> kFigureKeys = {
     "name", "title", "question", "part", "where", "kind", "x", "series", "panel", "metric",
@@ -268,6 +268,7 @@ ReportSpec parse_report_spec(const YAML::Node& report_node, const std::string& f
   if (!is_name(spec.id, true))
     parser.fail(report_node, "report.id", "needs an id of at most 100 characters from [A-Za-z0-9_-] (the file name)");
   spec.title = report_node["title"] ? parser.scalar(report_node["title"], "report.title") : spec.id;
+  if (report_node["question"]) spec.question = parser.scalar(report_node["question"], "report.question");
   const YAML::Node tables = report_node["tables"];
   const YAML::Node figures = report_node["figures"];
   if (figures && (!figures.IsSequence() || figures.size() == 0))

@@ -94,7 +94,14 @@ struct Cell {
   double rse = -1;        // relative standard error of the mean; < 0: unknown (a scalar)
   double threshold = 0;   // what counts as too noisy for this cell
   std::string text;
+  CellSource source;      // for values (report.hpp)
 };
+
+std::vector<std::string> runs_of(const StoredRecord& record) {
+  const auto name = record.observed.find(kSourceRunNameKey);
+  if (name == record.observed.end() || !name->is_string()) return {};
+  return {name->get<std::string>()};
+}
 
 // The record's own target when it was measured adaptively, else the table's.
 double noise_threshold(const StoredRecord& record, double table_default) {
@@ -119,6 +126,7 @@ Cell metric_cell(const StoredRecord& record, const std::string& metric, const st
   }
   const Metric* found = record.metric(metric);
   if (!found) return cell;
+  cell.source.runs = runs_of(record);
   if (const auto* text = std::get_if<std::string>(&found->value)) {
     cell.kind = Cell::Kind::text;
     cell.text = *text;
@@ -130,6 +138,13 @@ Cell metric_cell(const StoredRecord& record, const std::string& metric, const st
     cell.kind = Cell::Kind::number;
     cell.value = stat_named(stats, stat);
     cell.integer = stat == "n";
+    cell.source.mean = stats.mean;
+    cell.source.std = stats.std;
+    cell.source.n = static_cast<double>(stats.n);
+    if (const auto extra = record.metric_extra.find(metric); extra != record.metric_extra.end())
+      if (const auto samples = extra->second.find("samples"); samples != extra->second.end() && samples->is_array())
+        for (const auto& x : *samples)
+          if (x.is_number()) cell.source.samples.push_back(x.get<double>());
     if (!std::isnan(stats.std)) {
       cell.has_std = true;
       cell.std = stats.std;
@@ -150,6 +165,9 @@ Cell ratio_cell(const Cell& numerator, const Cell& denominator) {
       denominator.value != 0) {
     cell.kind = Cell::Kind::number;
     cell.value = numerator.value / denominator.value;
+    std::set<std::string> runs(numerator.source.runs.begin(), numerator.source.runs.end());
+    runs.insert(denominator.source.runs.begin(), denominator.source.runs.end());
+    cell.source.runs.assign(runs.begin(), runs.end());
     // Independent means: relative errors add in quadrature, and so do the targets.
     if (numerator.rse >= 0 && denominator.rse >= 0) {
       cell.rse = std::hypot(numerator.rse, denominator.rse);
@@ -378,6 +396,7 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& r
     std::vector<std::string> cells = row_keys[row], csv = row_keys[row];
     for (std::size_t c = 0; c < columns.size(); ++c) {
       cells.push_back(display(grid[row][c], columns[c]));
+      if (grid[row][c].kind == Cell::Kind::number) table.sources[{row, csv.size()}] = grid[row][c].source;
       csv.push_back(csv_value(grid[row][c], false));
       if (columns[c].show_std) csv.push_back(csv_value(grid[row][c], true));
       if (columns[c].noise == "percent") csv.push_back(csv_rse(grid[row][c]));

@@ -25,27 +25,131 @@ namespace {
 // planned point's records, or only some (a smoke run, a partial run).
 enum class Rows { none_yet, all_points, some_points };
 
+// Two-sided p of the Mann-Whitney U test that samples a and b come from one distribution:
+// exact (every ordering counted) without ties up to 50 samples in all, else the normal
+// approximation with the tie and continuity corrections.
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t n1 = a.size(), n2 = b.size(), n = n1 + n2;
+  std::vector<std::pair<double, int>> all;
+  for (double x : a) all.push_back({x, 0});
+  for (double x : b) all.push_back({x, 1});
+  std::sort(all.begin(), all.end());
+  double rank_sum_a = 0, tie_term = 0;
+  bool ties = false;
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && all[j].first == all[i].first) ++j;
+    const double rank = (i + 1 + j) / 2.0, t = static_cast<double>(j - i);
+    for (std::size_t k = i; k < j; ++k)
+      if (all[k].second == 0) rank_sum_a += rank;
+    tie_term += t * t * t - t;
+    ties = ties || t > 1;
+    i = j;
+  }
+  const double u = rank_sum_a - n1 * (n1 + 1) / 2.0;
+  if (!ties && n <= 50) {
+    // ways[i][j][k]: orderings of i a's and j b's where k (b, a) pairs have the a above.
+    std::vector<std::vector<std::vector<double>>> ways(n1 + 1, std::vector<std::vector<double>>(n2 + 1));
+    for (std::size_t i = 0; i <= n1; ++i)
+      for (std::size_t j = 0; j <= n2; ++j) {
+        ways[i][j].assign(i * j + 1, 0);
+        if (i == 0 || j == 0) {
+          ways[i][j][0] = 1;
+          continue;
+        }
+        for (std::size_t k = 0; k <= i * j; ++k)  // the largest is an a (beats j b's) or a b
+          ways[i][j][k] = (k >= j ? ways[i - 1][j][k - j] : 0) + (k <= i * (j - 1) ? ways[i][j - 1][k] : 0);
+      }
+    double total = 0, at_most = 0, at_least = 0;
+    for (std::size_t k = 0; k <= n1 * n2; ++k) {
+      total += ways[n1][n2][k];
+      if (k <= u) at_most += ways[n1][n2][k];
+      if (k >= u) at_least += ways[n1][n2][k];
+    }
+    return std::min(1.0, 2 * std::min(at_most, at_least) / total);
+  }
+  const double mean = n1 * n2 / 2.0;
+  const double sd = std::sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term / (static_cast<double>(n) * (n - 1))));
+  if (sd == 0) return 1;
+  const double z = std::max(0.0, std::fabs(u - mean) - 0.5) / sd;
+  return std::erfc(z / std::sqrt(2.0));
+}
+
+// A value computed so far: its number (a range's low end), the runs its cells came from.
+struct Known {
+  double value = 0, high = 0;  // high: a range's high end
+  bool is_range = false, across = false;
+  std::vector<std::string> runs;
+};
+
 class Expression {
  public:
   // `pivot_tables`: tables whose columns come from their records' pivot values.
-  Expression(const std::string& text, const std::vector<BuiltTable>& tables, const std::map<std::string, double>& known,
+  Expression(const std::string& text, const std::vector<BuiltTable>& tables, const std::map<std::string, Known>& known,
              const std::set<std::string>& pivot_tables, Rows rows)
       : text_(text), tables_(tables), known_(known), pivot_tables_(pivot_tables), rows_(rows) {}
 
-  double evaluate() {
-    const double v = sum();
+  // The whole expression: one number, or range(low, high) at the top, whose two ends render
+  // "low–high" (each end checked on its own for mixing runs). A value that combines cells of
+  // two runs is refused unless across_runs(...) wraps it, which makes its text say so.
+  Known evaluate() {
+    Known out;
+    skip();
+    const std::size_t start = at_;
+    if (text_.compare(at_, 5, "range") == 0) {
+      at_ += 5;
+      if (take('(')) {
+        out.value = end_of_range(out);
+        if (!take(',')) fail("range(low, high): expected ',' after the low end");
+        out.high = end_of_range(out);
+        if (!take(')')) fail("range(low, high): expected ')'");
+        out.is_range = true;
+      } else {
+        at_ = start;
+      }
+    }
+    if (!out.is_range) {
+      out.value = sum();
+      out.runs = one_run_or_across();
+    }
     skip();
     if (at_ < text_.size()) fail("unexpected '" + text_.substr(at_, 1) + "'");
-    return v;
+    if (out.is_range && out.value > out.high)
+      fail("range(low, high): the low end " + shortest_number(out.value) + " is above the high end " +
+           shortest_number(out.high) + "; swap them");
+    out.across = across_;
+    return out;
   }
 
  private:
   const std::string& text_;
   const std::vector<BuiltTable>& tables_;
-  const std::map<std::string, double>& known_;
+  const std::map<std::string, Known>& known_;
   const std::set<std::string>& pivot_tables_;
   const Rows rows_;
   std::size_t at_ = 0;
+  std::set<std::string> runs_;  // of every cell read so far in this (end of a) value
+  bool across_ = false;          // across_runs(...) was written
+
+  double end_of_range(Known& out) {
+    runs_.clear();
+    const double v = sum();
+    for (const auto& r : one_run_or_across()) out.runs.push_back(r);
+    std::sort(out.runs.begin(), out.runs.end());
+    out.runs.erase(std::unique(out.runs.begin(), out.runs.end()), out.runs.end());
+    return v;
+  }
+  std::vector<std::string> one_run_or_across() const {
+    if (runs_.size() > 1 && !across_) {
+      std::string names;
+      for (const auto& r : runs_) names += (names.empty() ? "" : " and ") + r;
+      fail("combines cells of runs " + names + ", which may differ in more than what the prose compares (another "
+           "machine, baseline or commit); compare cells of one run, or wrap the expression in across_runs(...) so "
+           "its text says so");
+    }
+    return {runs_.begin(), runs_.end()};
+  }
+  void add_runs(const std::vector<std::string>& runs) { runs_.insert(runs.begin(), runs.end()); }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw SpecError("expr '" + text_ + "': " + what + " (at character " + std::to_string(at_ + 1) + ")");
@@ -242,10 +346,11 @@ class Expression {
       filter += std::string(filter.empty() ? "" : ", ") + "\"" + conditions.back().text + "\"";
     }
     std::vector<double> kept;
+    std::vector<const std::vector<std::string>*> kept_rows;
     for (const auto& r : t.csv_rows) {
       bool keep = true;
       for (const Condition& c : conditions) keep = keep && matches(t, c, r);
-      if (keep) kept.push_back(number_in(&r, col));
+      if (keep) kept.push_back(number_in(&r, col)), kept_rows.push_back(&r);
     }
     if (kept.empty()) {
       if (rows_ != Rows::all_points) return std::nan("");
@@ -257,11 +362,60 @@ class Expression {
     }
     const double inf = std::numeric_limits<double>::infinity();
     double out = name == "column_min" ? inf : name == "column_max" ? -inf : 0;
-    for (double v : kept) {
+    const std::vector<std::string>* picked = nullptr;  // the row min/max picked; its run is the value's
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      const double v = kept[i];
       if (std::isnan(v)) return v;
+      if (name == "column_mean") add_runs(source_of(t, kept_rows[i], col).runs);
+      if ((name == "column_min" && v < out) || (name == "column_max" && v > out)) picked = kept_rows[i];
       out = name == "column_min" ? std::min(out, v) : name == "column_max" ? std::max(out, v) : out + v / kept.size();
     }
+    if (picked) add_runs(source_of(t, picked, col).runs);
     return out;
+  }
+
+  // Where the number of a row's cell comes from (report.hpp); empty when nothing is known.
+  static const CellSource& source_of(const BuiltTable& t, const std::vector<std::string>* r, std::size_t col) {
+    static const CellSource none;
+    if (r == nullptr || t.csv_rows.empty()) return none;
+    const auto it = t.sources.find({static_cast<std::size_t>(r - t.csv_rows.data()), col});
+    return it == t.sources.end() ? none : it->second;
+  }
+
+  // welch_t / mann_whitney_p("table", "row A", "column A", "row B", "column B"): whether two
+  // cells differ beyond their noise, so a word like "within noise" rests on a number.
+  double statistic(const std::string& name) {
+    const std::string usage = name + "(\"table\", \"row A\", \"column A\", \"row B\", \"column B\")";
+    const BuiltTable& t = table(string_arg());
+    const CellSource* side[2];
+    bool missing = false;
+    std::string named[2];
+    for (int i = 0; i < 2; ++i) {
+      if (!take(',')) fail("expected " + usage);
+      const std::string key = string_arg();
+      if (!take(',')) fail("expected " + usage);
+      const std::string header = string_arg();
+      const std::size_t col = column(t, header);
+      const std::vector<std::string>* r = row(t, key);
+      side[i] = &source_of(t, r, col);
+      missing = missing || std::isnan(number_in(r, col));
+      named[i] = "cell (\"" + key + "\", \"" + header + "\")";
+      add_runs(side[i]->runs);
+    }
+    if (missing) return std::nan("");  // "–", as the cell itself renders
+    if (name == "welch_t") {
+      for (int i = 0; i < 2; ++i)
+        if (!(side[i]->n >= 2) || !std::isfinite(side[i]->std))
+          fail("welch_t: " + named[i] + " of table '" + t.name + "' has no mean, sd and n >= 2 (a scalar or "
+               "ratio column); it needs a stats metric's cell");
+      const double va = side[0]->std * side[0]->std / side[0]->n, vb = side[1]->std * side[1]->std / side[1]->n;
+      return (side[0]->mean - side[1]->mean) / std::sqrt(va + vb);
+    }
+    for (int i = 0; i < 2; ++i)
+      if (side[i]->samples.size() < 2)
+        fail("mann_whitney_p: " + named[i] + " of table '" + t.name + "' kept no samples in its record; use "
+             "welch_t(...) on its mean, sd and n");
+    return mann_whitney_p(side[0]->samples, side[1]->samples);
   }
 
   double call(const std::string& name) {
@@ -272,12 +426,21 @@ class Expression {
       const std::string key = string_arg();
       if (!take(',')) fail("cell(\"table\", \"row\", \"column\")");
       const std::size_t col = column(t, string_arg());
-      return number_in(row(t, key), col);
+      const std::vector<std::string>* r = row(t, key);
+      add_runs(source_of(t, r, col).runs);
+      return number_in(r, col);
     }
+    if (name == "across_runs") {
+      across_ = true;
+      return sum();
+    }
+    if (name == "welch_t" || name == "mann_whitney_p") return statistic(name);
     if (name == "sum" || name == "slope" || name == "intercept") {
       const BuiltTable& t = table(string_arg());
       if (!take(',')) fail(name + "(\"table\", \"column\"...)");
-      const std::vector<double> a = column_values(t, column(t, string_arg()));
+      const std::size_t a_col = column(t, string_arg());
+      const std::vector<double> a = column_values(t, a_col);
+      for (const auto& r : t.csv_rows) add_runs(source_of(t, &r, a_col).runs);
       if (name == "sum") {
         double s = 0;
         for (double v : a) s += v;
@@ -295,6 +458,7 @@ class Expression {
       const double slope = sxy / sxx;
       return name == "slope" ? slope : my - slope * mx;
     }
+    if (name == "range") fail("range(low, high) is a whole value, not part of an expression");
     std::vector<double> args = {sum()};
     while (take(',')) args.push_back(sum());
     const auto need = [&](std::size_t n) {
@@ -313,8 +477,10 @@ class Expression {
       }
       return out;
     }
-    const std::vector<std::string> functions = {"cell", "sum", "slope", "intercept", "column_min", "column_max",
-                                                "column_mean", "sqrt", "abs", "ceil", "floor", "min", "max"};
+    const std::vector<std::string> functions = {"cell",       "sum",         "slope",      "intercept", "column_min",
+                                                "column_max", "column_mean", "welch_t",    "mann_whitney_p",
+                                                "across_runs", "range",      "sqrt",       "abs",       "ceil",
+                                                "floor",      "min",         "max"};
     fail("unknown function '" + name + "'" + suggestion(name, functions));
   }
 
@@ -342,7 +508,10 @@ class Expression {
     }
     const auto it = known_.find(name);
     if (it == known_.end()) fail("'" + name + "' is no value declared above it");
-    return it->second;
+    if (it->second.is_range) fail("'" + name + "' is a range; name each end as a value of its own to compute with it");
+    add_runs(it->second.runs);
+    if (it->second.across) across_ = true;
+    return it->second.value;
   }
 };
 
@@ -354,13 +523,13 @@ const std::regex kMarked(R"(<!-- runner:value ([A-Za-z0-9_]+) -->([\s\S]*?)<!-- 
 namespace {
 
 // Evaluates every value in order; `fail(index, what)` on the first mistake (it throws).
-std::vector<double> evaluate_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables, Rows rows,
-                                    const std::function<void(std::size_t, const std::string&)>& fail) {
-  std::map<std::string, double> known;
+std::vector<Known> evaluate_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables, Rows rows,
+                                   const std::function<void(std::size_t, const std::string&)>& fail) {
+  std::map<std::string, Known> known;
   std::set<std::string> pivot_tables;
   for (const auto& t : spec.tables)
     if (!t.pivot.empty()) pivot_tables.insert(t.name);
-  std::vector<double> out;
+  std::vector<Known> out;
   for (std::size_t i = 0; i < spec.values.size(); ++i) {
     try {
       out.push_back(Expression(spec.values[i].expr, tables, known, pivot_tables, rows).evaluate());
@@ -383,15 +552,29 @@ void check_values(const ReportSpec& spec, const std::function<void(std::size_t, 
 
 std::vector<RenderedValue> compute_values(const ReportSpec& spec, const std::vector<BuiltTable>& tables,
                                           bool all_points) {
-  const std::vector<double> xs =
+  const std::vector<Known> xs =
       evaluate_values(spec, tables, all_points ? Rows::all_points : Rows::some_points,
                       [&](std::size_t i, const std::string& what) {
                         throw SpecError("report " + spec.id + ": value '" + spec.values[i].name + "': " + what);
                       });
   std::vector<RenderedValue> out;
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    const double x = xs[i];
-    out.push_back({spec.values[i].name, x, std::isfinite(x) ? format_number(x, spec.values[i].format) : "–"});
+    const Known& x = xs[i];
+    const std::string& format = spec.values[i].format;
+    std::string text = !std::isfinite(x.value) ? "–" : format_number(x.value, format);
+    if (x.is_range && text != "–") {
+      // Both ends, unless they read the same at this format (a constant: "0.062 at every seq").
+      const std::string high = std::isfinite(x.high) ? format_number(x.high, format) : "–";
+      text = high == "–" ? high : high == text ? text : text + "–" + high;
+    }
+    // The runs a value compares are named in its text (across_runs).
+    if (x.across && x.runs.size() > 1) {
+      std::string names;
+      for (std::size_t r = 0; r < x.runs.size(); ++r)
+        names += (r == 0 ? "" : r + 1 == x.runs.size() ? " and " : ", ") + x.runs[r];
+      text += " (across runs " + names + ")";
+    }
+    out.push_back({spec.values[i].name, x.value, text});
   }
   return out;
 }
