@@ -131,6 +131,9 @@ def main():
         optimizer.zero_grad(set_to_none=True)
         state["loss"].backward()
 
+    # The peak covers the eager warm-up, the capture and the measured steps, as the runner's does.
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
     graph = None
     if graphed:
         with torch.cuda.stream(side):
@@ -149,8 +152,6 @@ def main():
             optimizer.step()
 
     samples = {}
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
     marks = single.Marks(cuda, 8)  # CUDA events created before the loop, reused
     for i in range(args.warmup + args.steps):
         marks.reset()

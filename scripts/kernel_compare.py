@@ -4,8 +4,11 @@ against another tool's breakdown of the same work (HTA, torch.profiler).
 Shared by scripts/hta_kernel_check.py and bench/kernels_torch_profiler.py.
 Standard library only.
 """
-import gzip
-import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runner_records import read_records  # noqa: E402
 
 
 def runner_table(results_path, point, phase="step"):
@@ -16,17 +19,13 @@ def runner_table(results_path, point, phase="step"):
     """
     part, _, index = point.rpartition("-")
     table = {}
-    with (gzip.open(results_path, "rt") if results_path.endswith(".gz") else open(results_path)) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            labels = r.get("labels", {})
-            if (r.get("part") != part or str(r.get("point")) != index or labels.get("profiler") != "kernels"
-                    or labels.get("table") != "kernels" or labels.get("phase") != phase):
-                continue
-            m = r["metrics"]
-            table[m["kernel_name"]["text"]] = (m["share"]["value"], labels.get("kernel", m["kernel_name"]["text"]))
+    for r in read_records(results_path):
+        labels = r.get("labels", {})
+        if (r.get("part") != part or str(r.get("point")) != index or labels.get("profiler") != "kernels"
+                or labels.get("table") != "kernels" or labels.get("phase") != phase):
+            continue
+        m = r["metrics"]
+        table[m["kernel_name"]["text"]] = (m["share"]["value"], labels.get("kernel", m["kernel_name"]["text"]))
     if not table:
         raise SystemExit(f"{results_path}: no profiler=kernels records of point {point}, phase {phase} "
                          "(is the point name <part>-<index>, and did it run with profilers: [kernels]?)")

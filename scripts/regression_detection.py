@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Measures compare's detector and renders the README table from the measurement.
 
-    scripts/regression_detection.py [--build build] [--compares 20] [--aa 200] [--pairs 10] [--measured FILE]
+    scripts/regression_detection.py [--build build] [--compares 20] [--aa 100] [--pairs 10] [--ab-pairs 5]
+                                    [--measured FILE]
 
 Two measurements, both judged by `compare` at its defaults:
 - build/tests/history/runner_detection_tool: A/A and A/B pairs of a 20-point
-  CPU sweep timed in-process, over three record layouts (summary: what runs
-  record by default; repetitions; per-step samples);
+  CPU sweep timed in-process, back to back over three record layouts
+  (summary: what runs record by default; repetitions; per-step samples), with
+  a lookback, and interleaved (3 rounds a side, as `runner ab`);
 - experiments/regression_detection.yaml through build/runner (the echo test
-  plugin), `--pairs` A/A and A/B pairs per effect, each judged by
-  `runner compare A B --format json`.
+  plugin), `--pairs` back-to-back A/A and A/B pairs per effect, each judged by
+  `runner compare A B --format json`, and `--ab-pairs` per effect of
+  `runner ab` (3 interleaved rounds a side).
 Keeps the JSON lines in bench/history/regression_detection.jsonl and rewrites
 the table between the regression-detection markers of README.md from them.
 --render-only renders the kept file; --runner-only --check --no-render is the
@@ -64,6 +67,34 @@ def through_runner(build, pairs, work):
     return rows
 
 
+def through_ab(build, pairs, work, effects=EFFECTS):
+    """A/A and A/B of experiments/regression_detection.yaml by `runner ab` (3 rounds a side, interleaved)."""
+    runner = pathlib.Path(build) / "runner"
+    env = dict(os.environ, RUNNER_PLUGIN_PATH=str(pathlib.Path(build) / "test_plugins/extra"), RUNNER_HISTORY="off")
+    exp = ROOT / "experiments/regression_detection.yaml"
+    rows = []
+    for effect, name in effects:
+        flagged = points = slower = 0
+        for i in range(pairs):
+            b = f"env RUNNER_ECHO_EXTRA_SLEEP_US={round(effect * 2000)} {runner}"
+            done = subprocess.run([str(runner), "ab", str(exp), "--a", str(runner), "--b", b, "--device", "cpu",
+                                   "--work", str(pathlib.Path(work) / f"ab-{effect}-{i}"), "--format", "json"],
+                                  env=env, capture_output=True, text=True)
+            if done.returncode not in (0, 1):
+                sys.exit(f"regression_detection.py: runner ab failed: {done.stderr.strip()}")
+            c = json.loads(done.stdout)
+            flagged += c["regression"]
+            for r in c["rows"]:
+                if r["metric"] == "sleep_ms":
+                    points += 1
+                    slower += r["verdict"] == "slower"
+        rows.append({"records": "runner ab", "effect": effect, "effect_name": name, "compares": pairs, "points": points,
+                     "slower_points": slower, "flagged_compares": flagged, "rounds": 3,
+                     "point_rate": slower / points if points else 0, "compare_rate": flagged / pairs if pairs else 0})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def check(rows):
     """The ctest's bar through the runner, on a few pairs: 4x slower in every
     point, 50 % and 10 % in every compare. False alarms need more pairs than a
@@ -83,12 +114,19 @@ def check(rows):
 def render(rows):
     layouts = {"summary": "in-process, summary (default: 10 steps)", "repetitions": "in-process, 5 repetitions x 10 steps",
                "samples": "in-process, 30 per-step samples", "runner": "runner, echo 2 ms (10 steps)",
-               "summary + lookback": "in-process, summary + lookback of 10 runs"}
-    out = ["| records | effect | compares | flagged compares | slower points |", "|---|---|---:|---:|---:|"]
+               "summary + lookback": "in-process, summary + lookback of 10 runs",
+               "summary, interleaved 3 rounds": "in-process, summary (10 steps), 3 rounds a side",
+               "runner ab": "runner ab, echo 2 ms (10 steps), 3 rounds a side"}
+    out = ["| design | records | effect | compares | flagged compares | slower points |", "|---|---|---|---:|---:|---:|"]
     for r in rows:
-        out.append("| {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
-            layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
+        design = "interleaved" if r.get("rounds") else "back to back"
+        out.append("| {} | {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
+            design, layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
             r["compare_rate"], r["slower_points"], r["points"], r["point_rate"]))
+    aa = ["{} ({}): {} of {} ({:.1%})".format("interleaved" if r.get("rounds") else "back to back",
+                                            layouts.get(r["records"], r["records"]), r["flagged_compares"], r["compares"],
+                                            r["compare_rate"]) for r in rows if r["effect"] == 0]
+    out += ["", "A/A false alarms (compares of the 20-point sweep flagged as a regression): " + "; ".join(aa) + "."]
     return "\n".join(out)
 
 
@@ -98,6 +136,7 @@ def main():
     p.add_argument("--compares", type=int, default=20)
     p.add_argument("--aa", type=int, default=100)
     p.add_argument("--pairs", type=int, default=10, help="A/A and A/B pairs per effect through the runner")
+    p.add_argument("--ab-pairs", type=int, default=5, help="runner ab compares per effect (0: none)")
     p.add_argument("--measured", default=str(ROOT / "bench/history/regression_detection.jsonl"))
     p.add_argument("--render-only", action="store_true")
     p.add_argument("--runner-only", action="store_true")
@@ -114,17 +153,22 @@ def main():
             tool = pathlib.Path(a.build) / "tests/history/runner_detection_tool"
             if not tool.exists():
                 sys.exit(f"regression_detection.py: {tool} is missing; build it: cmake --build build --target runner_detection_tool")
-            for extra in (["--records", "summary,repetitions,samples"], ["--records", "summary", "--lookback"]):
+            for extra in (["--records", "summary,repetitions,samples"], ["--records", "summary", "--lookback"],
+                          ["--records", "summary", "--interleaved", "3"]):
                 out = subprocess.run([str(tool), "--compares", str(a.compares), "--aa", str(a.aa), *extra], check=True,
                                      capture_output=True, text=True).stdout
                 rows += [json.loads(line) for line in out.splitlines() if line.strip()]
         if not a.tool_only:
             with tempfile.TemporaryDirectory(prefix="regression-detection-") as work:
                 rows += through_runner(a.build, a.pairs, work)
+                if a.ab_pairs:
+                    # The ctest runs the effects the bar names; the full table all of them.
+                    effects = [e for e in EFFECTS if e[0] in (0, 0.1, 3.0)] if a.check else EFFECTS
+                    rows += through_ab(a.build, a.ab_pairs, work, effects)
         if (a.runner_only or a.tool_only) and not a.no_render and measured.exists():
             # Keep the rows of the other measurement from before.
             kept = [json.loads(line) for line in measured.read_text().splitlines() if line.strip()]
-            rows = [r for r in kept if (r["records"] == "runner") == a.tool_only] + rows
+            rows = [r for r in kept if r["records"].startswith("runner") == a.tool_only] + rows
         if not a.no_render:
             measured.write_text("".join(json.dumps(r) + "\n" for r in rows))
     if a.check and not check(rows):

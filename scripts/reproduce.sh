@@ -148,11 +148,9 @@ for name in "${multi[@]}"; do
         ((n <= gpus)) || continue
         b=$((4 * n)) sets=()
         if [[ $name == ddp_scaling ]]; then
-          sets=(--set parts.bucketed.params.batch_size=$b --set parts.bucketed_bf16.params.batch_size=$b
-                --set parts.trace.params.batch_size=$b --set "parts.pytorch_ddp.params.args=[--batch-size, '$b']"
-                --set "parts.pytorch_ddp_bf16.params.args=[--batch-size, '$b', --sdpa, --fused-adamw]"
-                --set "parts.pytorch_ddp_compiled.params.args=[--batch-size, '$b', --compile-blocks]"
-                --set "parts.pytorch_ddp_bf16_compiled.params.args=[--batch-size, '$b', --sdpa, --fused-adamw, --compile-blocks]")
+          sets=(--set parts.bucketed.params.batch_size=$b --set parts.bucketed_eager.params.batch_size=$b
+                --set parts.trace.params.batch_size=$b
+                --set "parts.pytorch_graph.params.args=[--batch-size, '$b', --sdpa, --fused-adamw, --compile-blocks, --cuda-graph, --bucket-cap-mb, '100', --gradient-as-bucket-view]")
         else
           sets=(--set parts.bucketed.params.batch_size=$b --set parts.bucketed_fp32.params.batch_size=$b)
         fi

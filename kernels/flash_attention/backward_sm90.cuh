@@ -80,8 +80,8 @@ struct StepPlace {
   int key0;  // the warpgroup's first key
   int r0;    // the step's first query
   int step;  // index from the block's first step (dS^T buffer step & 1)
-  int lq, d;
-  bool causal;
+  int d;
+  Mask mask;  // none or causal: the wgmma kernels are not built for windows
   float scale_log2;
   int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused, dS^T from shared memory: stored)
 };
@@ -150,11 +150,11 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
     st[4 * i + 2] = exp2f(st[4 * i + 2] * at.scale_log2 - l0);
     st[4 * i + 3] = exp2f(st[4 * i + 3] * at.scale_log2 - l1);
   }
-  const int lq = at.lq, r0 = at.r0, key0 = at.key0;
-  const bool causal = at.causal;
-  if (r0 + Q > lq || (causal && r0 < key0 + 63))  // rows are keys here, columns queries
+  const int r0 = at.r0, key0 = at.key0;
+  const Mask& mask = at.mask;
+  if (mask.needs_mask_dkdv(r0, Q, key0, 64))  // rows are keys here, columns queries
     mask_fragment<Q>(st, key0 + 16 * warp + g, r0, t, 0.f,
-                         [&](int key, int query) { return query >= lq || (causal && query < key); });
+                     [&](int key, int query) { return mask.hidden_dkdv(query, key); });
   sm90::wgmma_wait<0>();
   sm90::pin(dpt);
 #pragma unroll

@@ -1,6 +1,6 @@
-// FlashAttention-2 as our own CUDA kernels: softmax(scale * q k^T + causal mask) v with
-// scale = 1/sqrt(d), top-left causal alignment (query i sees keys j <= i), and the
-// row log-sum-exp L that backward recomputes P from.
+// FlashAttention-2 as our own CUDA kernels: softmax(scale * q k^T + mask) v with
+// scale = 1/sqrt(d), a Mask (mask.hpp: none, causal with top-left alignment, i.e. query i sees
+// keys j <= i, or a causal sliding window), and the row log-sum-exp L that backward recomputes P from.
 //
 // Two input conventions:
 //  * [batch, seq, heads, d] views (forward_bshd, backward_bshd, attention): any strides with
@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <string>
 
+#include "mask.hpp"
+
 namespace kernels::flash {
 
 // Multiples of 8 from 8 to 128.
@@ -28,15 +30,16 @@ bool supports_head_dim(std::int64_t d);
 //    CUDA GPU the build targets; inputs are copied to [bh, seq, d] first.
 //  * wgmma: Hopper warpgroup MMAs from swizzled shared memory (flash_*_sm90.cu); sm_90
 //    GPUs; reads strided inputs in place; asking for it elsewhere is an error.
-//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d > 32), else mma_sync.
+//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d > 32, no sliding window), else mma_sync.
+// The wgmma kernels are built for none and causal masks; a sliding window runs mma_sync.
 enum class KernelFamily { automatic, mma_sync, wgmma };
 // Parses "auto", "mma_sync" or "wgmma"; throws c10::Error naming the choices otherwise.
 KernelFamily parse_kernel_family(const std::string& name);
 const char* to_string(KernelFamily family);
 // Empty when the wgmma kernels can run these inputs, else why not (one line).
 std::string wgmma_unsupported_reason(const at::Tensor& q);
-// The family that runs q: automatic resolved (mma_sync or wgmma), others unchanged.
-KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q);
+// The family that runs q under `mask`: automatic resolved (mma_sync or wgmma), others unchanged.
+KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q, const Mask& mask);
 
 // The wgmma forward's schedule:
 //  * serial: per key tile S = Q K^T, softmax, O += P V, one after another;
@@ -49,6 +52,24 @@ enum class ForwardSchedule { automatic, serial, pipelined, warp_specialized };
 // Parses "auto", "serial", "pipelined" or "warp_specialized"; throws c10::Error otherwise.
 ForwardSchedule parse_forward_schedule(const std::string& name);
 const char* to_string(ForwardSchedule schedule);
+
+// The wgmma backward's schedule (other families always repeat bit for bit):
+//  * fused: dQ inside the dK/dV kernel, summed with fp32 atomics (dQ's last bits vary between runs);
+//  * deterministic: a second kernel recomputes S and dP for dQ (1.4x the FLOPs, every gradient
+//    repeats bit for bit);
+//  * warp_specialized: the fused kernel's work by a TMA producer warpgroup filling a Q/dO ring
+//    and two consumer warpgroups at 240 registers (1.00-1.04x the fused one on every shape
+//    measured, git show 46d21d9:reports/flash_backward_schedules/data/);
+//  * warp_specialized_bulk_dq (the default): the same, each step's dQ tile added into the fp32
+//    buffer from shared memory by the copy engine's bulk reduce (cp.reduce.async.bulk), so the
+//    consumers issue no atomics; it measured faster than the atomics on every shape of
+//    git show 46d21d9:reports/flash_backward_bulk_dq/. Same numbers up to the order of the fp32 additions.
+// Layouts a tensor map cannot describe run the fused kernel instead of a warp-specialized one.
+enum class BackwardSchedule { fused, deterministic, warp_specialized, warp_specialized_bulk_dq };
+// Parses "auto" (warp_specialized_bulk_dq), "fused", "deterministic", "warp_specialized" or
+// "warp_specialized_bulk_dq"; throws c10::Error naming the choices otherwise.
+BackwardSchedule parse_backward_schedule(const std::string& name);
+const char* to_string(BackwardSchedule schedule);
 
 // How the kernels run: the attention/flash plugin's options.
 struct Options {
@@ -73,22 +94,8 @@ struct Options {
   // more throughput on large grids); 0 = by the grid's makespan (fewer, longer 192-row tiles
   // balance worse over the SMs on small grids).
   int forward_query_tile = 0;
-  // wgmma backward: false = dQ inside the dK/dV kernel, summed with fp32 atomics (fastest;
-  // dQ's last bits vary between runs); true = a second kernel recomputes S and dP for dQ
-  // (1.4x the FLOPs, every gradient repeats bit for bit). Other families always repeat.
-  bool deterministic_backward = false;
-  // wgmma backward with dQ by atomics: the warp-specialized dK/dV/dQ kernel (a TMA producer
-  // warpgroup fills a Q/dO ring, two consumer warpgroups compute at 240 registers; the default,
-  // 1.00-1.04x the fused one on every shape measured, git show 46d21d9:reports/flash_backward_schedules/data/)
-  // or, false, the fused one; layouts a tensor map cannot describe always run the fused kernel.
-  bool warp_specialized_backward = true;
-  // warp-specialized backward only: each step's dQ tile goes through shared memory and is added
-  // into the fp32 buffer by a producer warp with the copy engine's bulk reduce
-  // (cp.reduce.async.bulk), so the consumer warpgroups issue no atomics (plugin option
-  // backward: warp_specialized_bulk_dq; the default since it measured faster than the atomics on
-  // every shape of git show 46d21d9:reports/flash_backward_bulk_dq/). Same numbers up to the order of the fp32
-  // additions.
-  bool bulk_dq = true;
+  // wgmma backward (plugin option backward).
+  BackwardSchedule backward_schedule = BackwardSchedule::warp_specialized_bulk_dq;
   // warp-specialized backward only: the two consumer warpgroups take turns issuing their MMAs
   // (named barriers), so one computes P^T and dS^T while the other's MMAs run; at d = 64, where
   // neither reads the other's dS^T, they also stop meeting once per step (plugin option
@@ -104,6 +111,12 @@ struct Options {
 
 // Throws c10::Error with one line saying what is wrong with [..., seq, d] inputs.
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+// Throws c10::Error unless `mask` is one the kernels run (a sliding window of >= 1 keys). The
+// mask's lengths are ignored: every entry point takes them from q and k.
+void check_mask(const Mask& mask);
+// Parses "none", "causal" or "sliding_window" (throws c10::Error naming the choices otherwise).
+MaskKind parse_mask_kind(const std::string& name);
+const char* to_string(MaskKind kind);
 
 struct ForwardResult {
   at::Tensor out;  // [..., lq, d] like q; [batch, lq, heads * d] from forward_bshd
@@ -114,41 +127,42 @@ struct Gradients {
 };
 
 // q [..., lq, d], k = v [..., lk, d].
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Mask& mask,
                       const Options& options = {});
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Mask& mask,
                       KernelFamily family);
 // dout may have any strides; out and lse come from forward.
 Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout, const at::Tensor& lse, bool causal, const Options& options = {});
+                   const at::Tensor& dout, const at::Tensor& lse, const Mask& mask, const Options& options = {});
 Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout, const at::Tensor& lse, bool causal, KernelFamily family);
+                   const at::Tensor& dout, const at::Tensor& lse, const Mask& mask, KernelFamily family);
 
 // q [batch, lq, heads, d], k = v [batch, lk, heads, d], any strides with d contiguous.
-ForwardResult forward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+ForwardResult forward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Mask& mask,
                            const Options& options = {});
 // out and dout [batch, lq, heads * d] or [batch, lq, heads, d]; lse from forward_bshd. The
 // gradients are [batch, seq, heads, d]; with `into`, they are written into its three
 // tensors instead (such views, e.g. slices of one fused dQKV buffer) and returned.
 Gradients backward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                        const at::Tensor& dout, const at::Tensor& lse, bool causal, const Options& options = {},
+                        const at::Tensor& dout, const at::Tensor& lse, const Mask& mask, const Options& options = {},
                         const Gradients* into = nullptr);
 
 // The op a model calls: q [batch, lq, heads, d], k = v [batch, lk, heads, d] (any strides,
 // d contiguous) -> [batch, lq, heads * d] (merge_heads) or the same memory as
 // [batch, lq, heads, d], differentiable. CUDA tensors run the kernels, others
 // attention_reference.
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Mask& mask,
                      const Options& options = {}, bool merge_heads = true);
 // The same in tensor ops (autograd by ATen; math in fp32, or fp64 for fp64 inputs): the
 // reference and the CPU path.
-at::Tensor attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal);
+at::Tensor attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Mask& mask);
 
-// FLOPs the kernels are credited with (the usual convention: two matmuls forward,
-// 2.5x that backward, halved when causal and lq == lk).
-double forward_flops(std::int64_t batch_heads, std::int64_t lq, std::int64_t lk, std::int64_t d, bool causal);
-inline double backward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int64_t d, bool causal) {
-  return 2.5 * forward_flops(bh, lq, lk, d, causal);
+// FLOPs the kernels are credited with (the usual convention: two matmuls forward over the
+// scores a query sees, 2.5x that backward; causal counts half of lq x lk, a sliding window the
+// visible pairs).
+double forward_flops(std::int64_t batch_heads, std::int64_t lq, std::int64_t lk, std::int64_t d, const Mask& mask);
+inline double backward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int64_t d, const Mask& mask) {
+  return 2.5 * forward_flops(bh, lq, lk, d, mask);
 }
 
 }  // namespace kernels::flash

@@ -30,37 +30,49 @@ namespace flash = kernels::flash;
 
 using flash_test::error_of;
 using flash_test::fresh_seed;
+using flash_test::causal_if;
+using flash_test::kCausal;
+using flash_test::kNoMask;
 using flash_test::rel_err;
+using flash_test::sliding_window;
 
 struct Case {
   std::int64_t batch, heads, lq, lk, d;
   bool causal;
+  int window = 0;  // with causal: a sliding window of this many keys
 };
+
+flash::Mask mask_of(const Case& c) { return c.window > 0 ? sliding_window(c.window) : causal_if(c.causal); }
 
 std::string name(const Case& c) {
   return "b" + std::to_string(c.batch) + " h" + std::to_string(c.heads) + " lq" + std::to_string(c.lq) + " lk" +
-         std::to_string(c.lk) + " d" + std::to_string(c.d) + (c.causal ? " causal" : "");
+         std::to_string(c.lk) + " d" + std::to_string(c.d) +
+         (c.window > 0 ? " window " + std::to_string(c.window) : c.causal ? " causal" : "");
 }
 
 struct Result {
   torch::Tensor out, dq, dk, dv;
 };
 
-// Scores [..., lq, lk] with the keys past each query (top-left aligned) set to -inf.
-torch::Tensor mask_causal(const torch::Tensor& s) {
-  const auto mask =
-      torch::ones({s.size(-2), s.size(-1)}, torch::TensorOptions().dtype(torch::kBool).device(s.device())).triu(1);
-  return s.masked_fill(mask, -std::numeric_limits<double>::infinity());
+// Scores [..., lq, lk] with the keys the mask hides set to -inf, from its definition: key j is
+// hidden from query i when j > i (causal, top-left aligned), or also j <= i - window (sliding).
+torch::Tensor mask_scores(const torch::Tensor& s, const flash::Mask& mask) {
+  if (mask.kind == flash::MaskKind::none) return s;
+  const auto opts = torch::TensorOptions().dtype(torch::kLong).device(s.device());
+  const auto query = torch::arange(s.size(-2), opts).unsqueeze(1), key = torch::arange(s.size(-1), opts).unsqueeze(0);
+  auto hide = key > query;
+  if (mask.kind == flash::MaskKind::sliding_window) hide = hide | (key <= query - mask.window);
+  return s.masked_fill(hide, -std::numeric_limits<double>::infinity());
 }
 
-// softmax(q k^T / sqrt(d) + top-left causal mask) v, through autograd, in fp64.
+// softmax(q k^T / sqrt(d) + mask) v, through autograd, in fp64.
 Result textbook(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& dout,
-                bool causal) {
+                const flash::Mask& mask) {
   auto qd = q.detach().to(torch::kDouble).requires_grad_(true);
   auto kd = k.detach().to(torch::kDouble).requires_grad_(true);
   auto vd = v.detach().to(torch::kDouble).requires_grad_(true);
   auto s = torch::matmul(qd, kd.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  if (causal) s = mask_causal(s);
+  s = mask_scores(s, mask);
   auto out = torch::matmul(torch::softmax(s, -1), vd);
   auto g = torch::autograd::grad({out}, {qd, kd, vd}, {dout.to(torch::kDouble)});
   return {out.detach(), g[0], g[1], g[2]};
@@ -75,12 +87,12 @@ struct Inputs {
 // rounding of O is not the backward's error, yet it dominates where dP - delta nearly cancels:
 // a causal row with two keys, one of them at softmax weight below about 0.04 (seed 642968 put
 // dQ 3.9 % from the exact-O gradient, bf16, 2 x 2 causal, d 64).
-Result textbook_given_out(const Inputs& in, const torch::Tensor& saved_out, bool causal) {
+Result textbook_given_out(const Inputs& in, const torch::Tensor& saved_out, const flash::Mask& mask) {
   const auto f64 = [](const torch::Tensor& t) { return t.detach().to(torch::kDouble); };
   const auto q = f64(in.q), k = f64(in.k), v = f64(in.v), dout = f64(in.dout);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   auto s = torch::matmul(q, k.transpose(-2, -1)) * scale;
-  if (causal) s = mask_causal(s);
+  s = mask_scores(s, mask);
   const auto p = torch::softmax(s, -1);
   const auto delta = (f64(saved_out) * dout).sum(-1, true);
   const auto ds = p * (torch::matmul(dout, v.transpose(-2, -1)) - delta);
@@ -110,14 +122,26 @@ const Case kCases[] = {
     {1, 2, 50, 83, 64, true},  {1, 2, 83, 50, 32, true},
 };
 
+// Sliding windows: shorter than a tile, exactly a tile, crossing tiles, longer than the sequence
+// (the causal mask), of two keys, and with lq != lk (every query still sees a key: lq < lk + window).
+// Not one key: softmax over one key is constant, so the exact dQ and dK are zero and have no
+// relative error (FlashMask covers window 1).
+const Case kWindowCases[] = {
+    {2, 3, 37, 37, 16, true, 5},   {1, 2, 100, 100, 32, true, 17}, {2, 2, 129, 129, 64, true, 64},
+    {1, 2, 190, 190, 128, true, 33}, {1, 1, 70, 70, 64, true, 500},  {1, 2, 65, 65, 32, true, 2},
+    {1, 2, 50, 83, 64, true, 20},  {1, 2, 83, 50, 32, true, 40},
+};
+
 TEST(FlashReference, MatchesTheTextbookFormulaInFp32) {
   const auto seed = fresh_seed();
-  for (const Case& c : kCases) {
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.insert(cases.end(), std::begin(kWindowCases), std::end(kWindowCases));
+  for (const Case& c : cases) {
     for (flash::reference::Tiles tiles : {flash::reference::Tiles{16, 16}, flash::reference::Tiles{32, 64}}) {
       Inputs in = random_inputs(c, seed, torch::kFloat, torch::kCPU);
-      auto fwd = flash::reference::forward(in.q, in.k, in.v, c.causal, tiles);
-      auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, c.causal, tiles);
-      expect_close({fwd.out, g.dq, g.dk, g.dv}, textbook(in.q, in.k, in.v, in.dout, c.causal), 1e-5,
+      auto fwd = flash::reference::forward(in.q, in.k, in.v, mask_of(c), tiles);
+      auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, mask_of(c), tiles);
+      expect_close({fwd.out, g.dq, g.dk, g.dv}, textbook(in.q, in.k, in.v, in.dout, mask_of(c)), 1e-5,
                    name(c) + " tiles " + std::to_string(tiles.query) + "x" + std::to_string(tiles.key) +
                        " seed " + std::to_string(seed));
     }
@@ -126,15 +150,44 @@ TEST(FlashReference, MatchesTheTextbookFormulaInFp32) {
 
 TEST(FlashReference, SavesTheRowLogSumExp) {
   Inputs in = random_inputs({1, 2, 33, 33, 16, true}, 3, torch::kDouble, torch::kCPU);
-  auto fwd = flash::reference::forward(in.q, in.k, in.v, true, {16, 16});
+  auto fwd = flash::reference::forward(in.q, in.k, in.v, kCausal, {16, 16});
   auto s = torch::matmul(in.q, in.k.transpose(-2, -1)) / 4.0;
   s = s.masked_fill(torch::ones({33, 33}, torch::kBool).triu(1), -std::numeric_limits<double>::infinity());
   EXPECT_LT(rel_err(fwd.lse, torch::logsumexp(s, -1)), 1e-6);
 }
 
+// Queries at or past lk + window - 1 see no key: zeros and L = +inf (as the kernels), and finite
+// gradients, in the tiled reference and in attention_reference alike.
+TEST(FlashReference, RowsThatSeeNoKeyUnderAWindowGiveZeros) {
+  Inputs in = random_inputs({1, 2, 40, 16, 16, true, 4}, 7, torch::kDouble, torch::kCPU);
+  const flash::Mask mask = sliding_window(4);
+  const auto fwd = flash::reference::forward(in.q, in.k, in.v, mask, {16, 16});
+  const auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, mask, {16, 16});
+  EXPECT_TRUE(fwd.out.narrow(2, 19, 21).eq(0).all().item<bool>());
+  EXPECT_TRUE(torch::isinf(fwd.lse.narrow(2, 19, 21)).all().item<bool>());
+  EXPECT_FALSE(torch::isinf(fwd.lse.narrow(2, 0, 19)).any().item<bool>());
+  EXPECT_TRUE(torch::isfinite(g.dq).all().item<bool>() && torch::isfinite(g.dk).all().item<bool>());
+  // The rows that do see keys match the textbook formula on those rows.
+  const Result want = textbook(in.q.narrow(2, 0, 19), in.k, in.v, in.dout.narrow(2, 0, 19), mask);
+  EXPECT_LT(rel_err(fwd.out.narrow(2, 0, 19), want.out), 1e-10);
+  EXPECT_LT(rel_err(g.dk, want.dk), 1e-6);  // rows of one to three keys: dK nearly cancels
+  auto q = in.q.transpose(1, 2).detach().requires_grad_(true);
+  const auto out = flash::attention_reference(q, in.k.transpose(1, 2), in.v.transpose(1, 2), mask);
+  EXPECT_TRUE(out.narrow(1, 19, 21).eq(0).all().item<bool>());
+  out.sum().backward();
+  EXPECT_TRUE(torch::isfinite(q.grad()).all().item<bool>());
+}
+
+TEST(FlashReference, RejectsAWindowOfNoKeys) {
+  Inputs in = random_inputs({1, 1, 8, 8, 16, true}, 1, torch::kFloat, torch::kCPU);
+  EXPECT_NE(error_of([&] { flash::reference::forward(in.q, in.k, in.v, sliding_window(0), {16, 16}); })
+                .find("window >= 1"),
+            std::string::npos);
+}
+
 TEST(FlashReference, RejectsTilesSmallerThan16) {
   Inputs in = random_inputs({1, 1, 8, 8, 16, false}, 1, torch::kFloat, torch::kCPU);
-  EXPECT_THROW(flash::reference::forward(in.q, in.k, in.v, false, {8, 16}), c10::Error);
+  EXPECT_THROW(flash::reference::forward(in.q, in.k, in.v, kNoMask, {8, 16}), c10::Error);
 }
 
 TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
@@ -155,11 +208,11 @@ TEST(FlashKernelInputs, EachBadInputGetsOneClearError) {
   auto i = t({1, 2, 8, 64}, torch::kInt);
   EXPECT_NE(error_of([&] { flash::check_inputs(i, i, i); }).find("dtype Int is not supported"), std::string::npos);
   EXPECT_NE(error_of([&] { flash::check_inputs(q, q, q); }).find("must be CUDA tensors"), std::string::npos);
-  EXPECT_NE(error_of([&] { flash::forward(q, q, q, false); }).find("must be CUDA tensors"), std::string::npos);
+  EXPECT_NE(error_of([&] { flash::forward(q, q, q, kNoMask); }).find("must be CUDA tensors"), std::string::npos);
   if (!torch::cuda::is_available()) return;
   auto c = q.cuda();
   auto h = c.to(torch::kHalf);
-  EXPECT_NE(error_of([&] { flash::forward(h, c, c, false); }).find("dtypes differ"), std::string::npos);
+  EXPECT_NE(error_of([&] { flash::forward(h, c, c, kNoMask); }).find("dtypes differ"), std::string::npos);
 }
 
 // Views the kernels cannot read in place (columns not contiguous; contiguous but 4 bytes past a
@@ -168,14 +221,14 @@ TEST(FlashKernelInputs, ViewsTheKernelsCannotReadAreCopied) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   auto q = torch::randn({1, 2, 8, 64}, opts), k = torch::randn({1, 2, 8, 64}, opts), v = torch::randn({1, 2, 8, 64}, opts);
-  const auto want = flash::forward(q, k, v, true).out;
+  const auto want = flash::forward(q, k, v, kCausal).out;
   auto transposed = q.transpose(-2, -1).contiguous().transpose(-2, -1);
   ASSERT_NE(transposed.stride(-1), 1);
-  EXPECT_TRUE(torch::equal(flash::forward(transposed, k, v, true).out, want));
+  EXPECT_TRUE(torch::equal(flash::forward(transposed, k, v, kCausal).out, want));
   auto off = torch::zeros({1 + 2 * 8 * 64}, opts).narrow(0, 1, 2 * 8 * 64).view({1, 2, 8, 64});
   off.copy_(q);
   ASSERT_TRUE(off.is_contiguous());
-  EXPECT_TRUE(torch::equal(flash::forward(off, k, v, true).out, want));
+  EXPECT_TRUE(torch::equal(flash::forward(off, k, v, kCausal).out, want));
 }
 
 TEST(FlashKernelFamily, ParsesItsThreeNamesAndRejectsOthers) {
@@ -208,9 +261,9 @@ TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
 
 TEST(FlashKernelFamily, AutoResolvesToMmaSyncWhereWgmmaCannotRun) {
   const auto cpu = torch::zeros({1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16));
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, cpu), flash::KernelFamily::mma_sync);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::wgmma, cpu), flash::KernelFamily::wgmma);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::mma_sync, cpu), flash::KernelFamily::mma_sync);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, cpu, kCausal), flash::KernelFamily::mma_sync);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::wgmma, cpu, kCausal), flash::KernelFamily::wgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::mma_sync, cpu, kCausal), flash::KernelFamily::mma_sync);
 }
 
 // The wgmma kernels' tile loader and descriptors must agree on where every element lives.
@@ -269,22 +322,23 @@ class FlashKernel : public ::testing::Test {
 };
 
 // The FlashKernel tests check the mma_sync kernels by default (auto would pick wgmma on an H100).
-Result run_kernels(const Inputs& in, bool causal, const flash::Options& o) {
-  auto fwd = flash::forward(in.q, in.k, in.v, causal, o);
-  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, causal, o);
+Result run_kernels(const Inputs& in, const flash::Mask& mask, const flash::Options& o) {
+  auto fwd = flash::forward(in.q, in.k, in.v, mask, o);
+  auto g = flash::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, mask, o);
   return {fwd.out, g.dq, g.dk, g.dv};
 }
-Result run_kernels(const Inputs& in, bool causal, flash::KernelFamily family = flash::KernelFamily::mma_sync) {
+Result run_kernels(const Inputs& in, const flash::Mask& mask,
+                   flash::KernelFamily family = flash::KernelFamily::mma_sync) {
   flash::Options o;
   o.family = family;
-  return run_kernels(in, causal, o);
+  return run_kernels(in, mask, o);
 }
 
 TEST_F(FlashKernel, Fp32MatchesTheTextbookFormula) {
   const auto seed = fresh_seed();
   for (const Case& c : kCases) {
     Inputs in = random_inputs(c, seed, torch::kFloat, torch::kCUDA);
-    expect_close(run_kernels(in, c.causal), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-3,
+    expect_close(run_kernels(in, mask_of(c)), textbook(in.q, in.k, in.v, in.dout, mask_of(c)), 2e-3,
                  name(c) + " fp32 seed " + std::to_string(seed));
   }
 }
@@ -295,9 +349,46 @@ TEST_F(FlashKernel, Bf16AndFp16MatchTheTextbookFormula) {
     for (const Case& c : kCases) {
       Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
       // The reference sees the same rounded inputs, so only the kernel's arithmetic differs.
-      expect_close(run_kernels(in, c.causal), textbook(in.q, in.k, in.v, in.dout, c.causal), 2e-2,
+      expect_close(run_kernels(in, mask_of(c)), textbook(in.q, in.k, in.v, in.dout, mask_of(c)), 2e-2,
                    name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " seed " + std::to_string(seed));
     }
+  }
+}
+
+// The sliding-window kernels (mma_sync and fp32; auto picks mma_sync for a window).
+TEST_F(FlashKernel, SlidingWindowsMatchTheTextbookFormula) {
+  const auto seed = fresh_seed();
+  for (const Case& c : kWindowCases) {
+    Inputs in = random_inputs(c, seed, torch::kFloat, torch::kCUDA);
+    expect_close(run_kernels(in, mask_of(c)), textbook(in.q, in.k, in.v, in.dout, mask_of(c)), 2e-3,
+                 name(c) + " fp32 seed " + std::to_string(seed));
+    for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+      Inputs low = random_inputs(c, seed, dtype, torch::kCUDA);
+      for (auto family : {flash::KernelFamily::mma_sync, flash::KernelFamily::automatic})
+        expect_close(run_kernels(low, mask_of(c), family), textbook(low.q, low.k, low.v, low.dout, mask_of(c)), 2e-2,
+                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " seed " + std::to_string(seed));
+    }
+  }
+}
+
+TEST_F(FlashKernel, LongSlidingWindowsMatchTheTiledReference) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{1, 4, 1000, 1000, 128, true, 256}, Case{1, 2, 1531, 1531, 64, true, 100}}) {
+    Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+    auto fwd = flash::reference::forward(in.q, in.k, in.v, mask_of(c), {64, 64});
+    auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, mask_of(c), {64, 64});
+    expect_close(run_kernels(in, mask_of(c)), {fwd.out, g.dq, g.dk, g.dv}, 2e-2, name(c) + " seed " + std::to_string(seed));
+  }
+}
+
+TEST_F(FlashKernel, RowsThatSeeNoKeyUnderAWindowGiveZeros) {
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    Inputs in = random_inputs({1, 2, 150, 40, 64, true, 8}, 3, dtype, torch::kCUDA);
+    const auto fwd = flash::forward(in.q, in.k, in.v, sliding_window(8), flash::KernelFamily::mma_sync);
+    EXPECT_TRUE(fwd.out.narrow(2, 47, 103).eq(0).all().item<bool>());
+    EXPECT_TRUE(torch::isinf(fwd.lse.narrow(2, 47, 103)).all().item<bool>());
+    const auto ref = flash::reference::forward(in.q, in.k, in.v, sliding_window(8), {64, 64});
+    EXPECT_LT(rel_err(fwd.out.to(torch::kFloat), ref.out.to(torch::kFloat)), 2e-2);
   }
 }
 
@@ -305,17 +396,17 @@ TEST_F(FlashKernel, LongSequencesMatchTheTiledReference) {
   const auto seed = fresh_seed();
   for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false}}) {
     Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
-    auto fwd = flash::reference::forward(in.q, in.k, in.v, c.causal, {64, 64});
-    auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, c.causal, {64, 64});
-    expect_close(run_kernels(in, c.causal), {fwd.out, g.dq, g.dk, g.dv}, 2e-2, name(c) + " seed " + std::to_string(seed));
+    auto fwd = flash::reference::forward(in.q, in.k, in.v, mask_of(c), {64, 64});
+    auto g = flash::reference::backward(in.q, in.k, in.v, fwd.out, in.dout, fwd.lse, mask_of(c), {64, 64});
+    expect_close(run_kernels(in, mask_of(c)), {fwd.out, g.dq, g.dk, g.dv}, 2e-2, name(c) + " seed " + std::to_string(seed));
   }
 }
 
 TEST_F(FlashKernel, SavesTheRowLogSumExp) {
   Inputs in = random_inputs({1, 2, 70, 70, 64, true}, 5, torch::kFloat, torch::kCUDA);
   for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    auto fwd = flash::forward(in.q.to(dtype), in.k.to(dtype), in.v.to(dtype), true);
-    auto ref = flash::reference::forward(in.q.to(dtype), in.k.to(dtype), in.v.to(dtype), true, {16, 16});
+    auto fwd = flash::forward(in.q.to(dtype), in.k.to(dtype), in.v.to(dtype), kCausal);
+    auto ref = flash::reference::forward(in.q.to(dtype), in.k.to(dtype), in.v.to(dtype), kCausal, {16, 16});
     EXPECT_LT(rel_err(fwd.lse, ref.lse), 1e-3);
   }
 }
@@ -323,7 +414,7 @@ TEST_F(FlashKernel, SavesTheRowLogSumExp) {
 TEST_F(FlashKernel, BackwardRepeatsBitForBit) {
   for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
     Inputs in = random_inputs({2, 4, 300, 300, 64, true}, 11, dtype, torch::kCUDA);
-    Result a = run_kernels(in, true), b = run_kernels(in, true);
+    Result a = run_kernels(in, kCausal), b = run_kernels(in, kCausal);
     EXPECT_TRUE(torch::equal(a.dq, b.dq) && torch::equal(a.dk, b.dk) && torch::equal(a.dv, b.dv));
   }
 }
@@ -331,9 +422,9 @@ TEST_F(FlashKernel, BackwardRepeatsBitForBit) {
 TEST_F(FlashKernel, InputsWithoutBatchDimensions) {
   Inputs in = random_inputs({1, 1, 45, 45, 32, true}, 9, torch::kFloat, torch::kCUDA);
   auto q = in.q[0][0].contiguous(), k = in.k[0][0].contiguous(), v = in.v[0][0].contiguous();
-  auto fwd = flash::forward(q, k, v, true);
+  auto fwd = flash::forward(q, k, v, kCausal);
   EXPECT_EQ(fwd.out.sizes(), q.sizes());
-  EXPECT_LT(rel_err(fwd.out, textbook(q, k, v, in.dout[0][0], true).out), 2e-3);
+  EXPECT_LT(rel_err(fwd.out, textbook(q, k, v, in.dout[0][0], kCausal).out), 2e-3);
 }
 
 class FlashWgmmaKernel : public FlashKernel {
@@ -386,9 +477,11 @@ class FlashWgmmaKernel : public FlashKernel {
       o.forward_schedule = c.forward;
       o.tma_loads = c.tma;
       o.pingpong = c.pingpong;
-      o.deterministic_backward = c.deterministic;
-      o.warp_specialized_backward = c.ws_backward;
-      o.bulk_dq = c.bulk_dq;
+      using B = flash::BackwardSchedule;
+      o.backward_schedule = c.deterministic  ? B::deterministic
+                            : !c.ws_backward ? B::fused
+                            : c.bulk_dq      ? B::warp_specialized_bulk_dq
+                                             : B::warp_specialized;
       o.backward_pingpong = c.backward_pingpong;
       o.persistent_forward = c.persistent;
       o.forward_query_tile = c.query_tile;
@@ -396,15 +489,15 @@ class FlashWgmmaKernel : public FlashKernel {
     }
     return all;
   }
+  static bool warp_specialized(flash::BackwardSchedule s) {
+    return s == flash::BackwardSchedule::warp_specialized || s == flash::BackwardSchedule::warp_specialized_bulk_dq;
+  }
   static std::string schedule_name(const flash::Options& o) {
     return std::string("forward ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") +
            (o.pingpong ? "" : " (no ping-pong)") + (o.persistent_forward == flash::Options::Persistent::on ? " (persistent)" : "") +
            (o.forward_query_tile ? " (d 64: " + std::to_string(o.forward_query_tile) + " query rows)" : std::string()) + " backward " +
-           (o.deterministic_backward      ? "deterministic"
-            : !o.warp_specialized_backward ? "fused"
-            : o.bulk_dq                    ? "warp_specialized_bulk_dq"
-                                           : "warp_specialized") +
-           (o.warp_specialized_backward && !o.deterministic_backward && !o.backward_pingpong ? " (no ping-pong)" : "");
+           flash::to_string(o.backward_schedule) +
+           (warp_specialized(o.backward_schedule) && !o.backward_pingpong ? " (no ping-pong)" : "");
   }
 };
 
@@ -452,8 +545,8 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
     for (auto dtype : {torch::kBFloat16, torch::kHalf})
       for (const Case& c : cases) {
         Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
-        const Result got = run_kernels(in, c.causal, o);
-        expect_close(got, textbook_given_out(in, got.out, c.causal), 2e-2,
+        const Result got = run_kernels(in, mask_of(c), o);
+        expect_close(got, textbook_given_out(in, got.out, mask_of(c)), 2e-2,
                      name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma " + schedule_name(o) + " seed " +
                          std::to_string(seed));
       }
@@ -464,8 +557,8 @@ TEST_F(FlashWgmmaKernel, Bf16AndFp16MatchTheTextbookFormula) {
 TEST_F(FlashWgmmaKernel, NearlyCancellingTwoKeyRowMatchesTheGradientOfItsSavedOutput) {
   const Case c{1, 2, 2, 2, 64, true};
   Inputs in = random_inputs(c, 642968, torch::kBFloat16, torch::kCUDA);
-  const Result got = run_kernels(in, c.causal, kWgmma);
-  expect_close(got, textbook_given_out(in, got.out, c.causal), 2e-2, name(c) + " bf16 seed 642968");
+  const Result got = run_kernels(in, mask_of(c), kWgmma);
+  expect_close(got, textbook_given_out(in, got.out, mask_of(c)), 2e-2, name(c) + " bf16 seed 642968");
 }
 
 // Long sequences: the wgmma kernels against the mma.sync ones (checked above) on the same inputs.
@@ -474,22 +567,22 @@ TEST_F(FlashWgmmaKernel, LongSequencesMatchTheMmaSyncKernels) {
   flash::Options warp_specialized;
   warp_specialized.family = kWgmma;
   warp_specialized.forward_schedule = flash::ForwardSchedule::warp_specialized;
-  warp_specialized.warp_specialized_backward = true;
+  warp_specialized.backward_schedule = flash::BackwardSchedule::warp_specialized;  // dQ by atomics
   flash::Options bulk_dq = warp_specialized;
-  bulk_dq.bulk_dq = true;
+  bulk_dq.backward_schedule = flash::BackwardSchedule::warp_specialized_bulk_dq;
   flash::Options no_pingpong = bulk_dq;
   no_pingpong.backward_pingpong = false;
   for (const Case& c : {Case{1, 4, 1000, 1000, 128, true}, Case{1, 2, 1531, 1531, 64, false},
                         Case{1, 2, 2048, 2048, 128, true}, Case{2, 3, 2100, 2100, 64, true},
                         Case{1, 2, 1100, 1100, 128, false}}) {
     Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
-    const Result want = run_kernels(in, c.causal, flash::KernelFamily::mma_sync);
-    expect_close(run_kernels(in, c.causal, kWgmma), want, 2e-2, name(c) + " seed " + std::to_string(seed));
-    expect_close(run_kernels(in, c.causal, warp_specialized), want, 2e-2,
+    const Result want = run_kernels(in, mask_of(c), flash::KernelFamily::mma_sync);
+    expect_close(run_kernels(in, mask_of(c), kWgmma), want, 2e-2, name(c) + " seed " + std::to_string(seed));
+    expect_close(run_kernels(in, mask_of(c), warp_specialized), want, 2e-2,
                  name(c) + " warp_specialized seed " + std::to_string(seed));
-    expect_close(run_kernels(in, c.causal, bulk_dq), want, 2e-2,
+    expect_close(run_kernels(in, mask_of(c), bulk_dq), want, 2e-2,
                  name(c) + " warp_specialized_bulk_dq seed " + std::to_string(seed));
-    expect_close(run_kernels(in, c.causal, no_pingpong), want, 2e-2,
+    expect_close(run_kernels(in, mask_of(c), no_pingpong), want, 2e-2,
                  name(c) + " warp_specialized_bulk_dq (no backward ping-pong) seed " + std::to_string(seed));
   }
 }
@@ -506,9 +599,9 @@ TEST_F(FlashWgmmaKernel, PersistentForwardRepeatsOneBlockPerTileBitForBit) {
       Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
       const flash::Options tile = warp_specialized_forward(tma, flash::Options::Persistent::off);
       const flash::Options persistent = warp_specialized_forward(tma, flash::Options::Persistent::on);
-      const auto want = flash::forward(in.q, in.k, in.v, c.causal, tile);
+      const auto want = flash::forward(in.q, in.k, in.v, mask_of(c), tile);
       for (int run = 0; run < 2; ++run) {  // the counter is zeroed by every launch
-        const auto got = flash::forward(in.q, in.k, in.v, c.causal, persistent);
+        const auto got = flash::forward(in.q, in.k, in.v, mask_of(c), persistent);
         EXPECT_TRUE(torch::equal(got.out, want.out) && torch::equal(got.lse, want.lse))
             << name(c) << (tma ? " TMA" : " cp.async") << " run " << run << " seed " << seed;
       }
@@ -529,8 +622,8 @@ TEST_F(FlashWgmmaKernel, D64SixtyFourRowForwardRepeatsTheTwoWarpgroupBlockBitFor
         wide.forward_query_tile = 128;
         flash::Options narrow = wide;
         narrow.forward_query_tile = 64;
-        const auto want = flash::forward(in.q, in.k, in.v, c.causal, wide);
-        const auto got = flash::forward(in.q, in.k, in.v, c.causal, narrow);
+        const auto want = flash::forward(in.q, in.k, in.v, mask_of(c), wide);
+        const auto got = flash::forward(in.q, in.k, in.v, mask_of(c), narrow);
         EXPECT_TRUE(torch::equal(got.out, want.out) && torch::equal(got.lse, want.lse))
             << name(c) << (tma ? " TMA" : " cp.async")
             << (persistent == flash::Options::Persistent::on ? " persistent" : " one block per tile") << " seed "
@@ -551,14 +644,14 @@ TEST_F(FlashWgmmaKernel, PersistentBackwardRepeatsOneBlockPerTile) {
       Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
       flash::Options tile;
       tile.family = kWgmma;
-      tile.warp_specialized_backward = true;
-      tile.bulk_dq = bulk;
+      tile.backward_schedule =
+          bulk ? flash::BackwardSchedule::warp_specialized_bulk_dq : flash::BackwardSchedule::warp_specialized;
       tile.persistent_backward = flash::Options::Persistent::off;
       flash::Options persistent = tile;
       persistent.persistent_backward = flash::Options::Persistent::on;
-      const Result want = run_kernels(in, c.causal, tile);
+      const Result want = run_kernels(in, mask_of(c), tile);
       for (int run = 0; run < 2; ++run) {  // the counter is zeroed by every launch
-        const Result got = run_kernels(in, c.causal, persistent);
+        const Result got = run_kernels(in, mask_of(c), persistent);
         const std::string what = name(c) + (bulk ? " bulk dQ" : " atomic dQ") + " run " + std::to_string(run) +
                                  " seed " + std::to_string(seed);
         EXPECT_TRUE(torch::equal(got.dk, want.dk) && torch::equal(got.dv, want.dv)) << what;
@@ -569,23 +662,22 @@ TEST_F(FlashWgmmaKernel, PersistentBackwardRepeatsOneBlockPerTile) {
 
 TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   Inputs in = random_inputs({2, 4, 300, 300, 128, true}, 11, torch::kBFloat16, torch::kCUDA);
-  auto fwd = flash::forward(in.q, in.k, in.v, true, kWgmma);
-  auto ref = flash::reference::forward(in.q, in.k, in.v, true, {16, 16});
+  auto fwd = flash::forward(in.q, in.k, in.v, kCausal, kWgmma);
+  auto ref = flash::reference::forward(in.q, in.k, in.v, kCausal, {16, 16});
   EXPECT_LT(rel_err(fwd.lse, ref.lse), 1e-3);
   flash::Options deterministic;
   deterministic.family = kWgmma;
-  deterministic.deterministic_backward = true;
-  Result a = run_kernels(in, true, deterministic), b = run_kernels(in, true, deterministic);
+  deterministic.backward_schedule = flash::BackwardSchedule::deterministic;
+  Result a = run_kernels(in, kCausal, deterministic), b = run_kernels(in, kCausal, deterministic);
   EXPECT_TRUE(torch::equal(a.dq, b.dq) && torch::equal(a.dk, b.dk) && torch::equal(a.dv, b.dv));
   // The fused backward sums dQ with atomics (order varies); dK and dV have one owner and still repeat.
-  Result c = run_kernels(in, true, kWgmma), d = run_kernels(in, true, kWgmma);
+  Result c = run_kernels(in, kCausal, kWgmma), d = run_kernels(in, kCausal, kWgmma);
   EXPECT_TRUE(torch::equal(c.dk, d.dk) && torch::equal(c.dv, d.dv));
   EXPECT_LT(rel_err(c.dq, a.dq), 1e-2);
   // dQ added by the copy engine's bulk reduce: dK and dV as the atomic kernel's, bit for bit.
   flash::Options bulk = deterministic;
-  bulk.deterministic_backward = false;
-  bulk.warp_specialized_backward = bulk.bulk_dq = true;
-  Result e = run_kernels(in, true, bulk);
+  bulk.backward_schedule = flash::BackwardSchedule::warp_specialized_bulk_dq;
+  Result e = run_kernels(in, kCausal, bulk);
   EXPECT_TRUE(torch::equal(c.dk, e.dk) && torch::equal(c.dv, e.dv));
   EXPECT_LT(rel_err(e.dq, a.dq), 1e-2);
 }
@@ -593,17 +685,17 @@ TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
 // On a Hopper GPU, auto runs the wgmma kernels where they apply and mma_sync elsewhere.
 TEST_F(FlashWgmmaKernel, AutoPicksWgmmaWhereItRuns) {
   const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 128}, opts)), kWgmma);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 80}, opts)), kWgmma);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 32}, opts)),
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 128}, opts), kCausal), kWgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 80}, opts), kCausal), kWgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 32}, opts), kCausal),
             flash::KernelFamily::mma_sync);
   Inputs in = random_inputs({1, 2, 200, 200, 128, true}, 5, torch::kBFloat16, torch::kCUDA);
-  EXPECT_TRUE(torch::equal(flash::forward(in.q, in.k, in.v, true).out, flash::forward(in.q, in.k, in.v, true, kWgmma).out));
+  EXPECT_TRUE(torch::equal(flash::forward(in.q, in.k, in.v, kCausal).out, flash::forward(in.q, in.k, in.v, kCausal, kWgmma).out));
 }
 
 TEST_F(FlashKernel, WgmmaOutsideItsRangeIsOneClearError) {
   auto q = torch::randn({1, 2, 16, 32}, torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA));
-  EXPECT_NE(error_of([&] { flash::forward(q, q, q, false, flash::KernelFamily::wgmma); })
+  EXPECT_NE(error_of([&] { flash::forward(q, q, q, kNoMask, flash::KernelFamily::wgmma); })
                 .find("kernel family wgmma: the wgmma kernels take bf16 or fp16"),
             std::string::npos);
 }

@@ -14,8 +14,9 @@
 //    with keys as rows, so P^T and dS^T feed P^T dO and dS^T Q as A operands directly.
 //  * dq kernel: the forward's shape (64 queries per block, loop over 64-key tiles), with
 //    dP = dO V^T and dQ += dS K.
-// Causal: query tiles entirely above a key tile (and key tiles right of a query tile) are
-// skipped; only tiles crossing the diagonal or the sequence end are masked.
+// Masks (mask.hpp): query tiles that see none of a key tile (and key tiles a query tile does
+// not see) are skipped; only tiles crossing the rule or the sequence end are masked. kWindow
+// builds the sliding-window kernels.
 //
 // Measured speed and what limits it: README.md (version log and profiles).
 #include <cuda_runtime.h>
@@ -95,7 +96,7 @@ __device__ __forceinline__ void store_rows(std::uint16_t* dst, const float (&acc
 template <int D>
 __host__ __device__ constexpr int dkdv_query_tile() { return D >= 128 ? 32 : 64; }
 
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardArgs a, int head_group) {
   constexpr int LD = D + kPad;
   constexpr int TK = 16 * kWarps;               // keys per block
@@ -134,10 +135,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
 #pragma unroll
     for (int e = 0; e < 4; ++e) dk[n][e] = dv[n][e] = 0.f;
 
-  // Queries i >= j only when causal: start at the tile holding query k0.
-  const int first_tile = a.causal ? k0 / TQ : 0;
-  const int query_tiles = (lq + TQ - 1) / TQ;
-  for (int qt = first_tile; qt < query_tiles; ++qt) {
+  const TileRange queries = a.mask.query_tiles<kWindow>(k0, TK, TQ);
+  for (int qt = queries.begin; qt < queries.end; ++qt) {
     const int q0 = qt * TQ;
     load_tile_async<TQ, D, kThreads>(sQ, q + static_cast<long>(q0) * D, lq - q0, tid);
     load_tile_async<TQ, D, kThreads>(sdO, dout + static_cast<long>(q0) * D, lq - q0, tid);
@@ -154,14 +153,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
     load_a<D, LD>(kf, sK, warp * 16, lane);
     float s[TQ / 8][4];  // S^T: rows = keys, cols = queries
     mma_abt<T, D, LD, TQ>(s, kf, sQ, lane);
-    const bool mask = q0 + TQ > lq || (a.causal && q0 < warp_key + 15);
+    const bool mask = a.mask.needs_mask_dkdv<kWindow>(q0, TQ, warp_key, 16);
 #pragma unroll
     for (int n = 0; n < TQ / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = n * 8 + 2 * t + (e & 1);
         const int key = warp_key + g + (e >= 2 ? 8 : 0);
-        const bool masked = mask && (q0 + col >= lq || (a.causal && key > q0 + col));
+        const bool masked = mask && a.mask.hidden_dkdv<kWindow>(q0 + col, key);
         s[n][e] = masked ? 0.f : exp2f(s[n][e] * scale_log2 - sL[col]);  // now P^T
       }
 
@@ -184,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
   store_rows<T, D>(static_cast<std::uint16_t*>(a.dv) + (bh * lk + k0) * D, dv, 1.f, row0, lk - k0, t);
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArgs a, int head_group) {
   constexpr int LD = D + kPad;
   constexpr int TQ = 16 * kWarps;
@@ -224,9 +223,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
 
-  const int key_end = a.causal ? min(lk, q0 + TQ) : lk;
-  const int key_tiles = (key_end + TK - 1) / TK;
-  for (int kt = 0; kt < key_tiles; ++kt) {
+  const TileRange keys = a.mask.key_tiles<kWindow>(q0, TQ, TK);
+  for (int kt = keys.begin; kt < keys.end; ++kt) {
     const int k0 = kt * TK;
     load_tile_async<TK, D, kThreads>(sK, k + static_cast<long>(k0) * D, lk - k0, tid);
     load_tile_async<TK, D, kThreads>(sV, v + static_cast<long>(k0) * D, lk - k0, tid);
@@ -238,14 +236,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
     load_a<D, LD>(qf, sQ, warp * 16, lane);
     float s[TK / 8][4];
     mma_abt<T, D, LD, TK>(s, qf, sK, lane);
-    const bool mask = k0 + TK > lk || (a.causal && k0 + TK - 1 > warp_row);
+    const bool mask = a.mask.needs_mask<kWindow>(warp_row, 16, k0, TK);
 #pragma unroll
     for (int n = 0; n < TK / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = k0 + n * 8 + 2 * t + (e & 1);
         const int row = warp_row + g + (e >= 2 ? 8 : 0);
-        const bool masked = mask && (col >= lk || (a.causal && col > row));
+        const bool masked = mask && a.mask.hidden<kWindow>(row, col);
         s[n][e] = masked ? 0.f : exp2f(s[n][e] * scale_log2 - row_l[e >> 1]);
       }
     std::uint32_t df[D / 16][4];
@@ -268,7 +266,7 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
   {
     constexpr int TK = 16 * kWarps, TQ = dkdv_query_tile<D>();
     constexpr int smem = (2 * TK + 2 * TQ) * LD * 2 + 2 * TQ * 4;
-    auto kernel = flash_backward_dkdv_kernel<T, D>;
+    auto kernel = a.mask.windowed() ? flash_backward_dkdv_kernel<T, D, true> : flash_backward_dkdv_kernel<T, D, false>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     const int group = head_group(a.bh, 2LL * a.lq * D * 2 + 8LL * a.lq, a.head_group);  // Q, dO, L, delta of a head
     kernel<<<(a.lk + TK - 1) / TK * a.bh, kThreads, smem, stream>>>(a, group);
@@ -276,31 +274,23 @@ void launch(const BackwardArgs& a, cudaStream_t stream) {
   {
     constexpr int TQ = 16 * kWarps, TK = 64;
     constexpr int smem = (2 * TQ + 2 * TK) * LD * 2;
-    auto kernel = flash_backward_dq_kernel<T, D>;
+    auto kernel = a.mask.windowed() ? flash_backward_dq_kernel<T, D, true> : flash_backward_dq_kernel<T, D, false>;
     if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     const int group = head_group(a.bh, 2LL * a.lk * D * 2, a.head_group);  // K and V of a head
     kernel<<<(a.lq + TQ - 1) / TQ * a.bh, kThreads, smem, stream>>>(a, group);
   }
 }
 
-template <typename T>
-void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
-  switch (a.d_kernel) {
-    case 16: return launch<T, 16>(a, stream);
-    case 32: return launch<T, 32>(a, stream);
-    case 64: return launch<T, 64>(a, stream);
-    case 128: return launch<T, 128>(a, stream);
-    default: throw std::invalid_argument("flash backward: head dim " + std::to_string(a.d) + " not compiled");
-  }
-}
-
 }  // namespace
 
-void launch_backward(const BackwardArgs& a, cudaStream_t stream) {
-  if (a.wgmma) return launch_backward_sm90(a, stream);
-  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
-  launch_backward_fp32(a, stream);
+template <typename T, int D>
+void backward_mma_sync(const BackwardArgs& a, cudaStream_t stream) {
+  launch<T, D>(a, stream);
 }
+#define RUNNER_FLASH_INSTANTIATE(D)                                                       \
+  template void backward_mma_sync<__half, D>(const BackwardArgs&, cudaStream_t);         \
+  template void backward_mma_sync<__nv_bfloat16, D>(const BackwardArgs&, cudaStream_t);
+RUNNER_FLASH_MMA_SYNC_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

@@ -104,7 +104,6 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
   // spilling wgmma descriptors).
   volatile long long* sSlot = reinterpret_cast<long long*>(sDelta + kQStages * kDkvQ);
   const int lq = a.lq, lk = a.lk;
-  const bool causal = a.causal;
   const auto* q = static_cast<const std::uint16_t*>(a.q);
   const auto* dout = static_cast<const std::uint16_t*>(a.dout);
 
@@ -126,9 +125,9 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
   auto wg_key0 = [&] { return static_cast<int>(sSlot[1]) + 64 * wg; };
   const float scale_log2 = a.scale * kLog2e;
 
-  const int q_tiles = (lq + kDkvQ - 1) / kDkvQ;
-  const int first = causal ? min(k0 / kDkvQ, q_tiles) : 0;  // queries before k0 see none of these keys
-  const int steps = q_tiles - first;
+  const TileRange queries = a.mask.query_tiles(k0, kDkvKeys, kDkvQ);  // before k0 none sees these keys
+  const int first = queries.begin;
+  const int steps = queries.end - first;  // >= 0 without a window
 
   auto load_q_tile = [&](int stage, int qt) {
     const int r0 = qt * kDkvQ;
@@ -163,7 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
     return a.dq_accum + (head_row0() + r0 + 16 * warp + g) * D + bwd90::dq_col0<D>(wg) + 2 * t;
   };
   auto place = [&](int step) {
-    return bwd90::StepPlace{wg, warp, g, t, wg_key0(), (first + step) * kDkvQ, step, lq, a.d, causal, scale_log2,
+    return bwd90::StepPlace{wg, warp, g, t, wg_key0(), (first + step) * kDkvQ, step, a.d, a.mask, scale_log2,
                             1 + wg};
   };
   auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0, by atomics
@@ -222,7 +221,6 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
   auto sV = [&](int stage) { return sQ + 2 * kQBytes + stage * 2 * kKBytes + kKBytes; };
 
   const int lq = a.lq, lk = a.lk;
-  const bool causal = a.causal;
   const long long ldk = a.k_at.row, ldv = a.v_at.row;
   const int q_blocks = (lq + kDqQ - 1) / kDqQ;
   const TileSlot slot = tile_slot(blockIdx.x, q_blocks, gridDim.x / q_blocks, a.head_group);
@@ -242,8 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
     dlt[r] = row < lq ? a.delta[bh * lq + row] : 0.f;
   }
 
-  const int key_end = causal ? min(lk, q0 + kDqQ) : lk;
-  const int key_tiles = (key_end + kDqKeys - 1) / kDqKeys;
+  const int key_tiles = a.mask.key_tiles(q0, kDqQ, kDqKeys).end;  // from 0: no window
 
   sm90::load_tile_sw128<kDqQ, D, kThreads>(
       sQ, static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row, a.q_at.row, lq - q0, a.d,
@@ -292,9 +289,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
     // P for every element, the mask only on tiles that need it (no branch per element).
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] = exp2f(s[i] * scale_log2 - l2[(i >> 1) & 1]);
-    if (tile_needs_mask(wg_row0, k0, kDqKeys, lk, causal))
-      mask_fragment<kDqKeys>(s, wg_row0 + 16 * warp + g, k0, t, 0.f,
-                             [&](int r, int c) { return hidden(r, c, lk, causal); });
+    if (a.mask.needs_mask(wg_row0, 64, k0, kDqKeys))
+      mask_fragment<kDqKeys>(s, wg_row0 + 16 * warp + g, k0, t, 0.f, [&](int r, int c) { return a.mask.hidden(r, c); });
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] *= dp[i] - dlt[(i >> 1) & 1];
 
@@ -355,7 +351,7 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
   // Q, dO, L, delta of a head stream through the dkdv kernel.
   a.head_group = head_group(a.bh, 2LL * a.lq * a.d * 2 + 8LL * a.lq, args.head_group);
   if (a.dq_accum != nullptr) {
-    if (!(a.warp_specialized && launch_dkdv_sm90_ws(args, stream))) {
+    if (!(a.warp_specialized && dkdv_wgmma_ws<T, D>(args, stream))) {
       if (a.bulk_dq) {  // zeroed in the tiled layout; the fused kernel adds into the row-major one
         cudaMemsetAsync(a.dq_accum, 0, sizeof(float) * a.bh * a.lq * D, stream);
         a.bulk_dq = false;
@@ -387,21 +383,16 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
   }
 }
 
-template <typename T>
-void launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
-  switch (a.d_kernel) {
-    case 64: return launch<T, 64>(a, stream);
-    case 128: return launch<T, 128>(a, stream);
-    default: throw std::invalid_argument("flash backward (wgmma): kernel head dim " + std::to_string(a.d_kernel) + " not compiled");
-  }
-}
-
 }  // namespace
 
-void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream) {
-  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
-  throw std::invalid_argument("flash backward (wgmma): fp32 inputs take the CUDA-core kernels");
+template <typename T, int D>
+void backward_wgmma(const BackwardArgs& a, cudaStream_t stream) {
+  launch<T, D>(a, stream);
 }
+#define RUNNER_FLASH_INSTANTIATE(D)                                                    \
+  template void backward_wgmma<__half, D>(const BackwardArgs&, cudaStream_t);         \
+  template void backward_wgmma<__nv_bfloat16, D>(const BackwardArgs&, cudaStream_t);
+RUNNER_FLASH_WGMMA_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

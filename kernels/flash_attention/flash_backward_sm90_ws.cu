@@ -155,14 +155,15 @@ struct Tile {
 template <int D>
 __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
   constexpr int kQ = kStepQ<D>;
-  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys, q_tiles = (a.lq + kQ - 1) / kQ;
+  const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys;
   const TileSlot slot = tile_slot(block, key_blocks, a.bh, a.head_group);
   Tile w;
   w.block = block;
   w.k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
   w.bh = slot.head;
-  w.first = a.causal ? min(w.k0 / kQ, q_tiles) : 0;  // queries before k0 see none of these keys
-  w.steps = q_tiles - w.first;
+  const TileRange queries = a.mask.query_tiles(w.k0, kDkvKeys, kQ);  // before k0 none sees these keys
+  w.first = queries.begin;
+  w.steps = queries.end - w.first;  // >= 0 without a window
   return w;
 }
 
@@ -349,7 +350,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
              bwd90::dq_col0<D, kQ>(wg) + 2 * t;
     };
     auto place = [&](int step) {
-      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kQ, step, lq, a.d, a.causal, scale_log2,
+      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kQ, step, a.d, a.mask, scale_log2,
                               2 + wg};
     };
     auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
@@ -467,35 +468,32 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   }();
   const int key_tiles = (args.lk + kDkvKeys - 1) / kDkvKeys;
   p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lq * args.d * 2 + 8LL * args.lq + 4LL * args.lq * args.d,
-                                        args.head_group, key_tiles, args.causal, per_sm);
+                                        args.head_group, key_tiles, args.mask.causal(), per_sm);
   const long long grid = persistent_grid(args.persistent, static_cast<long long>(key_tiles) * args.bh, per_sm,
                                          args.tile_counter, stream, &p.a.tile_counter, args.counter_zeroed);
   launch_maybe_dependent(args.dependent_launch, kernel, static_cast<unsigned>(grid), kThreads, smem, stream, p);
   return true;
 }
 
-template <typename T>
-bool launch_head_dim(const BackwardArgs& a, cudaStream_t stream) {
-  switch (a.d_kernel) {
-    case 64: return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
-    case 128:
-      if (!a.bulk_dq) return launch<T, 128, false>(a, stream);
-      // head dims 65..128 in the d 128 tiles; S^T and dP^T contract over 80, 96 or 128 columns
-      if (a.d <= 80) return launch<T, 128, true, 80>(a, stream);
-      if (a.d <= 96) return launch<T, 128, true, 96>(a, stream);
-      return launch<T, 128, true>(a, stream);
-    default:
-      throw std::invalid_argument("flash backward (wgmma, warp-specialized): kernel head dim " +
-                                  std::to_string(a.d_kernel) + " not compiled");
-  }
-}
-
 }  // namespace
 
-bool launch_dkdv_sm90_ws(const BackwardArgs& a, cudaStream_t stream) {
-  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
-  throw std::invalid_argument("flash backward (wgmma): fp32 inputs take the CUDA-core kernels");
+template <typename T, int D>
+bool dkdv_wgmma_ws(const BackwardArgs& a, cudaStream_t stream) {
+  if constexpr (D == 64) {
+    return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
+  } else {
+    static_assert(D == 128, "the warp-specialized backward is built for kernel head dims 64 and 128");
+    if (!a.bulk_dq) return launch<T, 128, false>(a, stream);
+    // head dims 65..128 in the d 128 tiles; S^T and dP^T contract over 80, 96 or 128 columns
+    if (a.d <= 80) return launch<T, 128, true, 80>(a, stream);
+    if (a.d <= 96) return launch<T, 128, true, 96>(a, stream);
+    return launch<T, 128, true>(a, stream);
+  }
 }
+#define RUNNER_FLASH_INSTANTIATE(D)                                                   \
+  template bool dkdv_wgmma_ws<__half, D>(const BackwardArgs&, cudaStream_t);         \
+  template bool dkdv_wgmma_ws<__nv_bfloat16, D>(const BackwardArgs&, cudaStream_t);
+RUNNER_FLASH_WGMMA_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

@@ -24,7 +24,11 @@ namespace flash = kernels::flash;
 
 using flash_test::error_of;
 using flash_test::fresh_seed;
+using flash_test::causal_if;
+using flash_test::kCausal;
+using flash_test::kNoMask;
 using flash_test::rel_err;
+using flash_test::sliding_window;
 
 
 // q, k, v as a model makes them: slices of one [batch, seq, 3, heads, d] projection when
@@ -76,10 +80,10 @@ TEST(FlashBshdReference, MatchesTheTiledReferenceOnStridedViews) {
   torch::manual_seed(seed);
   for (bool causal : {false, true}) {
     const Views in = packed_views(2, 37, 37, 3, 80, torch::TensorOptions().dtype(torch::kDouble));
-    const auto out = flash::attention_reference(in.q, in.k, in.v, causal);
+    const auto out = flash::attention_reference(in.q, in.k, in.v, causal_if(causal));
     ASSERT_EQ(out.sizes(), (std::vector<std::int64_t>{2, 37, 3 * 80}));
     const auto tiled = flash::reference::forward(in.q.transpose(1, 2), in.k.transpose(1, 2), in.v.transpose(1, 2),
-                                                 causal, {16, 16});
+                                                 causal_if(causal), {16, 16});
     EXPECT_LT(rel_err(out, tiled.out.transpose(1, 2).reshape({2, 37, 240})), 1e-12) << "seed " << seed;
   }
 }
@@ -95,7 +99,7 @@ TEST(FlashBshdReference, GradientsMatchFiniteDifferences) {
     std::vector<torch::Tensor> leaves = {base.q.to(dtype).clone().requires_grad_(true),
                                          base.k.to(dtype).clone().requires_grad_(true),
                                          base.v.to(dtype).clone().requires_grad_(true)};
-    const auto out = flash::attention_reference(leaves[0], leaves[1], leaves[2], true);
+    const auto out = flash::attention_reference(leaves[0], leaves[1], leaves[2], kCausal);
     const auto grads = torch::autograd::grad({(out.to(torch::kDouble) * w).sum()}, leaves);
     for (int which = 0; which < 3; ++which) {
       std::vector<torch::Tensor> x = {base.q.clone(), base.k.clone(), base.v.clone()};
@@ -105,9 +109,9 @@ TEST(FlashBshdReference, GradientsMatchFiniteDifferences) {
       for (std::int64_t i = 0; i < flat.numel(); ++i) {
         const double keep = flat[i].item<double>();
         flat[i] = keep + eps;
-        const double up = (flash::attention_reference(x[0], x[1], x[2], true) * w).sum().item<double>();
+        const double up = (flash::attention_reference(x[0], x[1], x[2], kCausal) * w).sum().item<double>();
         flat[i] = keep - eps;
-        const double down = (flash::attention_reference(x[0], x[1], x[2], true) * w).sum().item<double>();
+        const double down = (flash::attention_reference(x[0], x[1], x[2], kCausal) * w).sum().item<double>();
         flat[i] = keep;
         numeric[i] = (up - down) / (2 * eps);
       }
@@ -120,23 +124,23 @@ TEST(FlashBshdReference, GradientsMatchFiniteDifferences) {
 
 TEST(FlashBshdReference, AttentionRunsTheReferenceOffTheGpu) {
   const Views in = packed_views(2, 9, 9, 2, 16, torch::TensorOptions().dtype(torch::kFloat));
-  const auto out = flash::attention(in.q, in.k, in.v, true);
-  EXPECT_TRUE(torch::equal(out, flash::attention_reference(in.q, in.k, in.v, true)));
+  const auto out = flash::attention(in.q, in.k, in.v, kCausal);
+  EXPECT_TRUE(torch::equal(out, flash::attention_reference(in.q, in.k, in.v, kCausal)));
 }
 
 TEST(FlashBshdInputs, EachBadShapeGetsOneClearError) {
   auto t = [](std::vector<std::int64_t> shape) { return torch::zeros(shape); };
   const auto q = t({1, 8, 2, 64});
-  EXPECT_NE(error_of([&] { flash::forward_bshd(q, t({1, 8, 3, 64}), t({1, 8, 3, 64}), true); })
+  EXPECT_NE(error_of([&] { flash::forward_bshd(q, t({1, 8, 3, 64}), t({1, 8, 3, 64}), kCausal); })
                 .find("shapes must be q [batch, lq, heads, d], k = v [batch, lk, heads, d]"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { flash::forward_bshd(t({8, 2, 64}), t({8, 2, 64}), t({8, 2, 64}), true); })
+  EXPECT_NE(error_of([&] { flash::forward_bshd(t({8, 2, 64}), t({8, 2, 64}), t({8, 2, 64}), kCausal); })
                 .find("shapes must be"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { flash::forward_bshd(t({1, 8, 2, 72 + 4}), t({1, 8, 2, 76}), t({1, 8, 2, 76}), true); })
+  EXPECT_NE(error_of([&] { flash::forward_bshd(t({1, 8, 2, 72 + 4}), t({1, 8, 2, 76}), t({1, 8, 2, 76}), kCausal); })
                 .find("head dim 76 is not supported"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { flash::forward_bshd(q, q, q, true); }).find("must be CUDA tensors"), std::string::npos);
+  EXPECT_NE(error_of([&] { flash::forward_bshd(q, q, q, kCausal); }).find("must be CUDA tensors"), std::string::npos);
 }
 
 class FlashBshdKernel : public ::testing::Test {
@@ -162,10 +166,10 @@ class FlashBshdKernel : public ::testing::Test {
     wgmma.tma_loads = false;
     all.push_back(wgmma);
     wgmma.tma_loads = true;
-    wgmma.bulk_dq = true;  // the warp-specialized backward adding dQ with the copy engine
+    // The default backward adds dQ with the copy engine; these with atomics and in the fused kernel.
+    wgmma.backward_schedule = flash::BackwardSchedule::warp_specialized;
     all.push_back(wgmma);
-    wgmma.bulk_dq = false;
-    wgmma.warp_specialized_backward = false;
+    wgmma.backward_schedule = flash::BackwardSchedule::fused;
     all.push_back(wgmma);
     return all;
   }
@@ -180,7 +184,8 @@ std::string name(const Shape& s, torch::Dtype dtype, const flash::Options& o) {
   const bool schedule = o.family == flash::KernelFamily::wgmma && o.forward_schedule != flash::ForwardSchedule::automatic;
   return std::string(flash::to_string(o.family)) +
          (schedule ? std::string(" ") + flash::to_string(o.forward_schedule) + (o.tma_loads ? "" : " (cp.async)") : "") +
-         (o.warp_specialized_backward ? (o.bulk_dq ? " backward bulk dQ" : "") : " backward fused") + (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
+         " backward " + flash::to_string(o.backward_schedule) +
+         (dtype == torch::kHalf ? " fp16" : dtype == torch::kFloat ? " fp32" : " bf16") +
          " b" + std::to_string(s.batch) + " lq" + std::to_string(s.lq) + " lk" + std::to_string(s.lk) + " h" +
          std::to_string(s.heads) + " d" + std::to_string(s.d) + (s.causal ? " causal" : "");
 }
@@ -193,13 +198,13 @@ void expect_matches_textbook(const Shape& s, torch::Dtype dtype, const flash::Op
   const auto opts = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
   const Views in = packed_views(s.batch, s.lq, s.lk, s.heads, s.d, opts);
   const auto dout = torch::randn({s.batch, s.lq, s.heads * s.d}, opts);
-  const auto fwd = flash::forward_bshd(in.q, in.k, in.v, s.causal, o);
+  const auto fwd = flash::forward_bshd(in.q, in.k, in.v, causal_if(s.causal), o);
   ASSERT_EQ(fwd.out.sizes(), (std::vector<std::int64_t>{s.batch, s.lq, s.heads * s.d}));
   ASSERT_EQ(fwd.lse.sizes(), (std::vector<std::int64_t>{s.batch, s.heads, s.lq}));
   const Expected want = textbook(in, dout, fwd.out, s.causal);
   const double tol = dtype == torch::kBFloat16 ? 2e-2 : dtype == torch::kHalf ? 1e-2 : 2e-3;
   EXPECT_LT(rel_err(fwd.out, want.out), tol) << "out";
-  const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, s.causal, o);
+  const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, causal_if(s.causal), o);
   EXPECT_LT(rel_err(g.dq, want.dq), tol) << "dq";
   EXPECT_LT(rel_err(g.dk, want.dk), tol) << "dk";
   EXPECT_LT(rel_err(g.dv, want.dv), tol) << "dv";
@@ -207,7 +212,7 @@ void expect_matches_textbook(const Shape& s, torch::Dtype dtype, const flash::Op
   // The same gradients written into slices of one [batch, seq, 3, heads, d] buffer.
   auto fused = torch::full({s.batch, s.lq, 3, s.heads, s.d}, std::nan(""), opts);
   const flash::Gradients into{fused.select(2, 0), fused.select(2, 1), fused.select(2, 2)};
-  flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, s.causal, o, &into);
+  flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, causal_if(s.causal), o, &into);
   EXPECT_FALSE(torch::isnan(fused).any().item<bool>()) << "an element of the fused gradient was not written";
   EXPECT_TRUE(torch::equal(into.dk, g.dk) && torch::equal(into.dv, g.dv));
   EXPECT_LT(rel_err(into.dq, g.dq), 1e-2);  // the fused wgmma dQ sums with atomics
@@ -252,7 +257,7 @@ TEST_F(FlashBshdKernel, WarpSpecializedForwardTakesKeysBroadcastOverHeads) {
   flash::Options o;
   o.family = flash::KernelFamily::wgmma;
   o.forward_schedule = flash::ForwardSchedule::warp_specialized;
-  const auto out = flash::forward_bshd(in.q, in.k, in.v, true, o).out;
+  const auto out = flash::forward_bshd(in.q, in.k, in.v, kCausal, o).out;
   const auto dout = torch::zeros_like(out);
   EXPECT_LT(rel_err(out, textbook(in, dout, out, true).out), 2e-2);
 }
@@ -270,12 +275,12 @@ TEST_F(FlashBshdKernel, WarpSpecializedBackwardTakesKeysBroadcastOverHeads) {
   for (const bool bulk_dq : {false, true}) {
     flash::Options o;
     o.family = flash::KernelFamily::wgmma;
-    o.warp_specialized_backward = true;
-    o.bulk_dq = bulk_dq;
-    const auto fwd = flash::forward_bshd(in.q, in.k, in.v, true, o);
+    o.backward_schedule =
+        bulk_dq ? flash::BackwardSchedule::warp_specialized_bulk_dq : flash::BackwardSchedule::warp_specialized;
+    const auto fwd = flash::forward_bshd(in.q, in.k, in.v, kCausal, o);
     const auto dout = torch::randn_like(fwd.out);
     const Expected want = textbook(in, dout, fwd.out, true);
-    const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, true, o);
+    const auto g = flash::backward_bshd(in.q, in.k, in.v, fwd.out, dout, fwd.lse, kCausal, o);
     EXPECT_LT(rel_err(g.dq, want.dq), 2e-2) << "dq seed " << seed << " bulk_dq " << bulk_dq;
     EXPECT_LT(rel_err(g.dk, want.dk), 2e-2) << "dk seed " << seed << " bulk_dq " << bulk_dq;
     EXPECT_LT(rel_err(g.dv, want.dv), 2e-2) << "dv seed " << seed << " bulk_dq " << bulk_dq;
@@ -289,17 +294,17 @@ TEST_F(FlashBshdKernel, AttentionIsDifferentiableAndAgreesWithTheHeadsFirstApi) 
   const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
   auto qkv = torch::randn({2, 100, 3, 4, 64}, opts).requires_grad_(true);
   const auto q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
-  const auto out = flash::attention(q, k, v, true);
+  const auto out = flash::attention(q, k, v, kCausal);
   const auto dout = torch::randn_like(out);
   out.backward(dout);
-  const auto fwd = flash::forward_bshd(q.detach(), k.detach(), v.detach(), true);
-  const auto g = flash::backward_bshd(q.detach(), k.detach(), v.detach(), fwd.out, dout, fwd.lse, true);
+  const auto fwd = flash::forward_bshd(q.detach(), k.detach(), v.detach(), kCausal);
+  const auto g = flash::backward_bshd(q.detach(), k.detach(), v.detach(), fwd.out, dout, fwd.lse, kCausal);
   EXPECT_TRUE(torch::equal(out, fwd.out));
   EXPECT_TRUE(torch::equal(qkv.grad().select(2, 1), g.dk) && torch::equal(qkv.grad().select(2, 2), g.dv));
   EXPECT_LT(rel_err(qkv.grad().select(2, 0), g.dq), 1e-2);
   const auto heads_first_out =
       flash::forward(q.detach().transpose(1, 2).contiguous(), k.detach().transpose(1, 2).contiguous(),
-                     v.detach().transpose(1, 2).contiguous(), true)
+                     v.detach().transpose(1, 2).contiguous(), kCausal)
           .out;
   EXPECT_TRUE(torch::equal(heads_first_out.transpose(1, 2).reshape({2, 100, 256}), fwd.out));
 }

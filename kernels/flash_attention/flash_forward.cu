@@ -14,8 +14,10 @@
 // for V). K for the next tile is fetched with cp.async while P V runs, V while Q K^T runs.
 // Tiles 64 x 64: Q, K, V take 52 KiB of shared memory at d = 128 and the accumulators fit
 // in registers without spilling (216 registers at d = 128, two blocks per SM).
-// Causal: key tiles past the query tile's last row are skipped; only tiles that straddle
-// the diagonal (or the sequence end) are masked; rows with no key left give zeros, no NaN.
+// Masks (mask.hpp): key tiles no row of the query tile sees are skipped (past the diagonal when
+// causal; before the window too with one); only tiles that cross the rule (or the sequence end)
+// are masked; rows with no key left give zeros, no NaN. kWindow builds the sliding-window
+// kernels; with it false the mask code is the causal-or-none code it always was.
 //
 // Measured speed and what limits it: README.md (version log and profiles).
 #include <cuda_runtime.h>
@@ -35,15 +37,16 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kTileQ = 16 * kWarps;
 constexpr int kTileK = 64;
 
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 // Three blocks per SM where registers allow it without spilling (d <= 64).
 __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kernel(const std::uint16_t* __restrict__ q,
                                                                  const std::uint16_t* __restrict__ k,
                                                                  const std::uint16_t* __restrict__ v,
                                                                  std::uint16_t* __restrict__ out,
-                                                                 float* __restrict__ lse, int lq, int lk,
-                                                                 float scale, bool causal, int head_group) {
+                                                                 float* __restrict__ lse, Mask mask,
+                                                                 float scale, int head_group) {
   constexpr int LD = D + kPad;
+  const int lq = mask.lq, lk = mask.lk;
   extern __shared__ __align__(16) std::uint16_t smem[];
   std::uint16_t* sQ = smem;
   std::uint16_t* sK = sQ + kTileQ * LD;
@@ -61,12 +64,14 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
   const std::uint16_t* vg = v + bh * lk * D;
   const float scale_log2 = scale * kLog2e;
 
-  // Keys j <= i only when causal (top-left aligned, as in the naive reference).
-  const int key_end = causal ? min(lk, q0 + kTileQ) : lk;
-  const int key_tiles = (key_end + kTileK - 1) / kTileK;
+  const TileRange keys = mask.key_tiles<kWindow>(q0, kTileQ, kTileK);
+  const int key_tiles = keys.end;
 
   load_tile_async<kTileQ, D, kThreads>(sQ, qg, lq - q0, tid);
-  if (key_tiles > 0) load_tile_async<kTileK, D, kThreads>(sK, kg, lk, tid);
+  if (keys.size() > 0) {
+    const int first = keys.begin * kTileK;
+    load_tile_async<kTileK, D, kThreads>(sK, kg + static_cast<long>(first) * D, lk - first, tid);
+  }
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();
@@ -82,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
   float m[2] = {-INFINITY, -INFINITY};  // running max of scale*log2(e)*s per row
   float l[2] = {0.f, 0.f};              // this lane's share of the running sum
 
-  for (int kt = 0; kt < key_tiles; ++kt) {
+  for (int kt = keys.begin; kt < key_tiles; ++kt) {
     const int k0 = kt * kTileK;
     load_tile_async<kTileK, D, kThreads>(sV, vg + static_cast<long>(k0) * D, lk - k0, tid);
     cp_async_commit();
@@ -102,14 +107,14 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
       }
 
     const int warp_row = q0 + warp * 16;
-    if (k0 + kTileK > lk || (causal && k0 + kTileK - 1 > warp_row)) {
+    if (mask.needs_mask<kWindow>(warp_row, 16, k0, kTileK)) {
 #pragma unroll
       for (int n = 0; n < kTileK / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = k0 + n * 8 + 2 * t + (e & 1);
           const int row = warp_row + g + (e >= 2 ? 8 : 0);
-          if (col >= lk || (causal && col > row)) s[n][e] = -INFINITY;
+          if (mask.hidden<kWindow>(row, col)) s[n][e] = -INFINITY;
         }
     }
 
@@ -182,7 +187,7 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
 template <typename T, int D>
 void launch(const ForwardArgs& a, cudaStream_t stream) {
   constexpr int smem = (kTileQ + 2 * kTileK) * (D + kPad) * 2;
-  auto kernel = flash_forward_kernel<T, D>;
+  auto kernel = a.mask.windowed() ? flash_forward_kernel<T, D, true> : flash_forward_kernel<T, D, false>;
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
   const int blocks = (a.lq + kTileQ - 1) / kTileQ * a.bh;
@@ -190,27 +195,19 @@ void launch(const ForwardArgs& a, cudaStream_t stream) {
   kernel<<<blocks, kThreads, smem, stream>>>(static_cast<const std::uint16_t*>(a.q),
                                              static_cast<const std::uint16_t*>(a.k),
                                              static_cast<const std::uint16_t*>(a.v), static_cast<std::uint16_t*>(a.out),
-                                             a.lse, a.lq, a.lk, a.scale, a.causal, group);
-}
-
-template <typename T>
-void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
-  switch (a.d_kernel) {
-    case 16: return launch<T, 16>(a, stream);
-    case 32: return launch<T, 32>(a, stream);
-    case 64: return launch<T, 64>(a, stream);
-    case 128: return launch<T, 128>(a, stream);
-    default: throw std::invalid_argument("flash forward: head dim " + std::to_string(a.d) + " not compiled");
-  }
+                                             a.lse, a.mask, a.scale, group);
 }
 
 }  // namespace
 
-void launch_forward(const ForwardArgs& a, cudaStream_t stream) {
-  if (a.wgmma) return launch_forward_sm90(a, stream);
-  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
-  launch_forward_fp32(a, stream);
+template <typename T, int D>
+void forward_mma_sync(const ForwardArgs& a, cudaStream_t stream) {
+  launch<T, D>(a, stream);
 }
+#define RUNNER_FLASH_INSTANTIATE(D)                                                      \
+  template void forward_mma_sync<__half, D>(const ForwardArgs&, cudaStream_t);          \
+  template void forward_mma_sync<__nv_bfloat16, D>(const ForwardArgs&, cudaStream_t);
+RUNNER_FLASH_MMA_SYNC_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

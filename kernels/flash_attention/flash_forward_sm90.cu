@@ -72,8 +72,7 @@ struct Block {
     at = fwd90::row_place(q0 + 64 * wg, tid % 128);
     kg = static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh);
     vg = static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh);
-    const int key_end = a.causal ? min(a.lk, q0 + kTileQ) : a.lk;
-    key_tiles = (key_end + kTileK - 1) / kTileK;  // >= 1: every row sees key 0
+    key_tiles = a.mask.key_tiles(q0, kTileQ, kTileK).end;  // >= 1: every row sees key 0 (no window)
   }
   __device__ std::uint8_t* sK(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes; }
   __device__ std::uint8_t* sV(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes + kKBytes; }
@@ -89,7 +88,7 @@ struct Block {
     sm90::load_tile_sw128<kTileK, D, kThreads>(sV(stage), vg + tile * kTileK * a.v_at.row, a.v_at.row,
                                                a.lk - tile * kTileK, a.d, tid);
   }
-  __device__ void mask(float (&s)[kTileK / 2], int tile) const { fwd90::mask_scores(s, at, tile, a.lk, a.causal); }
+  __device__ void mask(float (&s)[kTileK / 2], int tile) const { fwd90::mask_scores(s, at, tile, a.mask); }
   __device__ void issue_scores(float (&s)[kTileK / 2], int stage) const {
     fwd90::issue_scores<T, D>(s, smem_addr(sQ), 64 * wg, smem_addr(sK(stage)));
   }
@@ -253,22 +252,16 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   kernel<<<tiles * a.bh, kThreads, smem, stream>>>(a);
 }
 
-template <typename T>
-void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
-  if (a.warp_specialized) return launch_forward_sm90_ws(a, stream);
-  switch (a.d_kernel) {
-    case 64: return launch<T, 64>(a, stream);
-    case 128: return launch<T, 128>(a, stream);
-    default: throw std::invalid_argument("flash forward (wgmma): kernel head dim " + std::to_string(a.d_kernel) + " not compiled");
-  }
-}
-
 }  // namespace
 
-void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream) {
-  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
-  throw std::invalid_argument("flash forward (wgmma): fp32 inputs take the CUDA-core kernels");
+template <typename T, int D>
+void forward_wgmma(const ForwardArgs& a, cudaStream_t stream) {
+  launch<T, D>(a, stream);
 }
+#define RUNNER_FLASH_INSTANTIATE(D)                                                   \
+  template void forward_wgmma<__half, D>(const ForwardArgs&, cudaStream_t);          \
+  template void forward_wgmma<__nv_bfloat16, D>(const ForwardArgs&, cudaStream_t);
+RUNNER_FLASH_WGMMA_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

@@ -132,8 +132,7 @@ __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int til
   Work w;
   w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
   w.bh = slot.head;
-  const int key_end = a.causal ? min(a.lk, w.q0 + kTileQ) : a.lk;
-  w.key_tiles = (key_end + KT - 1) / KT;  // >= 1: every row sees key 0
+  w.key_tiles = a.mask.key_tiles(w.q0, kTileQ, KT).end;  // >= 1: every row sees key 0 (no window)
   return w;
 }
 
@@ -306,7 +305,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
     sm90::pin(s);
     release(ring.k_empty(s0));
     if (!kQInRegisters && key_tiles == 1) release(ring.q_empty());  // the tile's last S has landed
-    fwd90::mask_scores<KT>(s, at, 0, a.lk, a.causal);
+    fwd90::mask_scores<KT>(s, at, 0, a.mask);
     softmax_step<KT>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
     std::uint32_t p[KT / 16][4];
     sm90::to_a_fragments<T, KT>(p, s);
@@ -328,7 +327,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::pin(s);
       release(ring.k_empty(sk));
       if (!kQInRegisters && j == key_tiles - 1) release(ring.q_empty());
-      fwd90::mask_scores<KT>(s, at, j, a.lk, a.causal);
+      fwd90::mask_scores<KT>(s, at, j, a.mask);
       softmax_step<KT>(s, m, l, alpha, scale_log2);
       sm90::wgmma_wait<0>();
       sm90::pin(o);
@@ -415,7 +414,7 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
     return n;
   }();
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;
-  p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.causal,
+  p.a.head_group = head_group_in_flight(args.bh, 2LL * args.lk * args.d * 2, args.head_group, tiles, args.mask.causal(),
                                         per_sm);  // K and V of a head
   const long long grid = persistent_grid(args.persistent, static_cast<long long>(tiles) * args.bh, per_sm,
                                          args.tile_counter, stream, &p.a.tile_counter);
@@ -424,36 +423,34 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
 
 template <typename T, int DH>
 void launch_d128(const ForwardArgs& a, cudaStream_t stream) {
-  if (!a.causal) return launch<T, 128, 2, 176, DH>(a, stream);
+  if (!a.mask.causal()) return launch<T, 128, 2, 176, DH>(a, stream);
   return launch<T, 128, 2, 128, DH>(a, stream);
-}
-
-template <typename T>
-void launch_head_dim(const ForwardArgs& a, cudaStream_t stream) {
-  static const int sms = multiprocessor_count();
-  switch (a.d_kernel) {
-    case 64:
-      switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
-        case 1: return launch<T, 64, 1, 128>(a, stream);
-        case 3: return launch<T, 64, 3, 128>(a, stream);
-        default: return launch<T, 64, 2, 128>(a, stream);
-      }
-    case 128:  // head dims 65..128 in the d 128 tiles; their MMAs run over 80, 96 or 128 columns
-      if (a.d <= 80) return launch_d128<T, 80>(a, stream);
-      if (a.d <= 96) return launch_d128<T, 96>(a, stream);
-      return launch_d128<T, 128>(a, stream);
-    default:
-      throw std::invalid_argument("flash forward (wgmma, warp-specialized): kernel head dim " +
-                                  std::to_string(a.d_kernel) + " not compiled");
-  }
 }
 
 }  // namespace
 
-void launch_forward_sm90_ws(const ForwardArgs& a, cudaStream_t stream) {
-  if (a.dtype == DType::F16) return launch_head_dim<__half>(a, stream);
-  if (a.dtype == DType::BF16) return launch_head_dim<__nv_bfloat16>(a, stream);
-  throw std::invalid_argument("flash forward (wgmma): fp32 inputs take the CUDA-core kernels");
+// The block shape for kernel head dim D: at 64 the query rows per block (consumer warpgroups), at
+// 128 the columns the MMAs run over (head dims 65..128 in the d 128 tiles: 80, 96 or 128).
+template <typename T, int D>
+void forward_wgmma_ws(const ForwardArgs& a, cudaStream_t stream) {
+  if constexpr (D == 64) {
+    static const int sms = multiprocessor_count();
+    switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
+      case 1: return launch<T, 64, 1, 128>(a, stream);
+      case 3: return launch<T, 64, 3, 128>(a, stream);
+      default: return launch<T, 64, 2, 128>(a, stream);
+    }
+  } else {
+    static_assert(D == 128, "the warp-specialized forward is built for kernel head dims 64 and 128");
+    if (a.d <= 80) return launch_d128<T, 80>(a, stream);
+    if (a.d <= 96) return launch_d128<T, 96>(a, stream);
+    return launch_d128<T, 128>(a, stream);
+  }
 }
+#define RUNNER_FLASH_INSTANTIATE(D)                                                      \
+  template void forward_wgmma_ws<__half, D>(const ForwardArgs&, cudaStream_t);          \
+  template void forward_wgmma_ws<__nv_bfloat16, D>(const ForwardArgs&, cudaStream_t);
+RUNNER_FLASH_WGMMA_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

@@ -8,6 +8,9 @@
 // warp reduction. K, V (or Q, dO) rows stream through L1/L2. FLOPs as in the tensor-core
 // kernels. Measured speed and what limits it: README.md, version log.
 // Deterministic: every output element is summed by one lane in a fixed order.
+// Masks (mask.hpp): a row's loop runs over the keys it sees, a key's over the queries that see
+// it (key_tiles / query_tiles with one-row tiles), so no score is masked inside; kWindow builds
+// the sliding-window kernels.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -58,7 +61,7 @@ struct Row {
   }
 };
 
-template <int D>
+template <int D, bool kWindow>
 __global__ void __launch_bounds__(kWarps * 32) forward_fp32_kernel(ForwardArgs a) {
   const int row = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   const long bh = blockIdx.y;
@@ -70,8 +73,8 @@ __global__ void __launch_bounds__(kWarps * 32) forward_fp32_kernel(ForwardArgs a
   qr.load(q, lane);
   o.zero();
   float m = -INFINITY, l = 0.f;
-  const int key_end = a.causal ? min(a.lk, row + 1) : a.lk;
-  for (int j = 0; j < key_end; ++j) {
+  const TileRange keys = a.mask.key_tiles<kWindow>(row, 1, 1);
+  for (int j = keys.begin; j < keys.end; ++j) {
     const float s = qr.dot(k + static_cast<long>(j) * D, lane) * a.scale;
     const float m_new = fmaxf(m, s);
     const float alpha = expf(m - m_new), p = expf(s - m_new);
@@ -85,7 +88,7 @@ __global__ void __launch_bounds__(kWarps * 32) forward_fp32_kernel(ForwardArgs a
   if (lane == 0) a.lse[bh * a.lq + row] = l > 0.f ? m + logf(l) : INFINITY;
 }
 
-template <int D>
+template <int D, bool kWindow>
 __global__ void __launch_bounds__(kWarps * 32) backward_dq_fp32_kernel(BackwardArgs a) {
   const int row = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   const long bh = blockIdx.y;
@@ -97,8 +100,8 @@ __global__ void __launch_bounds__(kWarps * 32) backward_dq_fp32_kernel(BackwardA
   dor.load(static_cast<const float*>(a.dout) + (bh * a.lq + row) * D, lane);
   dq.zero();
   const float lse = a.lse[bh * a.lq + row], delta = a.delta[bh * a.lq + row];
-  const int key_end = a.causal ? min(a.lk, row + 1) : a.lk;
-  for (int j = 0; j < key_end; ++j) {
+  const TileRange keys = a.mask.key_tiles<kWindow>(row, 1, 1);
+  for (int j = keys.begin; j < keys.end; ++j) {
     const float p = expf(qr.dot(k + static_cast<long>(j) * D, lane) * a.scale - lse);
     const float dp = dor.dot(v + static_cast<long>(j) * D, lane);
     dq.axpy(p * (dp - delta), k + static_cast<long>(j) * D, lane);
@@ -106,7 +109,7 @@ __global__ void __launch_bounds__(kWarps * 32) backward_dq_fp32_kernel(BackwardA
   dq.store(static_cast<float*>(a.dq) + (bh * a.lq + row) * D, a.scale, lane);
 }
 
-template <int D>
+template <int D, bool kWindow>
 __global__ void __launch_bounds__(kWarps * 32) backward_dkdv_fp32_kernel(BackwardArgs a) {
   const int key = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   const long bh = blockIdx.y;
@@ -120,7 +123,8 @@ __global__ void __launch_bounds__(kWarps * 32) backward_dkdv_fp32_kernel(Backwar
   vr.load(static_cast<const float*>(a.v) + (bh * a.lk + key) * D, lane);
   dk.zero();
   dv.zero();
-  for (int i = a.causal ? key : 0; i < a.lq; ++i) {
+  const TileRange queries = a.mask.query_tiles<kWindow>(key, 1, 1);
+  for (int i = queries.begin; i < queries.end; ++i) {
     const float* qi = q + static_cast<long>(i) * D;
     const float* doi = dout + static_cast<long>(i) * D;
     const float p = expf(kr.dot(qi, lane) * a.scale - lse[i]);
@@ -134,29 +138,33 @@ __global__ void __launch_bounds__(kWarps * 32) backward_dkdv_fp32_kernel(Backwar
 
 template <int D>
 void launch(const ForwardArgs& a, cudaStream_t stream) {
-  forward_fp32_kernel<D><<<dim3((a.lq + kWarps - 1) / kWarps, a.bh), kWarps * 32, 0, stream>>>(a);
+  const auto kernel = a.mask.windowed() ? forward_fp32_kernel<D, true> : forward_fp32_kernel<D, false>;
+  kernel<<<dim3((a.lq + kWarps - 1) / kWarps, a.bh), kWarps * 32, 0, stream>>>(a);
 }
 
 template <int D>
 void launch(const BackwardArgs& a, cudaStream_t stream) {
-  backward_dkdv_fp32_kernel<D><<<dim3((a.lk + kWarps - 1) / kWarps, a.bh), kWarps * 32, 0, stream>>>(a);
-  backward_dq_fp32_kernel<D><<<dim3((a.lq + kWarps - 1) / kWarps, a.bh), kWarps * 32, 0, stream>>>(a);
-}
-
-template <typename Args>
-void launch_head_dim(const Args& a, cudaStream_t stream) {
-  switch (a.d_kernel) {
-    case 16: return launch<16>(a, stream);
-    case 32: return launch<32>(a, stream);
-    case 64: return launch<64>(a, stream);
-    case 128: return launch<128>(a, stream);
-    default: throw std::invalid_argument("flash fp32: head dim " + std::to_string(a.d) + " not compiled");
-  }
+  const bool w = a.mask.windowed();
+  const auto dkdv = w ? backward_dkdv_fp32_kernel<D, true> : backward_dkdv_fp32_kernel<D, false>;
+  const auto dq = w ? backward_dq_fp32_kernel<D, true> : backward_dq_fp32_kernel<D, false>;
+  dkdv<<<dim3((a.lk + kWarps - 1) / kWarps, a.bh), kWarps * 32, 0, stream>>>(a);
+  dq<<<dim3((a.lq + kWarps - 1) / kWarps, a.bh), kWarps * 32, 0, stream>>>(a);
 }
 
 }  // namespace
 
-void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream) { launch_head_dim(a, stream); }
-void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream) { launch_head_dim(a, stream); }
+template <int D>
+void forward_fp32(const ForwardArgs& a, cudaStream_t stream) {
+  launch<D>(a, stream);
+}
+template <int D>
+void backward_fp32(const BackwardArgs& a, cudaStream_t stream) {
+  launch<D>(a, stream);
+}
+#define RUNNER_FLASH_INSTANTIATE(D)                                      \
+  template void forward_fp32<D>(const ForwardArgs&, cudaStream_t);      \
+  template void backward_fp32<D>(const BackwardArgs&, cudaStream_t);
+RUNNER_FLASH_MMA_SYNC_HEAD_DIMS(RUNNER_FLASH_INSTANTIATE)
+#undef RUNNER_FLASH_INSTANTIATE
 
 }  // namespace kernels::flash::detail

@@ -11,13 +11,8 @@
 #include <cstdint>
 
 #include "common/launch.hpp"
+#include "mask.hpp"
 #include "tile_scheduler.hpp"
-
-#if defined(__CUDACC__)
-#define RUNNER_FLASH_HD __host__ __device__ __forceinline__
-#else
-#define RUNNER_FLASH_HD inline
-#endif
 
 namespace kernels::flash::detail {
 
@@ -42,7 +37,7 @@ struct ForwardArgs {
   int bh, lq, lk;
   int d;        // the head dim of the tensors
   int d_kernel; // the kernel's head dim (>= d; columns d.. are zero in shared memory)
-  bool causal;
+  Mask mask;    // its lq and lk are the ones above
   DType dtype;
   float scale;
   bool wgmma = false;      // Hopper warpgroup-MMA kernels (flash_forward_sm90.cu) instead of mma.sync
@@ -67,7 +62,7 @@ struct BackwardArgs {
   void *dq, *dk, *dv;
   Layout q_at, k_at, v_at, dout_at, dq_at, dk_at, dv_at;
   int bh, lq, lk, d, d_kernel;
-  bool causal;
+  Mask mask;  // its lq and lk are the ones above
   DType dtype;
   float scale;
   bool wgmma = false;  // flash_backward_sm90.cu instead of flash_backward.cu
@@ -173,20 +168,35 @@ struct DeltaArgs {
 };
 void launch_backward_delta(const DeltaArgs& a, cudaStream_t stream);
 
+// The forward and backward of `a`: flash_dispatch.cu, the one switch over the kernel family (a.dtype
+// fp32: CUDA cores; a.wgmma: Hopper warpgroup MMAs and their schedules; else mma.sync), the input
+// type and the kernel head dim, which calls one of the launchers below.
 // mma.sync (flash_forward.cu, flash_backward.cu) and fp32 (flash_fp32.cu) kernels take
 // contiguous [bh, seq, d_kernel] tensors (the layouts are not read); the wgmma kernels take any layout.
 void launch_forward(const ForwardArgs& a, cudaStream_t stream);
 void launch_backward(const BackwardArgs& a, cudaStream_t stream);
-// Hopper warpgroup-MMA kernels (sm_90a; bf16/fp16; d_kernel 64 and 128): flash_*_sm90.cu.
-void launch_forward_sm90(const ForwardArgs& a, cudaStream_t stream);
-void launch_backward_sm90(const BackwardArgs& a, cudaStream_t stream);
-// The warp-specialized forward (flash_forward_sm90_ws.cu); launch_forward_sm90 calls it.
-void launch_forward_sm90_ws(const ForwardArgs& a, cudaStream_t stream);
-// The warp-specialized dK/dV/dQ kernel (flash_backward_sm90_ws.cu) into dq_accum; false (nothing
-// launched) where a tensor map cannot describe a layout. launch_backward_sm90 calls it.
-bool launch_dkdv_sm90_ws(const BackwardArgs& a, cudaStream_t stream);
-// fp32 inputs take CUDA-core kernels (exact fp32 arithmetic); see flash_fp32.cu.
-void launch_forward_fp32(const ForwardArgs& a, cudaStream_t stream);
-void launch_backward_fp32(const BackwardArgs& a, cudaStream_t stream);
+
+// The kernel head dims each family is built for (16, 32, 64, 128: mma.sync and fp32; 64, 128:
+// wgmma). flash_dispatch.cu's switches and the families' explicit instantiations both expand
+// these lists, so a head dim is added in one place.
+#define RUNNER_FLASH_MMA_SYNC_HEAD_DIMS(X) X(16) X(32) X(64) X(128)
+#define RUNNER_FLASH_WGMMA_HEAD_DIMS(X) X(64) X(128)
+
+// One family's launcher for input type T (__half or __nv_bfloat16) and kernel head dim D, defined
+// and instantiated for the head dims flash_dispatch.cu names in each family's file.
+// mma.sync, D 16, 32, 64, 128: flash_forward.cu, flash_backward.cu.
+template <typename T, int D> void forward_mma_sync(const ForwardArgs& a, cudaStream_t stream);
+template <typename T, int D> void backward_mma_sync(const BackwardArgs& a, cudaStream_t stream);
+// fp32 inputs on CUDA cores (exact fp32 arithmetic), D 16, 32, 64, 128: flash_fp32.cu.
+template <int D> void forward_fp32(const ForwardArgs& a, cudaStream_t stream);
+template <int D> void backward_fp32(const BackwardArgs& a, cudaStream_t stream);
+// Hopper warpgroup MMAs (sm_90a), D 64 and 128: the serial and pipelined forward
+// (flash_forward_sm90.cu), the warp-specialized one (flash_forward_sm90_ws.cu) and the backward
+// (flash_backward_sm90.cu), which runs the warp-specialized dK/dV/dQ kernel (flash_backward_sm90_ws.cu)
+// where it applies: false (nothing launched) where a tensor map cannot describe a layout.
+template <typename T, int D> void forward_wgmma(const ForwardArgs& a, cudaStream_t stream);
+template <typename T, int D> void forward_wgmma_ws(const ForwardArgs& a, cudaStream_t stream);
+template <typename T, int D> void backward_wgmma(const BackwardArgs& a, cudaStream_t stream);
+template <typename T, int D> bool dkdv_wgmma_ws(const BackwardArgs& a, cudaStream_t stream);
 
 }  // namespace kernels::flash::detail

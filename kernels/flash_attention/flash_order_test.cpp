@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "flash_attention.hpp"
+#include "flash_test_support.hpp"
 #include "tile_scheduler.hpp"
 #ifdef RUNNER_WITH_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -22,6 +23,7 @@
 namespace {
 
 namespace detail = kernels::flash::detail;
+using flash_test::kCausal;
 
 TEST(TileOrder, EveryTileOfEveryHeadOnceLongestFirstWithinAGroup) {
   for (int tiles : {1, 3, 32}) {
@@ -152,8 +154,8 @@ TEST_F(FlashOrderGpu, HeadGroupsChangeNoResult) {
         kernels::flash::Options o;
         o.family = family;
         o.head_group = group;
-        auto fwd = kernels::flash::forward(q, k, v, true, o);
-        auto g = kernels::flash::backward(q, k, v, fwd.out, dout, fwd.lse, true, o);
+        auto fwd = kernels::flash::forward(q, k, v, kCausal, o);
+        auto g = kernels::flash::backward(q, k, v, fwd.out, dout, fwd.lse, kCausal, o);
         outs.push_back(fwd.out);
         dks.push_back(g.dk);
         dvs.push_back(g.dv);

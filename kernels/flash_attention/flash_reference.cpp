@@ -26,20 +26,26 @@ void check(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, Tiles 
 
 at::ScalarType math_type(const at::Tensor& t) { return t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat; }
 
-// Mask of tile [q0, q0+nq) x [k0, k0+nk): true where key > query.
-at::Tensor causal_mask(std::int64_t q0, std::int64_t nq, std::int64_t k0, std::int64_t nk, const at::Device& dev) {
+// Tile [q0, q0+nq) x [k0, k0+nk): true where the mask's rule hides the score.
+at::Tensor tile_hidden(const Mask& mask, std::int64_t q0, std::int64_t nq, std::int64_t k0, std::int64_t nk,
+                       const at::Device& dev) {
   const auto opts = at::TensorOptions().dtype(at::kLong).device(dev);
-  return at::arange(k0, k0 + nk, opts).unsqueeze(0) > at::arange(q0, q0 + nq, opts).unsqueeze(1);
+  const at::Tensor key = at::arange(k0, k0 + nk, opts).unsqueeze(0), query = at::arange(q0, q0 + nq, opts).unsqueeze(1);
+  at::Tensor hide = key > query;
+  if (mask.windowed()) hide = hide | (key <= query - mask.window);
+  return hide;
 }
 
 }  // namespace
 
-ForwardResult forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, bool causal,
+ForwardResult forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, const Mask& mask_in,
                       Tiles tiles) {
   check(q_in, k_in, v_in, tiles);
+  check_mask(mask_in);
   const auto mt = math_type(q_in);
   const at::Tensor q = q_in.to(mt), k = k_in.to(mt), v = v_in.to(mt);
   const std::int64_t lq = q.size(-2), lk = k.size(-2);
+  const Mask mask = mask_in.with_lengths(static_cast<int>(lq), static_cast<int>(lk));
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   const double inf = std::numeric_limits<double>::infinity();
   at::Tensor out = at::empty_like(q);
@@ -55,11 +61,12 @@ ForwardResult forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::
     at::Tensor m = at::full(row_shape, -inf, q.options());
     at::Tensor l = at::zeros(row_shape, q.options());
     at::Tensor acc = at::zeros_like(qi);
-    const std::int64_t key_end = causal ? std::min(lk, q0 + nq) : lk;  // later tiles are fully masked
-    for (std::int64_t k0 = 0; k0 < key_end; k0 += tiles.key) {
+    const TileRange keys = mask.key_tiles<true>(static_cast<int>(q0), static_cast<int>(nq), static_cast<int>(tiles.key));
+    for (std::int64_t k0 = keys.begin * tiles.key; k0 < std::int64_t{keys.end} * tiles.key; k0 += tiles.key) {
       const std::int64_t nk = std::min(tiles.key, lk - k0);
       at::Tensor s = at::matmul(qi, k.narrow(-2, k0, nk).transpose(-2, -1)) * scale;
-      if (causal && k0 + nk - 1 > q0) s = s.masked_fill(causal_mask(q0, nq, k0, nk, q.device()), -inf);
+      if (mask.rule_crosses<true>(static_cast<int>(q0), static_cast<int>(nq), static_cast<int>(k0), static_cast<int>(nk)))
+        s = s.masked_fill(tile_hidden(mask, q0, nq, k0, nk, q.device()), -inf);
       const at::Tensor m_new = at::maximum(m, std::get<0>(s.max(-1, true)));
       // Rows with every key masked so far keep m = -inf: subtract 0 there, not -inf (no NaN).
       const at::Tensor base = at::where(at::isinf(m_new), at::zeros_like(m_new), m_new);
@@ -77,12 +84,14 @@ ForwardResult forward(const at::Tensor& q_in, const at::Tensor& k_in, const at::
 }
 
 Gradients backward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, const at::Tensor& out,
-                   const at::Tensor& dout_in, const at::Tensor& lse_in, bool causal, Tiles tiles) {
+                   const at::Tensor& dout_in, const at::Tensor& lse_in, const Mask& mask_in, Tiles tiles) {
   check(q_in, k_in, v_in, tiles);
+  check_mask(mask_in);
   const auto mt = math_type(q_in);
   const at::Tensor q = q_in.to(mt), k = k_in.to(mt), v = v_in.to(mt), dout = dout_in.to(mt);
   const at::Tensor lse = lse_in.to(mt).unsqueeze(-1);
   const std::int64_t lq = q.size(-2), lk = k.size(-2);
+  const Mask mask = mask_in.with_lengths(static_cast<int>(lq), static_cast<int>(lk));
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   const at::Tensor delta = (out.to(mt) * dout).sum(-1, true);
   at::Tensor dq = at::zeros_like(q), dk = at::zeros_like(k), dv = at::zeros_like(v);
@@ -91,12 +100,13 @@ Gradients backward(const at::Tensor& q_in, const at::Tensor& k_in, const at::Ten
     const std::int64_t nk = std::min(tiles.key, lk - k0);
     const at::Tensor kj = k.narrow(-2, k0, nk), vj = v.narrow(-2, k0, nk);
     at::Tensor dkj = dk.narrow(-2, k0, nk), dvj = dv.narrow(-2, k0, nk);
-    const std::int64_t first = causal ? (k0 / tiles.query) * tiles.query : 0;  // earlier tiles are fully masked
-    for (std::int64_t q0 = first; q0 < lq; q0 += tiles.query) {
+    const TileRange queries = mask.query_tiles<true>(static_cast<int>(k0), static_cast<int>(nk), static_cast<int>(tiles.query));
+    for (std::int64_t q0 = queries.begin * tiles.query; q0 < std::int64_t{queries.end} * tiles.query; q0 += tiles.query) {
       const std::int64_t nq = std::min(tiles.query, lq - q0);
       const at::Tensor qi = q.narrow(-2, q0, nq), doi = dout.narrow(-2, q0, nq);
       at::Tensor p = at::exp(at::matmul(qi, kj.transpose(-2, -1)) * scale - lse.narrow(-2, q0, nq));
-      if (causal && k0 + nk - 1 > q0) p = p.masked_fill(causal_mask(q0, nq, k0, nk, q.device()), 0.0);
+      if (mask.rule_crosses<true>(static_cast<int>(q0), static_cast<int>(nq), static_cast<int>(k0), static_cast<int>(nk)))
+        p = p.masked_fill(tile_hidden(mask, q0, nq, k0, nk, q.device()), 0.0);
       dvj.add_(at::matmul(p.transpose(-2, -1), doi));
       const at::Tensor dp = at::matmul(doi, vj.transpose(-2, -1));
       const at::Tensor ds = p * (dp - delta.narrow(-2, q0, nq));

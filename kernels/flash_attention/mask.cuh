@@ -1,20 +1,9 @@
-// Which scores a query may not see, for the tensor-core kernels' accumulator fragments.
-// Causal masks are top-left aligned (query i sees keys j <= i, as attention/naive); keys past
-// the sequence end are hidden too. Only tiles that cross the diagonal or an end pay for it.
+// Masking a thread's accumulator fragment of the tensor-core kernels by a Mask (mask.hpp): the
+// rule is there; this is where its elements sit in the fragment.
 #pragma once
+#include "mask.hpp"
 
 namespace kernels::flash::detail {
-
-// Whether key `key` is hidden from query `query`.
-__device__ __forceinline__ bool hidden(int query, int key, int lk, bool causal) {
-  return key >= lk || (causal && key > query);
-}
-
-// Whether a tile of queries from `query0` (the tile's first row) against keys key0 ..
-// key0 + keys - 1 holds any hidden score.
-__device__ __forceinline__ bool tile_needs_mask(int query0, int key0, int keys, int lk, bool causal) {
-  return key0 + keys > lk || (causal && key0 + keys - 1 > query0);
-}
 
 // Sets element (row, col) of a thread's accumulator fragment to `fill` where is_hidden(row,
 // col). Fragment layout (wgmma.cuh, mma.cuh): element 4i + 2r + c is row `row` + 8r, column

@@ -14,5 +14,7 @@ int compare_command(const std::vector<std::string>& args);
 int schedule_command(const std::vector<std::string>& args, const std::string& runner_exe);
 // runner bisect GOOD BAD --experiment X --filter POINT: `self` is this binary (the judge of each step).
 int bisect_command(const std::vector<std::string>& args, const std::string& self);
+// runner ab EXPERIMENT --a CMD --b CMD [--rounds 3]: two builds run alternately, then compared.
+int ab_command(const std::vector<std::string>& args);
 
 }  // namespace runner::history

@@ -26,7 +26,7 @@ std::string with_unit(double v, const std::string& unit) { return number(v) + (u
 
 // A p-value from summary statistics alone (Welch's t) carries a "t" so it is not
 // read as the rank test's; the legend under the table says what it is.
-bool from_summaries(const CompareRow& r) { return r.test.rfind("t ", 0) == 0; }
+bool from_summaries(const CompareRow& r) { return r.test == "t (no samples)"; }
 
 std::string p_text(const CompareRow& r) {
   if (r.p_value < 0) return "-";
@@ -37,7 +37,7 @@ std::string p_text(const CompareRow& r) {
 
 const char* kSummaryTestNote =
     "p (t): Welch's t-test from mean, std and n, for records that kept no samples (it assumes independent, "
-    "normal steps); other p: block bootstrap of the median ratio over steps, or Welch's t over repetition means";
+    "normal steps); other p: block bootstrap of the median ratio over steps, or Welch's t over repetition means (or interleaved rounds)";
 
 const char* kGatingNote =
     "gating: each point's primary metric (its step time) and memory; Benjamini-Hochberg over the points, "

@@ -91,6 +91,7 @@ svg .band { fill: #9ecae1; fill-opacity: 0.45; stroke: none; }
 svg .trend { fill: none; stroke: #1f77b4; stroke-width: 1.5; }
 svg .run { fill: #1f77b4; } svg .regression { fill: #d62728; } svg .improvement { fill: #2ca02c; }
 svg .axis { stroke: #999; stroke-width: 1; } svg text { font-size: 10px; fill: #555; }
+#filters { margin: 0.5em 0 1em; font-size: 0.9em; } #filters label { margin-right: 1em; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
 .bad { color: #d62728; font-weight: bold; }
 )css";
@@ -112,6 +113,43 @@ window.addEventListener('load', () => {
 });
 )js";
 
+// The filters above the charts: a part and any parameter's value (selects, or
+// the page's #part=NAME&KEY=VALUE, kept in the address so a filtered view can
+// be shared). A chart shows when its part and every chosen parameter match;
+// a part with no chart shown is hidden. Applied after the check above ran.
+const char* kFilterScript = R"js(
+function applyFilters() {
+  const chosen = {};
+  document.querySelectorAll('#filters select').forEach(s => { if (s.value !== '') chosen[s.name] = s.value; });
+  let shown = 0;
+  document.querySelectorAll('figure[data-part]').forEach(f => {
+    const params = JSON.parse(f.dataset.params);
+    const ok = Object.entries(chosen).every(([k, v]) => k === 'part' ? f.dataset.part === v : params[k] === v);
+    f.hidden = !ok;
+    if (ok) shown++;
+  });
+  document.querySelectorAll('section.part').forEach(s => { s.hidden = !s.querySelector('figure:not([hidden])'); });
+  document.body.setAttribute('data-plots-shown', String(shown));
+  document.getElementById('shown').textContent = shown + ' of ' + document.querySelectorAll('figure[data-part]').length + ' charts shown';
+  const hash = new URLSearchParams(chosen).toString();
+  history.replaceState(null, '', hash ? '#' + hash : location.pathname);
+}
+window.addEventListener('load', () => {
+  const asked = new URLSearchParams(location.hash.slice(1));
+  document.querySelectorAll('#filters select').forEach(s => {
+    const v = asked.get(s.name);
+    if (v !== null && [...s.options].some(o => o.value === v)) s.value = v;
+    s.addEventListener('change', applyFilters);
+  });
+  applyFilters();
+});
+)js";
+
+std::string param_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The parameters a point is filtered by: all but the device and measure.*.
+bool filterable(const std::string& key) { return key != "device" && key.rfind("measure.", 0) != 0; }
+
 // One value, no spread, in every run.
 bool is_constant(const std::vector<Sample>& s) {
   return s.size() >= 2 && std::all_of(s.begin(), s.end(), [&](const Sample& x) {
@@ -119,7 +157,8 @@ bool is_constant(const std::vector<Sample>& s) {
   });
 }
 
-void write_plot(std::ostream& out, const std::string& title, const std::string& unit, const std::vector<Sample>& s) {
+void write_plot(std::ostream& out, const std::string& title, const std::string& unit, const std::vector<Sample>& s,
+                const std::string& figure_attributes) {
   const double W = 340, H = 150, left = 52, right = 8, top = 8, bottom = 22;
   double lo = s.front().lo, hi = s.front().hi;
   for (const auto& x : s) {
@@ -140,7 +179,7 @@ void write_plot(std::ostream& out, const std::string& title, const std::string& 
     return s.size() == 1 ? (left + W - right) / 2 : left + (W - left - right) * static_cast<double>(i) / (s.size() - 1);
   };
   auto Y = [&](double v) { return top + (H - top - bottom) * (hi - v) / (hi - lo); };
-  out << "<figure><svg class=\"trend-plot\" role=\"img\" aria-label=\"" << html_escape(title) << "\" width=\"" << W
+  out << "<figure" << figure_attributes << "><svg class=\"trend-plot\" role=\"img\" aria-label=\"" << html_escape(title) << "\" width=\"" << W
       << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H << "\">";
   out << "<line class=\"axis\" x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << H - bottom
       << "\"/><line class=\"axis\" x1=\"" << left << "\" y1=\"" << H - bottom << "\" x2=\"" << W - right << "\" y2=\""
@@ -241,8 +280,7 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         if (r.status != "ok") continue;
         std::string title;
         for (const auto& [k, v] : r.params.items())
-          if (k != "device" && k.rfind("measure.", 0) != 0 && values[r.part][k].size() > 1)
-            title += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()) + " ";
+          if (filterable(k) && values[r.part][k].size() > 1) title += k + "=" + param_text(v) + " ";
         for (const auto& [k, v] : r.labels.items()) title += k + "=" + v.get<std::string>() + " ";
         point_titles[r.key] = title;
         point_params.emplace(r.key, r.params);
@@ -295,8 +333,32 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         << "(and memory); <span class=\"bad\">red</span>: a step to slower or larger detected over the whole series "
         << "(binary segmentation, pooled t over the runs, alpha " << options.alpha << ", threshold "
         << options.threshold * 100 << "%); green: a step to faster or smaller. Click a marker for that run's records.</p>\n";
+    // Filters: the parts, and each parameter with more than one value over the
+    // charted points (values as numbers where they are: 128 before 1024).
+    std::map<std::string, std::vector<nlohmann::json>> choices;
+    for (const auto& [part, points] : series)
+      for (const auto& [key, metrics] : points)
+        for (const auto& [k, v] : point_params[key].items())
+          if (filterable(k) && std::find(choices[k].begin(), choices[k].end(), v) == choices[k].end())
+            choices[k].push_back(v);
+    out << "<form id=\"filters\"><label>part <select name=\"part\"><option value=\"\">all</option>";
+    for (const auto& [part, points] : series)
+      out << "<option value=\"" << html_escape(part) << "\">" << html_escape(part) << "</option>";
+    out << "</select></label>";
+    for (auto& [k, list] : choices) {
+      if (list.size() < 2) continue;
+      std::stable_sort(list.begin(), list.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+        return a.is_number() && b.is_number() ? a.get<double>() < b.get<double>() : a.dump() < b.dump();
+      });
+      out << " <label>" << html_escape(k) << " <select name=\"" << html_escape(k) << "\"><option value=\"\">any</option>";
+      for (const auto& v : list)
+        out << "<option value=\"" << html_escape(param_text(v)) << "\">" << html_escape(param_text(v)) << "</option>";
+      out << "</select></label>";
+    }
+    out << " <span id=\"shown\"></span></form>\n";
     for (const auto& [part, points] : series) {
-      out << "<h2>" << html_escape(part) << "</h2><div class=\"plots\">\n";
+      out << "<section class=\"part\" data-part=\"" << html_escape(part) << "\"><h2>" << html_escape(part)
+          << "</h2><div class=\"plots\">\n";
       std::map<std::string, std::string> constants;  // metric -> its one value
       std::vector<std::string> keys;
       for (const auto& [key, metrics] : points) keys.push_back(key);
@@ -310,8 +372,12 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
             constants.emplace(metric, fmt(samples.front().value->center) + " " + samples.front().value->unit);
             continue;
           }
+          nlohmann::json params = nlohmann::json::object();
+          for (const auto& [k, v] : point_params[key].items())
+            if (filterable(k)) params[k] = param_text(v);
           write_plot(out, (point_titles[key].empty() ? part + " " : point_titles[key]) + "· " + metric,
-                     samples.back().value->unit, samples);
+                     samples.back().value->unit, samples,
+                     " data-part=\"" + html_escape(part) + "\" data-params=\"" + html_escape(params.dump()) + "\"");
         }
       out << "</div>\n";
       if (!constants.empty()) {
@@ -323,6 +389,7 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
         }
         out << ".</p>\n";
       }
+      out << "</section>\n";
     }
     if (!not_plotted.empty()) {
       std::string names;
@@ -335,7 +402,7 @@ int write_trends_site(const HistoryStore& store, const RunFilter& filter, const 
       out << "<tr><td><a href=\"runs/" << r.id << ".json\">" << r.id << "</a></td><td>" << r.started << "</td><td>"
           << html_escape(r.git_commit) << "</td><td>" << r.status << (r.verdict == "regression" ? ", regression" : "")
           << "</td><td>" << html_escape(r.run_dir) << "</td></tr>\n";
-    out << "</table></body></html>\n";
+    out << "</table><script>" << kFilterScript << "</script></body></html>\n";
     index << "<tr><td><a href=\"" << page << "\">" << html_escape(experiment) << "</a></td><td>" << runs.size()
           << (other_kind && !*f.smoke ? " (" + std::to_string(other_kind) + " smoke left out)" : "") << "</td><td>" << runs.back().started << "</td><td>" << html_escape(runs.back().git_commit) << "</td><td"
           << (latest_regressions ? " class=\"bad\"" : "") << ">" << latest_regressions << "</td></tr>\n";

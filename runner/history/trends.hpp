@@ -7,6 +7,8 @@
 // runs (id and start time), the y axis of non-negative metrics starts at zero,
 // metrics constant in every run are named once instead of plotted, and smoke
 // runs are left out (counted on the index) unless the filter asks for them.
+// Filters above the charts pick a part and parameter values (#part=P&KEY=V in
+// the address does the same, so a filtered view is a link).
 #pragma once
 #include <filesystem>
 

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -276,6 +278,12 @@ DistributedSession::DistributedSession(const LaunchEnv& env, const c10::Device& 
     const std::string who = "rank " + std::to_string(env_.rank) + ": ";
     if (!record_point_death(why)) write_stderr_line("runner: " + who + why);
     leave_error_note(env_.rank, who + why);
+    // Aborting the communicator can wait for a collective that a CUDA graph launched: the
+    // peer it waits on is gone, and no abort reaches a captured kernel. Exit regardless.
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      std::_Exit(1);
+    }).detach();
     abort();
     std::_Exit(1);
   });

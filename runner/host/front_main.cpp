@@ -1,4 +1,4 @@
-// runner: the command users type. The history verbs (history, compare, schedule, bisect)
+// runner: the command users type. The history verbs (history, compare, schedule, bisect, ab)
 // run here, in a binary that does not link LibTorch: loading libtorch_cpu and its
 // static registrations costs about two seconds, more than a whole compare of two
 // 10,000-point runs. Every other command (a run, launch, list, plugins, describe,
@@ -45,6 +45,7 @@ int history_verb(const std::string& verb, const std::vector<std::string>& rest, 
     if (verb == "history") return runner::history::history_command(rest);
     if (verb == "compare") return runner::history::compare_command(rest);
     if (verb == "bisect") return runner::history::bisect_command(rest, self.string());
+    if (verb == "ab") return runner::history::ab_command(rest);
     // Scheduled firings call this binary again (`runner schedule --run NAME`).
     return runner::history::schedule_command(rest, self.string());
   } catch (const std::exception& e) {
@@ -54,7 +55,7 @@ int history_verb(const std::string& verb, const std::vector<std::string>& rest, 
 }
 
 bool is_history_verb(const std::string& s) {
-  return s == "history" || s == "compare" || s == "schedule" || s == "bisect";
+  return s == "history" || s == "compare" || s == "schedule" || s == "bisect" || s == "ab";
 }
 
 }  // namespace

@@ -54,6 +54,8 @@ const char* kUsage =
     "       runner history [--experiment X] [--since 7d] [--import DIR...] [--html DIR]   runs in the history\n"
     "       runner compare A B             per point and metric: ratio, U-test p, verdict; exit 1 on a regression\n"
     "       runner schedule <experiment.yaml> --every 24h [--compare-to last-good] | --list | --remove NAME\n"
+    "       runner ab <experiment.yaml> --a CMD --b CMD [--rounds 3]   two builds run alternately, compared over rounds\n"
+    "       runner bisect GOOD BAD --experiment X --filter POINT   the first commit where a point regresses\n"
     "       runner --version\n"
     "`runner <command> --help` explains one command.\n";
 

@@ -12,9 +12,12 @@ The ratio's relative standard error is the two means' relative standard errors i
 quadrature (independent runs). Two runs agree on a cell when their ratios differ
 by at most 2 combined standard errors (about 95% for normal errors).
 """
-import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runner_records import read_records  # noqa: E402
 
 
 # part -> (pair label, side)
@@ -24,8 +27,7 @@ PAIRS = {"cpp": ("naive/eager", "cpp"), "python": ("naive/eager", "py"),
 
 def load(path):
     cells = {}
-    for line in open(path):
-        r = json.loads(line)
+    for r in read_records(path):
         if r.get("status") != "ok" or "step_ms" not in r.get("metrics", {}):
             continue
         p = r["params"]

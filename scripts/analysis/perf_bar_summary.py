@@ -8,9 +8,11 @@ same run (to plain `sdpa` where a run has no cuDNN rows).
 For side-by-side comparisons of kernel variants selected by environment (one run per
 variant, each with its own SDPA rows), e.g. the runs stages.sh writes under /tmp/runs.
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from runner_records import read_records  # noqa: E402
 
 
 def variant(params):
@@ -45,8 +47,7 @@ def main(dirs):
             print(f"{os.path.basename(d):<28} (no results.jsonl)")
             continue
         rows = []
-        for line in open(path):
-            r = json.loads(line)
+        for r in read_records(path):
             if not r.get("part", "").startswith(("perf_bar", "bar")) or r.get("status") != "ok":
                 continue
             m = r["metrics"]

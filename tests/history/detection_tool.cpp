@@ -5,13 +5,16 @@
 // slowed points were flagged slower, and how many compares raised a
 // regression (for A/A: false alarms).
 //   runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] [--lookback] [--check]
-//                         [--aa-bar RATE]
+//                         [--aa-bar RATE] [--interleaved ROUNDS] [--effects 0,0.1,0.5,3]
 // --records says what the records hold, as the runner writes them: "summary"
 // (the default measure: 10 steps, mean/std/median/min/max), "repetitions"
 // (measure.repetitions: 5 x 10 steps, one mean per repetition), "samples"
 // (30 per-step samples). --lookback keeps a history of each point's baseline
 // medians and judges with it, as runner compare does with a history (the
-// lookback of compare.hpp). --check exits 1 when the default ("summary") misses
+// lookback of compare.hpp). --interleaved R measures each pair as `runner ab`
+// does: R runs a side in the order A B B A A B ..., each side's rounds merged
+// by merge_rounds (interleave.hpp); without it A runs once, then B once
+// (back to back, as a scheduled run against last-good). --check exits 1 when the default ("summary") misses
 // the bar: 4x in every point, 50 % in every compare, 10 % in 95 % of compares,
 // false alarms in at most 1 % of A/A compares (--aa-bar sets that rate).
 #include <algorithm>
@@ -28,10 +31,13 @@
 #include <nlohmann/json.hpp>
 
 #include "history/compare.hpp"
+#include "history/interleave.hpp"
 
 namespace {
 
 using runner::history::compare;
+using runner::history::interleaved_order;
+using runner::history::merge_rounds;
 using runner::history::CompareOptions;
 using runner::history::parse_record;
 using runner::history::Side;
@@ -133,6 +139,8 @@ int main(int argc, char** argv) {
   int compares = 20, aa = 100;
   std::vector<std::string> layouts = {"summary"};
   bool check = false, lookback = false;
+  int rounds = 0;  // 0: back to back
+  std::vector<double> effects = {0.0, 0.02, 0.05, 0.10, 0.50, 3.0};
   double aa_bar = 0.01;  // the false-alarm rate --check holds A/A compares to
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -145,9 +153,15 @@ int main(int argc, char** argv) {
     } else if (a == "--check") check = true;
     else if (a == "--lookback") lookback = true;
     else if (a == "--aa-bar" && i + 1 < argc) aa_bar = std::atof(argv[++i]);
+    else if (a == "--interleaved" && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (a == "--effects" && i + 1 < argc) {
+      effects.clear();
+      std::stringstream in(argv[++i]);
+      for (std::string e; std::getline(in, e, ',');) effects.push_back(std::atof(e.c_str()));
+    }
     else {
       std::cerr << "usage: runner_detection_tool [--compares N] [--aa N] [--records summary,repetitions,samples] "
-                   "[--lookback] [--check] [--aa-bar RATE]\n";
+                   "[--lookback] [--check] [--aa-bar RATE] [--interleaved ROUNDS] [--effects 0,0.1,...]\n";
       return 2;
     }
   }
@@ -180,13 +194,23 @@ int main(int argc, char** argv) {
     int id = 0;
     if (lookback)
       for (int i = 0; i < 5; ++i) remember(run(layout, 0, base, ++id));
-    const std::string label = layout.name + (lookback ? " + lookback" : "");
-    for (const double effect : {0.0, 0.02, 0.05, 0.10, 0.50, 3.0}) {
+    const std::string label = layout.name + (lookback ? " + lookback" : "") +
+                              (rounds ? ", interleaved " + std::to_string(rounds) + " rounds" : "");
+    for (const double effect : effects) {
       const int n = effect == 0 ? aa : compares;
       int points = 0, detected = 0, flagged = 0;
       for (int c = 0; c < n; ++c) {
-        Side a = run(layout, 0, base, ++id);
-        Side b = run(layout, effect, base, ++id);
+        Side a, b;
+        if (rounds) {
+          std::vector<Side> as, bs;
+          for (const char side : interleaved_order(rounds))
+            (side == 'A' ? as : bs).push_back(run(layout, side == 'A' ? 0 : effect, base, ++id));
+          a = merge_rounds(as, "A");
+          b = merge_rounds(bs, "B");
+        } else {
+          a = run(layout, 0, base, ++id);
+          b = run(layout, effect, base, ++id);
+        }
         CompareOptions options;
         if (lookback)
           for (const auto& [key, h] : history) options.lookback[key].assign(h.begin(), h.end());
@@ -209,7 +233,7 @@ int main(int argc, char** argv) {
                                   {"points", points},             {"slower_points", detected},
                                   {"flagged_compares", flagged},  {"point_rate", point_rate},
                                   {"compare_rate", compare_rate}, {"steps", layout.steps},
-                                  {"repetitions", layout.repetitions}}
+                                  {"repetitions", layout.repetitions}, {"rounds", rounds}}
                        .dump()
                 << std::endl;
       if (check && layout.name == "summary") {

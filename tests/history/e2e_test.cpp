@@ -236,6 +236,28 @@ TEST(HistoryEndToEnd, AScheduleCarriesItsPluginPathAndLogsTheRealErrorOfAFailedS
   EXPECT_NE(read_text(file).find("no_such_task"), std::string::npos);
 }
 
+// runner ab: three rounds a side in the order A B B A A B; a B three times
+// slower is a regression over rounds (exit 1), and bad input is exit 2 with
+// the reason: too few rounds, a side whose command records nothing.
+TEST(HistoryEndToEnd, AbRunsBothBuildsAlternatelyAndFlagsTheSlowerOne) {
+  const auto dir = fresh_dir("e2e-ab");
+  std::ofstream(dir / "sleepy.yaml") << kExperiment;
+  const Result slower = sh(dir, "ab sleepy.yaml --device cpu --work runs --format json --a " RUNNER_EXE
+                                " --b 'env RUNNER_ECHO_EXTRA_SLEEP_US=4000 " RUNNER_EXE "'");
+  ASSERT_EQ(slower.code, 1) << slower.output;
+  EXPECT_NE(slower.output.find("order ABBAAB"), std::string::npos) << slower.output;
+  for (const char* run : {"a-1", "a-2", "a-3", "b-1", "b-2", "b-3"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "runs" / run / "results.jsonl")) << run;
+  EXPECT_NE(slower.output.find("\"test\": \"t over rounds\""), std::string::npos) << slower.output;
+  EXPECT_NE(slower.output.find("\"verdict\": \"slower\""), std::string::npos) << slower.output;
+  const Result few = sh(dir, "ab sleepy.yaml --rounds 2 --a " RUNNER_EXE " --b " RUNNER_EXE);
+  EXPECT_EQ(few.code, 2);
+  EXPECT_NE(few.output.find("--rounds 2: needs 3 or more"), std::string::npos) << few.output;
+  const Result broken = sh(dir, "ab sleepy.yaml --device cpu --work broken --a " RUNNER_EXE " --b false");
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_NE(broken.output.find("B round 1 recorded nothing"), std::string::npos) << broken.output;
+}
+
 }  // namespace
 // An imported run named with a terminal escape (clear the screen, retitle the
 // window) printed it raw in `runner history`; it prints as visible text now.

@@ -88,6 +88,16 @@ TEST(Trends, StepsAreFoundOverTheSeriesChartsSortByNumberAndTicksNameTheCommit) 
   EXPECT_EQ(page.find("tokens_per_s\""), std::string::npos) << "a derived rate was charted";
   EXPECT_NE(page.find("Not charted (phases, rates derived from the step time; in each run's records): tokens_per_s."),
             std::string::npos) << page;
+  // Filters: the part, and size with its values as numbers; each chart says
+  // what it is filtered by (the browser test checks that choosing filters).
+  EXPECT_NE(page.find("<select name=\"part\"><option value=\"\">all</option><option value=\"main\">main</option>"),
+            std::string::npos) << page;
+  EXPECT_NE(page.find("<select name=\"size\"><option value=\"\">any</option><option value=\"128\">128</option>"
+                      "<option value=\"1024\">1024</option></select>"), std::string::npos) << page;
+  EXPECT_EQ(page.find("<select name=\"device\""), std::string::npos) << "the device is not a filter";
+  EXPECT_NE(page.find("<figure data-part=\"main\" data-params=\"{&quot;size&quot;:&quot;128&quot;}\">"
+                      "<svg class=\"trend-plot\" role=\"img\" aria-label=\"size=128 · step_ms\""),
+            std::string::npos) << page;
 }
 
 }  // namespace

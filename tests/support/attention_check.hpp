@@ -26,9 +26,14 @@ namespace attention_check {
 struct Case {
   std::int64_t batch = 1, heads = 2, seq = 37, d = 16;
   bool causal = false;
+  std::int64_t window = 0;  // with causal: a sliding window of this many keys
+  runner::AttentionMask mask() const {
+    if (window > 0) return runner::AttentionMask::sliding_window(window);
+    return causal ? runner::AttentionMask::causal() : runner::AttentionMask::none();
+  }
   std::string name() const {
     return "b" + std::to_string(batch) + " h" + std::to_string(heads) + " seq" + std::to_string(seq) + " d" +
-           std::to_string(d) + (causal ? " causal" : "");
+           std::to_string(d) + (window > 0 ? " window " + std::to_string(window) : causal ? " causal" : "");
   }
 };
 
@@ -59,13 +64,13 @@ inline Errors compare_with_naive(runner::Attention& attention, const Case& c, to
                       v32 = torch::randn(shape, opts), dout32 = torch::randn(shape, opts);
   auto leaf = [&](const torch::Tensor& t) { return t.to(dtype).detach().requires_grad_(true); };
   torch::Tensor q = leaf(q32), k = leaf(k32), v = leaf(v32);
-  torch::Tensor out = attention.forward(q, k, v, c.causal);
+  torch::Tensor out = attention.forward(q, k, v, c.mask());
   out.backward(dout32.to(dtype));
 
   auto leaf64 = [&](const torch::Tensor& t) { return t.detach().to(torch::kDouble).requires_grad_(true); };
   torch::Tensor qr = leaf64(q), kr = leaf64(k), vr = leaf64(v);
   plugins::naive_attention::NaiveAttention naive;
-  torch::Tensor ref = naive.forward(qr, kr, vr, c.causal);
+  torch::Tensor ref = naive.forward(qr, kr, vr, c.mask());
   ref.backward(dout32.to(dtype).to(torch::kDouble));
   return {rel_err(out, ref), rel_err(q.grad(), qr.grad()), rel_err(k.grad(), kr.grad()),
           rel_err(v.grad(), vr.grad())};

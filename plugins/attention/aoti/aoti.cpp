@@ -86,7 +86,10 @@ class AotiAttention : public runner::Attention {
   explicit AotiAttention(fs::path dir) : dir_(std::move(dir)) {}
 
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        bool is_causal) override {
+                        const runner::AttentionMask& mask) override {
+    if (mask.kind == runner::AttentionMask::Kind::sliding_window)
+      throw runner::SkipPoint("attention/aoti: the exported packages cover none and causal masks, not a sliding window");
+    const bool is_causal = mask.hides_future();
     TORCH_CHECK(q.dim() >= 2 && q.dim() == k.dim() && k.dim() == v.dim(),
                 "attention/aoti: q, k, v need the same rank >= 2, got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
     TORCH_CHECK(q.size(-1) == k.size(-1) && k.sizes() == v.sizes() &&

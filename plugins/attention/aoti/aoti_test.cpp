@@ -47,15 +47,15 @@ TEST_F(AotiAttentionPlugin, MatchesNaiveInFp32OnCuda) {
 TEST_F(AotiAttentionPlugin, AcceptsHeadSplitViews) {
   auto x = torch::randn({2, 40, 4 * 32});
   auto heads = x.view({2, 40, 4, 32}).transpose(1, 2);  // not contiguous, as a model hands it over
-  auto out = aoti_->forward(heads, heads, heads, true);
+  auto out = aoti_->forward(heads, heads, heads, runner::AttentionMask::causal());
   plugins::naive_attention::NaiveAttention naive;
-  EXPECT_LT(attention_check::rel_err(out, naive.forward(heads, heads, heads, true)), 1e-5);
+  EXPECT_LT(attention_check::rel_err(out, naive.forward(heads, heads, heads, runner::AttentionMask::causal())), 1e-5);
 }
 
 TEST_F(AotiAttentionPlugin, AMissingPackageSkipsThePointNamingTheExportCommand) {
   auto q = torch::randn({1, 2, 16, 32}).to(torch::kBFloat16);  // only fp32 is exported for the tests
   try {
-    aoti_->forward(q, q, q, false);
+    aoti_->forward(q, q, q, runner::AttentionMask::none());
     FAIL() << "a dtype without a package was accepted";
   } catch (const runner::SkipPoint& e) {
     const std::string what = e.what();
@@ -68,7 +68,7 @@ TEST_F(AotiAttentionPlugin, BadInputIsOneClearError) {
   auto q = torch::randn({1, 2, 16, 64});
   auto k = torch::randn({1, 2, 16, 32});
   try {
-    aoti_->forward(q, k, k, false);
+    aoti_->forward(q, k, k, runner::AttentionMask::none());
     FAIL() << "mismatched head dims were accepted";
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what_without_backtrace()).find("shapes must be"), std::string::npos);

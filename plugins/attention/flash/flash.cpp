@@ -4,6 +4,7 @@
 // the result comes back as a view of the kernels' [batch, seq, heads * d] output.
 #include <memory>
 
+#include "attention_mask.hpp"
 #include "flash_attention.hpp"
 #include "runner/attention.hpp"
 #include "runner/outcome.hpp"
@@ -14,9 +15,13 @@ namespace flash = kernels::flash;
 
 class FlashAttention : public runner::Attention {
  public:
-  explicit FlashAttention(flash::Options options) : options_(options) {}
+  FlashAttention(flash::Options options, int window) : options_(options), window_(window) {}
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        bool is_causal) override {
+                        const runner::AttentionMask& caller_mask) override {
+    // The window option narrows a caller's causal mask (a model's, say) to a sliding window.
+    const flash::Mask mask = window_ > 0 && caller_mask.kind == runner::AttentionMask::Kind::causal
+                                 ? flash::Mask::of(flash::MaskKind::sliding_window, window_)
+                                 : flash::mask_of(caller_mask);
     // A configuration the kernels are not built for is a skipped point, not an error:
     // the sweep goes on and the table says why.
     const auto dtype = q.scalar_type();
@@ -27,19 +32,21 @@ class FlashAttention : public runner::Attention {
       throw runner::SkipPoint(std::string("attention/flash: dtype ") + c10::toString(dtype) +
                               " is not supported; use float32, bfloat16 or float16");
     if (options_.family == flash::KernelFamily::wgmma) {
-      const std::string why = flash::wgmma_unsupported_reason(q);
+      const std::string why = mask.windowed() ? "the wgmma kernels are built for none and causal masks, not a "
+                                                "sliding window (kernel mma_sync or auto runs it)"
+                                              : flash::wgmma_unsupported_reason(q);
       if (!why.empty()) throw runner::SkipPoint("attention/flash kernel=wgmma: " + why);
     }
     flash::check_inputs(q, k, v);
     last_dtype_ = dtype;
-    last_family_ = flash::resolve_kernel_family(options_.family, q);
+    last_family_ = flash::resolve_kernel_family(options_.family, q, mask);
     // [..., seq, d] as [batch, seq, heads, d]: a 4-D [batch, heads, seq, d] view transposes
     // its strides; other ranks fold their leading dims into the batch.
     const bool four_d = q.dim() == 4;
     auto bshd = [four_d](const torch::Tensor& t) {
       return four_d ? t.transpose(1, 2) : t.reshape({-1, t.size(-2), t.size(-1)}).unsqueeze(2);
     };
-    const torch::Tensor out = flash::attention(bshd(q), bshd(k), bshd(v), is_causal, options_, /*merge_heads=*/false);
+    const torch::Tensor out = flash::attention(bshd(q), bshd(k), bshd(v), mask, options_, /*merge_heads=*/false);
     return four_d ? out.transpose(1, 2) : out.view(q.sizes());
   }
   std::string mechanism() const override {
@@ -50,6 +57,7 @@ class FlashAttention : public runner::Attention {
 
  private:
   flash::Options options_;
+  int window_ = 0;
   at::ScalarType last_dtype_ = at::kBFloat16;
   flash::KernelFamily last_family_ = flash::KernelFamily::mma_sync;  // what the last forward ran
 };
@@ -102,6 +110,10 @@ runner::PluginManifest make_manifest() {
                        "tile from a counter, so the next tile's K and V load while the last one's dK and dV are "
                        "stored; false = one block per tile; auto: persistent where the tiles fill more than one "
                        "wave"),
+      runner::opt_int("window", 0,
+                      "sliding window: under a causal mask each query sees only itself and the window - 1 keys "
+                      "before it (mma_sync and fp32 kernels); 0 = the caller's mask as it is")
+          .in_range(0, 1 << 30),
       runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2 (without a causal mask, at most the heads the resident blocks cover)")
           .in_range(0, 65535)};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
@@ -111,14 +123,11 @@ runner::PluginManifest make_manifest() {
     o.pingpong = p.flag("pingpong");
     o.persistent_forward = grid_choice(p.text("forward_persistent"));
     o.forward_query_tile = p.text("forward_query_tile") == "auto" ? 0 : std::stoi(p.text("forward_query_tile"));
-    o.deterministic_backward = p.text("backward") == "deterministic";
-    o.warp_specialized_backward = p.text("backward") == "warp_specialized" || p.text("backward") == "auto" ||
-                                  p.text("backward") == "warp_specialized_bulk_dq";
-    o.bulk_dq = p.text("backward") == "warp_specialized_bulk_dq" || p.text("backward") == "auto";
+    o.backward_schedule = flash::parse_backward_schedule(p.text("backward"));
     o.backward_pingpong = p.flag("backward_pingpong");
     o.persistent_backward = grid_choice(p.text("backward_persistent"));
     o.head_group = static_cast<int>(p.integer("head_group"));
-    return std::make_unique<FlashAttention>(o);
+    return std::make_unique<FlashAttention>(o, static_cast<int>(p.integer("window")));
   };
   return m;
 }

@@ -9,8 +9,11 @@ namespace {
 
 using attention_check::Case;
 
-const Case kCases[] = {{2, 3, 37, 16, false}, {2, 3, 37, 16, true},   {1, 2, 100, 32, true}, {2, 0, 65, 64, false},
-                       {1, 2, 129, 64, true}, {1, 2, 190, 128, true}, {1, 2, 17, 128, false}};
+// The last three: sliding windows (shorter than a tile, a whole tile, and crossing tiles).
+const Case kCases[] = {{2, 3, 37, 16, false},    {2, 3, 37, 16, true},     {1, 2, 100, 32, true},
+                       {2, 0, 65, 64, false},    {1, 2, 129, 64, true},    {1, 2, 190, 128, true},
+                       {1, 2, 17, 128, false},   {1, 2, 100, 32, true, 17}, {2, 0, 129, 64, true, 64},
+                       {1, 2, 190, 128, true, 33}};
 
 class FlashAttentionPlugin : public ::testing::Test {
  protected:
@@ -42,16 +45,16 @@ TEST_F(FlashAttentionPlugin, MatchesNaiveInBf16AndFp16) {
 TEST_F(FlashAttentionPlugin, AcceptsHeadSplitViews) {
   auto x = torch::randn({2, 40, 4 * 32}, torch::TensorOptions().device(torch::kCUDA));
   auto heads = x.view({2, 40, 4, 32}).transpose(1, 2);  // not contiguous, as a model hands it over
-  auto out = flash_->forward(heads, heads, heads, true);
+  auto out = flash_->forward(heads, heads, heads, runner::AttentionMask::causal());
   plugins::naive_attention::NaiveAttention naive;
-  EXPECT_LT(attention_check::rel_err(out, naive.forward(heads, heads, heads, true)), 2e-3);
+  EXPECT_LT(attention_check::rel_err(out, naive.forward(heads, heads, heads, runner::AttentionMask::causal())), 2e-3);
 }
 
 TEST_F(FlashAttentionPlugin, BadInputIsOneClearError) {
   auto q = torch::randn({1, 2, 16, 64}, torch::TensorOptions().device(torch::kCUDA));
   auto k = torch::randn({1, 2, 16, 32}, torch::TensorOptions().device(torch::kCUDA));
   try {
-    flash_->forward(q, k, k, false);
+    flash_->forward(q, k, k, runner::AttentionMask::none());
     FAIL() << "mismatched head dims were accepted";
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what_without_backtrace()).find("shapes must be"), std::string::npos);
@@ -64,13 +67,40 @@ TEST(FlashAttentionPluginSkips, UnsupportedHeadDimAndDtypeSkipThePoint) {
   auto flash = attention_check::load(registry, "flash");
   auto q = torch::randn({1, 2, 16, 100});
   try {
-    flash->forward(q, q, q, false);
+    flash->forward(q, q, q, runner::AttentionMask::none());
     FAIL() << "head dim 100 was accepted";
   } catch (const runner::SkipPoint& e) {
     EXPECT_NE(std::string(e.what()).find("head dim 100 is not supported"), std::string::npos) << e.what();
   }
   auto i = torch::zeros({1, 2, 16, 64}, torch::kInt);
-  EXPECT_THROW(flash->forward(i, i, i, false), runner::SkipPoint);
+  EXPECT_THROW(flash->forward(i, i, i, runner::AttentionMask::none()), runner::SkipPoint);
+}
+
+// The window option turns a caller's causal mask (a model's) into a sliding window.
+TEST_F(FlashAttentionPlugin, WindowOptionNarrowsACausalMask) {
+  auto windowed = attention_check::load(registry_, "flash", "{window: 20}");
+  const auto x = torch::randn({1, 2, 150, 64}, torch::TensorOptions().device(torch::kCUDA));
+  plugins::naive_attention::NaiveAttention naive;
+  const auto want = naive.forward(x, x, x, runner::AttentionMask::sliding_window(20));
+  EXPECT_LT(attention_check::rel_err(windowed->forward(x, x, x, runner::AttentionMask::causal()), want), 2e-3);
+  // Without a causal mask from the caller there is no window to narrow.
+  EXPECT_LT(attention_check::rel_err(windowed->forward(x, x, x, runner::AttentionMask::none()),
+                                     naive.forward(x, x, x, runner::AttentionMask::none())),
+            2e-3);
+}
+
+// The wgmma kernels are built for none and causal masks: a window under kernel: wgmma is a
+// skipped point that says so (checked before anything touches a device).
+TEST(FlashAttentionPluginSkips, WgmmaWithASlidingWindowSkipsThePoint) {
+  runner::PluginRegistry registry;
+  auto wgmma = attention_check::load(registry, "flash", "{kernel: wgmma}");
+  const auto q = torch::randn({1, 2, 16, 64}, torch::kBFloat16);
+  try {
+    wgmma->forward(q, q, q, runner::AttentionMask::sliding_window(8));
+    FAIL() << "a sliding window was accepted by kernel: wgmma";
+  } catch (const runner::SkipPoint& e) {
+    EXPECT_NE(std::string(e.what()).find("sliding window"), std::string::npos) << e.what();
+  }
 }
 
 // kernel: wgmma, the Hopper kernels, in the default and the warp-specialized forward schedule
@@ -99,7 +129,7 @@ TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
 TEST_F(FlashAttentionPlugin, WgmmaKernelsSkipWhatTheyDoNotCover) {
   auto wgmma = attention_check::load(registry_, "flash", "{kernel: wgmma}");
   auto f = torch::randn({1, 2, 16, 64}, torch::TensorOptions().device(torch::kCUDA));
-  EXPECT_THROW(wgmma->forward(f, f, f, false), runner::SkipPoint);  // fp32
+  EXPECT_THROW(wgmma->forward(f, f, f, runner::AttentionMask::none()), runner::SkipPoint);  // fp32
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <torch/autograd.h>
 
+#include "attention_mask.hpp"
 #include "flash_reference.hpp"
 #include "runner/attention.hpp"
 #include "runner/range.hpp"
@@ -17,11 +18,14 @@ using torch::autograd::tensor_list;
 
 struct FlashTiledFunction : torch::autograd::Function<FlashTiledFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, bool causal, std::int64_t tile_q, std::int64_t tile_k) {
+                               const torch::Tensor& v, std::int64_t mask_kind, std::int64_t window,
+                               std::int64_t tile_q, std::int64_t tile_k) {
     runner::ScopedRange range("attention/flash_tiled_forward");
-    auto r = reference::forward(q, k, v, causal, {tile_q, tile_k});
+    const auto mask = kernels::flash::Mask::of(static_cast<kernels::flash::MaskKind>(mask_kind), static_cast<int>(window));
+    auto r = reference::forward(q, k, v, mask, {tile_q, tile_k});
     ctx->save_for_backward({q, k, v, r.out, r.lse});
-    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["mask_kind"] = mask_kind;
+    ctx->saved_data["window"] = window;
     ctx->saved_data["tile_q"] = tile_q;
     ctx->saved_data["tile_k"] = tile_k;
     return r.out;
@@ -30,8 +34,10 @@ struct FlashTiledFunction : torch::autograd::Function<FlashTiledFunction> {
     runner::ScopedRange range("attention/flash_tiled_backward");
     const auto s = ctx->get_saved_variables();
     const reference::Tiles tiles{ctx->saved_data["tile_q"].toInt(), ctx->saved_data["tile_k"].toInt()};
-    auto g = reference::backward(s[0], s[1], s[2], s[3], grads[0], s[4], ctx->saved_data["causal"].toBool(), tiles);
-    return {g.dq, g.dk, g.dv, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    const auto mask = kernels::flash::Mask::of(static_cast<kernels::flash::MaskKind>(ctx->saved_data["mask_kind"].toInt()),
+                                               static_cast<int>(ctx->saved_data["window"].toInt()));
+    auto g = reference::backward(s[0], s[1], s[2], s[3], grads[0], s[4], mask, tiles);
+    return {g.dq, g.dk, g.dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -39,8 +45,10 @@ class FlashTiledAttention : public runner::Attention {
  public:
   explicit FlashTiledAttention(reference::Tiles tiles) : tiles_(tiles) {}
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        bool is_causal) override {
-    return FlashTiledFunction::apply(q, k, v, is_causal, tiles_.query, tiles_.key);
+                        const runner::AttentionMask& mask) override {
+    const kernels::flash::Mask m = kernels::flash::mask_of(mask);
+    return FlashTiledFunction::apply(q, k, v, static_cast<std::int64_t>(m.kind), std::int64_t{m.window}, tiles_.query,
+                                     tiles_.key);
   }
   std::string mechanism() const override {
     return "tensor ops, tiles " + std::to_string(tiles_.query) + "x" + std::to_string(tiles_.key);

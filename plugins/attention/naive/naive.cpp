@@ -7,7 +7,7 @@ runner::PluginManifest make_manifest() {
   m.kind = runner::PluginKind::Attention;
   m.name = "naive";
   m.version = "1";
-  m.description = "softmax(q k^T / sqrt(d) + causal mask) v in plain tensor ops";
+  m.description = "softmax(q k^T / sqrt(d) + mask) v in plain tensor ops (none, causal, sliding window)";
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<plugins::naive_attention::NaiveAttention>();
   };

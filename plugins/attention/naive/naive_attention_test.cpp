@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -37,7 +38,8 @@ Inputs random_inputs(std::uint64_t seed, std::vector<std::int64_t> q_shape, std:
 
 void expect_matches_sdpa(const Inputs& in, bool is_causal, std::uint64_t seed) {
   NaiveAttention naive;
-  torch::Tensor out = naive.forward(in.q, in.k, in.v, is_causal);
+  const auto mask = is_causal ? runner::AttentionMask::causal() : runner::AttentionMask::none();
+  torch::Tensor out = naive.forward(in.q, in.k, in.v, mask);
   torch::Tensor grad_out = torch::randn_like(out);
   auto grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {grad_out});
 
@@ -69,7 +71,7 @@ TEST(NaiveAttention, AcceptsInputsWithoutBatchDimensions) {
 TEST(NaiveAttention, MatchesTheFormulaWrittenOut) {
   Inputs in = random_inputs(5, {3, 6, 5}, 6);
   NaiveAttention naive;
-  torch::Tensor out = naive.forward(in.q, in.k, in.v, true);
+  torch::Tensor out = naive.forward(in.q, in.k, in.v, runner::AttentionMask::causal());
   torch::Tensor scores = torch::matmul(in.q, in.k.transpose(-2, -1)) / std::sqrt(5.0);
   torch::Tensor allowed = torch::ones({6, 6}, torch::kBool).tril();
   scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
@@ -79,17 +81,42 @@ TEST(NaiveAttention, MatchesTheFormulaWrittenOut) {
 
 TEST(NaiveAttention, FirstQueryAttendsOnlyToFirstKeyWhenCausal) {
   Inputs in = random_inputs(6, {1, 4, 3}, 4);
-  torch::Tensor out = NaiveAttention().forward(in.q, in.k, in.v, true);
+  torch::Tensor out = NaiveAttention().forward(in.q, in.k, in.v, runner::AttentionMask::causal());
   EXPECT_TRUE(torch::allclose(out.select(1, 0), in.v.select(1, 0)));
 }
 
 TEST(NaiveAttention, CachesTheCausalMaskPerShape) {
   NaiveAttention naive;
-  const torch::Tensor& a = naive.causal_mask(5, 7, torch::kCPU);
-  const torch::Tensor& b = naive.causal_mask(5, 7, torch::kCPU);
+  const torch::Tensor& a = naive.hidden(runner::AttentionMask::causal(), 5, 7, torch::kCPU);
+  const torch::Tensor& b = naive.hidden(runner::AttentionMask::causal(), 5, 7, torch::kCPU);
   EXPECT_TRUE(a.is_same(b));
-  EXPECT_FALSE(naive.causal_mask(7, 5, torch::kCPU).is_same(a));
+  EXPECT_FALSE(naive.hidden(runner::AttentionMask::causal(), 7, 5, torch::kCPU).is_same(a));
   EXPECT_EQ(a.sum().item<std::int64_t>(), 35 - 15);  // 5 rows keep 1..5 keys
+}
+
+// The sliding window by its definition: row i of the output is softmax over keys
+// max(0, i - window + 1) .. i alone, computed one row at a time.
+TEST(NaiveAttention, SlidingWindowSeesOnlyTheLastWindowKeys) {
+  Inputs in = random_inputs(11, {2, 9, 5}, 9);
+  const std::int64_t window = 3;
+  const torch::Tensor out = NaiveAttention().forward(in.q, in.k, in.v, runner::AttentionMask::sliding_window(window));
+  for (std::int64_t i = 0; i < 9; ++i) {
+    const std::int64_t first = std::max<std::int64_t>(0, i - window + 1);
+    const torch::Tensor k = in.k.narrow(1, first, i - first + 1), v = in.v.narrow(1, first, i - first + 1);
+    const torch::Tensor s = at::matmul(in.q.narrow(1, i, 1), k.transpose(-2, -1)) / std::sqrt(5.0);
+    EXPECT_TRUE(torch::allclose(out.narrow(1, i, 1), at::matmul(at::softmax(s, -1), v), 1e-12, 1e-12)) << "row " << i;
+  }
+  // A window as long as the sequence is the causal mask.
+  EXPECT_TRUE(torch::equal(NaiveAttention().forward(in.q, in.k, in.v, runner::AttentionMask::sliding_window(9)),
+                           NaiveAttention().forward(in.q, in.k, in.v, runner::AttentionMask::causal())));
+}
+
+TEST(NaiveAttention, CachesOneHiddenMaskPerWindow) {
+  NaiveAttention naive;
+  const torch::Tensor& a = naive.hidden(runner::AttentionMask::sliding_window(2), 5, 5, torch::kCPU);
+  EXPECT_FALSE(a.is_same(naive.hidden(runner::AttentionMask::sliding_window(3), 5, 5, torch::kCPU)));
+  EXPECT_FALSE(a.is_same(naive.hidden(runner::AttentionMask::causal(), 5, 5, torch::kCPU)));
+  EXPECT_EQ(a.logical_not().sum().item<std::int64_t>(), 1 + 2 * 4);  // row 0 sees 1 key, rows 1..4 see 2
 }
 
 class RecordingListener : public runner::RangeListener {
@@ -103,7 +130,7 @@ TEST(NaiveAttention, NamesItsThreeStepsAsRanges) {
   RecordingListener listener;
   runner::add_range_listener(&listener);
   Inputs in = random_inputs(7, {2, 4, 3}, 4);
-  NaiveAttention().forward(in.q, in.k, in.v, true);
+  NaiveAttention().forward(in.q, in.k, in.v, runner::AttentionMask::causal());
   runner::remove_range_listener(&listener);
   EXPECT_EQ(listener.pushed, (std::vector<std::string>{"attention/scores", "attention/softmax",
                                                        "attention/weighted_sum"}));
@@ -117,8 +144,8 @@ TEST(NaiveAttention, MatchesFp64ReferenceOnCudaInFp32) {
   torch::Tensor k = in.k.detach().to(cuda_fp32).requires_grad_(true);
   torch::Tensor v = in.v.detach().to(cuda_fp32).requires_grad_(true);
   NaiveAttention naive;
-  torch::Tensor out = naive.forward(q, k, v, true);
-  EXPECT_TRUE(naive.causal_mask(64, 64, q.device()).is_cuda());
+  torch::Tensor out = naive.forward(q, k, v, runner::AttentionMask::causal());
+  EXPECT_TRUE(naive.hidden(runner::AttentionMask::causal(), 64, 64, q.device()).is_cuda());
   torch::Tensor grad_out = torch::randn_like(in.q);
   out.backward(grad_out.to(cuda_fp32));
   torch::Tensor ref = at::scaled_dot_product_attention(in.q, in.k, in.v, {}, 0.0, true);
@@ -137,7 +164,7 @@ TEST(NaiveAttention, LoadsFromThePluginDirectory) {
   std::unique_ptr<runner::Attention> attention = ctx.create<runner::Attention>(runner::PluginKind::Attention, params);
   Inputs in = random_inputs(8, {2, 5, 4}, 5);
   torch::Tensor ref = at::scaled_dot_product_attention(in.q, in.k, in.v, {}, 0.0, true);
-  EXPECT_LT(relative_error(attention->forward(in.q, in.k, in.v, true), ref), 1e-12);
+  EXPECT_LT(relative_error(attention->forward(in.q, in.k, in.v, runner::AttentionMask::causal()), ref), 1e-12);
 }
 
 }  // namespace

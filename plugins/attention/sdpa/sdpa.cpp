@@ -13,6 +13,7 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 #include "runner/attention.hpp"
+#include "runner/outcome.hpp"
 #include "runner/range.hpp"
 
 namespace {
@@ -60,7 +61,11 @@ class SdpaAttention : public runner::Attention {
  public:
   explicit SdpaAttention(std::string backend) : backend_(std::move(backend)) {}
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        bool is_causal) override {
+                        const runner::AttentionMask& mask) override {
+    if (mask.kind == runner::AttentionMask::Kind::sliding_window)
+      throw runner::SkipPoint("attention/sdpa: a sliding-window mask is not run here (is_causal covers none and "
+                              "causal); use attention/naive or attention/flash");
+    const bool is_causal = mask.hides_future();
     runner::ScopedRange range("attention/sdpa");
     BackendScope scope(backend_);
     // The fused CUDA backends take [batch, heads, seq, d] only and fall back to the math

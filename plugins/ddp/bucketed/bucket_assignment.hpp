@@ -5,7 +5,10 @@
 // gradients first, so buckets fill (and launch) in the order gradients arrive. A
 // bucket holds consecutive parameters up to `bucket_bytes` in all; a parameter larger
 // than that gets a bucket of its own, and a change of dtype or device starts a new
-// bucket (one flat tensor holds a bucket). Returns each bucket's parameter indices.
+// bucket (one flat tensor holds a bucket). The first bucket may have a smaller limit,
+// `first_bucket_bytes` (PyTorch's DDP caps it at 1 MiB), so that its all-reduce starts
+// early in backward; 0 gives it the same limit as the others. Returns each bucket's
+// parameter indices.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -14,6 +17,7 @@
 
 namespace ddp_bucketed {
 
-std::vector<std::vector<std::size_t>> bucket_assignment(const std::vector<at::Tensor>& params, double bucket_bytes);
+std::vector<std::vector<std::size_t>> bucket_assignment(const std::vector<at::Tensor>& params, double bucket_bytes,
+                                                       double first_bucket_bytes = 0);
 
 }  // namespace ddp_bucketed

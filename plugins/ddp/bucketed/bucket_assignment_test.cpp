@@ -30,6 +30,13 @@ TEST(BucketAssignment, ADtypeChangeStartsANewBucket) {
   EXPECT_EQ(ddp_bucketed::bucket_assignment(params, 1e6), (Buckets{{3, 2}, {1}, {0}}));
 }
 
+TEST(BucketAssignment, TheFirstBucketHasItsOwnLimit) {
+  const std::vector<at::Tensor> params = {floats(10), floats(10), floats(10), floats(10), floats(10)};
+  // 40 bytes each: the first bucket (the last parameters) takes one, the rest fill 120-byte buckets.
+  EXPECT_EQ(ddp_bucketed::bucket_assignment(params, 120, 40), (Buckets{{4}, {3, 2, 1}, {0}}));
+  EXPECT_EQ(ddp_bucketed::bucket_assignment(params, 120, 0), (Buckets{{4, 3, 2}, {1, 0}}));
+}
+
 TEST(BucketAssignment, NoParametersNoBuckets) { EXPECT_TRUE(ddp_bucketed::bucket_assignment({}, 100).empty()); }
 
 }  // namespace

@@ -60,9 +60,12 @@ class GradReadyHook : public torch::autograd::PostAccumulateGradHook {
 
 class BucketedDdp : public runner::DataParallel {
  public:
-  BucketedDdp(double bucket_size_mb, bool bf16_wire)
-      : bucket_bytes_(bucket_size_mb * kBytesPerMiB), bf16_wire_(bf16_wire) {
+  BucketedDdp(double bucket_size_mb, double first_bucket_mb, bool bf16_wire)
+      : bucket_bytes_(bucket_size_mb * kBytesPerMiB), first_bucket_bytes_(first_bucket_mb * kBytesPerMiB),
+        bf16_wire_(bf16_wire) {
     if (!(bucket_size_mb > 0)) throw std::invalid_argument("ddp/bucketed: bucket_size_mb must be > 0");
+    if (!(first_bucket_mb >= 0))
+      throw std::invalid_argument("ddp/bucketed: first_bucket_mb must be >= 0 (0: the first bucket is as large as the others)");
   }
 
   void attach(torch::nn::Module& module, runner::Context& ctx) override {
@@ -132,7 +135,7 @@ class BucketedDdp : public runner::DataParallel {
   void build_buckets() {
     bucket_of_.assign(params_.size(), 0);
     views_.resize(params_.size());
-    for (const auto& members : ddp_bucketed::bucket_assignment(params_, bucket_bytes_)) {
+    for (const auto& members : ddp_bucketed::bucket_assignment(params_, bucket_bytes_, first_bucket_bytes_)) {
       Bucket b;
       std::int64_t numel = 0;
       for (size_t k : members) numel += params_[k].numel();
@@ -164,6 +167,7 @@ class BucketedDdp : public runner::DataParallel {
   }
 
   double bucket_bytes_;
+  double first_bucket_bytes_;
   bool bf16_wire_;
   runner::Distributed dist_;
   std::vector<torch::Tensor> params_;
@@ -183,13 +187,17 @@ runner::PluginManifest make_manifest() {
   m.version = "1";
   m.description = "gradients as views into buckets; a bucket's async all-reduce starts when its last gradient is ready";
   m.options = {runner::opt_float("bucket_size_mb", 25.0, "largest bucket in MiB (a larger parameter gets its own)"),
+               runner::opt_float("first_bucket_mb", 0.0,
+                                 "limit of the first bucket (the last layers' gradients) in MiB, so its all-reduce "
+                                 "starts early in backward (PyTorch's DDP: 1); 0: bucket_size_mb"),
                runner::opt_enum("reduce_dtype", {"fp32", "bf16"}, "fp32",
                                 "dtype on the wire: fp32 (the gradients' own), or bf16 (each bucket cast to a bf16 "
                                 "copy, all-reduced, cast back: half the bytes, bf16 rounding of the mean)")};
   // What report() adds to the train step's record.
   m.metrics = std::vector<std::string>{"buckets", "collectives_per_step"};
   m.create = [](const runner::Params& p, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
-    return std::make_unique<BucketedDdp>(p.number("bucket_size_mb"), p.text("reduce_dtype") == "bf16");
+    return std::make_unique<BucketedDdp>(p.number("bucket_size_mb"), p.number("first_bucket_mb"),
+                                         p.text("reduce_dtype") == "bf16");
   };
   return m;
 }

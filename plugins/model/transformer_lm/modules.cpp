@@ -308,7 +308,7 @@ torch::Tensor CausalSelfAttention::forward(const torch::Tensor& x) const {
     k = rope_->apply(split_heads(k_proj_->forward(x)));
     v = split_heads(v_proj_->forward(x));
   }
-  const torch::Tensor heads = attention_->forward(q, k, v, /*is_causal=*/true);
+  const torch::Tensor heads = attention_->forward(q, k, v, runner::AttentionMask::causal());
   return output_proj_->forward(heads.transpose(1, 2).reshape({batch, seq_len, d_model}));
 }
 

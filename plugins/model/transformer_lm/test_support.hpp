@@ -12,8 +12,8 @@ namespace plugins::transformer_lm::testing {
 class SdpaAttention : public runner::Attention {
  public:
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        bool is_causal) override {
-    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, is_causal);
+                        const runner::AttentionMask& mask) override {
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, mask.hides_future());
   }
 };
 

@@ -1,7 +1,7 @@
 // Analytic answers of the spec's measured questions, computed from the same
 // configuration as the runs (the model plugin's declared facts, the sweep's
 // shapes), optionally beside the measured value read from that run's records
-// (measured.hpp) with the difference. Formulas: model_formulas.hpp.
+// (runner/record_selection.hpp) with the difference. Formulas: model_formulas.hpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,12 +12,18 @@
 #include <utility>
 #include <vector>
 
-#include "measured.hpp"
+#include "runner/record_selection.hpp"
 #include "model_formulas.hpp"
 #include "runner/task.hpp"
 
 namespace plugins::accounting {
 namespace {
+
+using Selection = runner::RecordSelection;
+using runner::find_all_measured;
+using runner::find_measured;
+using runner::MeasuredRecord;
+using runner::parse_where;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMB = 1e6;

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "measured.hpp"
+#include "runner/record_selection.hpp"
 #include "model_formulas.hpp"
 #include "task_harness.hpp"
 
@@ -16,6 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace plugins::accounting;
+using Selection = runner::RecordSelection;
+using runner::find_measured;
+using runner::MeasuredRecord;
+using runner::parse_where;
 using runner::testing::metric_number;
 using runner::testing::metric_text;
 

@@ -9,8 +9,8 @@
 //                         forward_backward. Removes launch overhead, like torch.compile's
 //                         reduce-overhead mode.
 // Records: *_ms (stats), TFLOP/s from the medians with the FlashAttention convention
-// (forward 4*b*h*s^2*d, halved when causal; backward 2.5x), memory in use before
-// backward (eager), peak memory, the mechanism that ran (attention->mechanism()), and
+// (forward 4*b*h*s^2*d, halved when causal, the visible pairs under a sliding window; backward
+// 2.5x), memory in use before backward (eager), peak memory, the mechanism that ran (attention->mechanism()), and
 // the analytic memory of the naive algorithm for the same shape (analytic_* metrics),
 // and with check_against_naive the relative errors against attention/naive in fp32.
 #include <ATen/ATen.h>
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_mask.hpp"
 #include "flash_attention.hpp"
 #include "runner/attention.hpp"
 #include "runner/device.hpp"
@@ -82,7 +83,13 @@ class AttentionBench : public runner::Task {
     const Shape shape{p.integer("batch"), p.integer("heads"), p.integer("seq"), p.integer("d_head")};
     if (shape.batch < 1 || shape.heads < 0 || shape.seq < 1 || shape.d < 1)
       throw std::invalid_argument("attention_bench: batch, seq, d_head must be >= 1 and heads >= 0");
-    const bool causal = p.flag("causal");
+    const std::int64_t window = p.integer("window");
+    if (window > 0 && !p.flag("causal"))
+      throw std::invalid_argument("attention_bench: window " + std::to_string(window) +
+                                  " is a causal sliding window; set causal: true (or window: 0)");
+    const runner::AttentionMask mask = window > 0         ? runner::AttentionMask::sliding_window(window)
+                                       : p.flag("causal") ? runner::AttentionMask::causal()
+                                                          : runner::AttentionMask::none();
     const at::ScalarType dtype = parse_dtype(p.text("dtype"));
     const std::string execution = p.text("execution");
     const bool graphs = execution == "cuda_graph";
@@ -114,7 +121,7 @@ class AttentionBench : public runner::Task {
       ctx.synchronize();
       runner::reset_peak_memory(ctx.device);
       const auto before = runner::device_memory(ctx.device);
-      at::Tensor o = attention->forward(q, k, v, causal);
+      at::Tensor o = attention->forward(q, k, v, mask);
       ctx.synchronize();
       const auto after_forward = runner::device_memory(ctx.device);
       o.backward(dout);
@@ -132,17 +139,18 @@ class AttentionBench : public runner::Task {
     if (!graphs) {
       at::Tensor o;
       times = runner::measure_steps(ctx, [&](runner::StepTimer& t) {
-        t.phase("forward", [&] { o = attention->forward(q, k, v, causal); });
+        t.phase("forward", [&] { o = attention->forward(q, k, v, mask); });
         t.phase("backward", [&] {
           clear_grads();
           o.backward(dout);
         });
       });
     } else {
-      times = measure_graphs(ctx, *attention, q, k, v, dout, causal);
+      times = measure_graphs(ctx, *attention, q, k, v, dout, mask);
     }
 
-    const double fwd_flops = kernels::flash::forward_flops(shape.batch_heads(), shape.seq, shape.seq, shape.d, causal);
+    const double fwd_flops = kernels::flash::forward_flops(shape.batch_heads(), shape.seq, shape.seq, shape.d,
+                                                           kernels::flash::mask_of(mask));
     auto tflops = [](double flops, double ms) { return flops / (ms * 1e-3) / 1e12; };
     for (const std::string& phase : times.order) r.add(phase + "_ms", runner::Stats::of(times.ms.at(phase)), "ms");
     const double fwd_ms = runner::Stats::of(times.ms.at("forward")).median;
@@ -156,7 +164,7 @@ class AttentionBench : public runner::Task {
       r.add("backward_tflops", tflops(2.5 * fwd_flops, bwd_ms), "TFLOP/s");
     }
     add_naive_memory(r, naive);
-    if (p.flag("check_against_naive")) add_errors(ctx, *attention, q, k, v, dout, causal, r);
+    if (p.flag("check_against_naive")) add_errors(ctx, *attention, q, k, v, dout, mask, r);
     const std::string mechanism = attention->mechanism();
     r.add_text("mechanism", (mechanism.empty() ? p.plugin("attention").plugin_name() : mechanism) +
                                 (graphs ? " + CUDA graph (whole step)" : ", eager launches"));
@@ -167,15 +175,15 @@ class AttentionBench : public runner::Task {
   // Relative errors ||x - ref|| / ||ref|| of out, dq, dk, dv against attention/naive run
   // in fp32 (TF32 off) on fp32 copies of the same inputs.
   static void add_errors(runner::Context& ctx, runner::Attention& attention, at::Tensor& q, at::Tensor& k,
-                         at::Tensor& v, const at::Tensor& dout, bool causal, runner::Record& r) {
+                         at::Tensor& v, const at::Tensor& dout, const runner::AttentionMask& mask, runner::Record& r) {
     at::globalContext().setAllowTF32CuBLAS(false);
     auto naive = ctx.create<runner::Attention>(runner::PluginKind::Attention, runner::Params("naive"));
     for (at::Tensor* t : {&q, &k, &v}) t->mutable_grad().reset();
-    const at::Tensor out = attention.forward(q, k, v, causal);
+    const at::Tensor out = attention.forward(q, k, v, mask);
     out.backward(dout);
     auto leaf32 = [](const at::Tensor& t) { return t.detach().to(at::kFloat).requires_grad_(true); };
     at::Tensor qr = leaf32(q), kr = leaf32(k), vr = leaf32(v);
-    const at::Tensor ref = naive->forward(qr, kr, vr, causal);
+    const at::Tensor ref = naive->forward(qr, kr, vr, mask);
     ref.backward(dout.to(at::kFloat));
     auto rel = [](const at::Tensor& a, const at::Tensor& b) {
       const at::Tensor ad = a.detach().to(at::kDouble), bd = b.detach().to(at::kDouble);
@@ -211,7 +219,8 @@ class AttentionBench : public runner::Task {
 
   // Captures forward (no grad) and forward+backward once each; steps replay them.
   static runner::PhaseTimes measure_graphs(runner::Context& ctx, runner::Attention& attention, at::Tensor& q,
-                                           at::Tensor& k, at::Tensor& v, const at::Tensor& dout, bool causal) {
+                                           at::Tensor& k, at::Tensor& v, const at::Tensor& dout,
+                                           const runner::AttentionMask& mask) {
     const c10::cuda::CUDAGuard guard(ctx.device);
     at::cuda::CUDAGraph forward_graph, step_graph;
     at::Tensor fwd_out, step_out;
@@ -223,15 +232,15 @@ class AttentionBench : public runner::Task {
       const c10::cuda::CUDAStreamGuard stream_guard(side);
       for (int i = 0; i < 2; ++i) {
         for (at::Tensor* t : {&q, &k, &v}) t->mutable_grad().reset();
-        attention.forward(q, k, v, causal).backward(dout);
+        attention.forward(q, k, v, mask).backward(dout);
       }
       for (at::Tensor* t : {&q, &k, &v}) t->mutable_grad().reset();
       capture(forward_graph, [&] {
         const torch::NoGradGuard no_grad;
-        fwd_out = attention.forward(q, k, v, causal);
+        fwd_out = attention.forward(q, k, v, mask);
       });
       capture(step_graph, [&] {
-        step_out = attention.forward(q, k, v, causal);
+        step_out = attention.forward(q, k, v, mask);
         step_out.backward(dout);
       });
     }
@@ -257,6 +266,8 @@ runner::PluginManifest make_manifest() {
       runner::opt_int("d_head", 64, "head dimension"),
       runner::opt_enum("dtype", {"fp32", "bf16", "fp16"}, "fp32", "dtype of q, k, v (no autocast)"),
       runner::opt_bool("causal", false, "causal mask (query i sees keys j <= i)"),
+      runner::opt_int("window", 0, "with causal: a sliding window, query i sees keys i - window + 1 .. i; 0 = off")
+          .in_range(0, 1 << 30),
       runner::opt_enum("execution", {"eager", "cuda_graph"}, "eager",
                        "eager launches, or replay of captured CUDA graphs (forward; forward+backward)"),
       runner::opt_bool("allow_tf32", false, "let cuBLAS use TF32 for fp32 matmuls"),

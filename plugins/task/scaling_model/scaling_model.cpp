@@ -2,7 +2,7 @@
 // predicted from committed records (a one-GPU step, an all-reduce sweep and,
 // optionally, a DDP run that calibrates compute interference), optionally beside
 // a measured multi-GPU step. The model is ddp_scaling.hpp; records are read with
-// task/accounting's selection code (../accounting/measured.hpp), so selections,
+// the record selection of runner/record_selection.hpp (shared with task/accounting), so selections,
 // `{option}` substitution and their one-line errors are the same in both tasks.
 #include <cmath>
 #include <cstdint>
@@ -14,15 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "../accounting/measured.hpp"
+#include "runner/record_selection.hpp"
 #include "ddp_scaling.hpp"
 #include "runner/task.hpp"
 
 namespace plugins::scaling_model {
 namespace {
 
-using accounting::MeasuredRecord;
-using accounting::Selection;
+using runner::MeasuredRecord;
+using Selection = runner::RecordSelection;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -37,7 +37,7 @@ Selection selection(const runner::Params& p, const std::string& prefix, const st
   Selection s;
   s.file = p.text(file_option.empty() ? prefix + "_file" : file_option);
   s.part = p.text(prefix + "_part");
-  s.where = accounting::parse_where(p.texts(prefix + "_where"), p.flatten(), prefix + "_where");
+  s.where = runner::parse_where(p.texts(prefix + "_where"), p.flatten(), prefix + "_where");
   return s;
 }
 
@@ -51,7 +51,7 @@ double number(const MeasuredRecord& r, const Selection& s, const std::string& op
 
 StepTimes one_gpu_step(const runner::Params& p, double& parameters) {
   const Selection s = selection(p, "step");
-  const MeasuredRecord r = accounting::find_measured(s, "median");
+  const MeasuredRecord r = runner::find_measured(s, "median");
   StepTimes t;
   t.step = number(r, s, "step_file", "step_ms") / 1e3;
   t.forward = number(r, s, "step_file", "forward_ms") / 1e3;
@@ -84,7 +84,7 @@ AllReduceModel allreduce_model(const runner::Params& p, std::string& fits) {
       throw std::invalid_argument("fit_processes lists " + std::to_string(ranks) + " twice; give each process count once");
     origin[ranks] = one.file.string();
     one.where.emplace_back("processes", std::to_string(ranks));
-    for (const MeasuredRecord& r : accounting::find_all_measured(one, "median")) {
+    for (const MeasuredRecord& r : runner::find_all_measured(one, "median")) {
       if (r.status != runner::RecordStatus::ok) continue;
       const auto bytes = r.numbers.find("bytes"), time = r.numbers.find("time_ms");
       if (bytes == r.numbers.end() || time == r.numbers.end())
@@ -149,11 +149,11 @@ double interference(runner::Context& ctx, const runner::Params& p, const AllRedu
     return p.number("interference_ms_per_gb") / 1e12;
   }
   const Selection s = selection(p, "calibration");
-  const MeasuredRecord r = accounting::find_measured(s, "median");
+  const MeasuredRecord r = runner::find_measured(s, "median");
   const double backward = number(r, s, "calibration_file", "backward_ms") / 1e3;
   const int ranks = static_cast<int>(number(r, s, "calibration_file", "world_size"));
   const Selection base = selection(p, "calibration_baseline", "calibration_file");
-  const MeasuredRecord one = accounting::find_measured(base, "median");
+  const MeasuredRecord one = runner::find_measured(base, "median");
   const double backward_1 = number(one, base, "calibration_file", "backward_ms") / 1e3;
   const bool own_model = p.plugin("calibration_model").plugin_name() == "none";
   const TransformerShape shape_c = shape(ctx, p, own_model ? p.plugin("model") : p.plugin("calibration_model"));
@@ -173,7 +173,7 @@ double interference(runner::Context& ctx, const runner::Params& p, const AllRedu
 void add_measured(const runner::Params& p, double predicted_step, runner::Record& r) {
   if (p.text("measured_file").empty()) return;
   const Selection s = selection(p, "measured");
-  const MeasuredRecord m = accounting::find_measured(s, "median");
+  const MeasuredRecord m = runner::find_measured(s, "median");
   const double step = number(m, s, "measured_file", "step_ms");
   r.add("measured_step_ms", step, "ms");
   r.add("step_error_pct", 100 * (predicted_step * 1e3 - step) / step, "%");
@@ -305,10 +305,10 @@ runner::PluginManifest make_manifest() {
       if (p.text("calibration_file").empty())
         throw std::invalid_argument("interference: calibrated needs calibration_file (a DDP run's results.jsonl)");
       const Selection s = selection(p, "calibration");
-      accounting::find_measured(s, "median");
-      accounting::find_measured(selection(p, "calibration_baseline", "calibration_file"), "median");
+      runner::find_measured(s, "median");
+      runner::find_measured(selection(p, "calibration_baseline", "calibration_file"), "median");
     }
-    if (!p.text("measured_file").empty()) accounting::find_measured(selection(p, "measured"), "median");
+    if (!p.text("measured_file").empty()) runner::find_measured(selection(p, "measured"), "median");
   };
   return m;
 }

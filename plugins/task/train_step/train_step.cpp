@@ -207,6 +207,14 @@ class TrainStep : public runner::Task {
       graph = std::make_unique<runner::CudaGraphStep>(ctx.device, /*eager_steps=*/ddp ? kDdpEagerSteps : 2, "train_step");
     }
     auto prepare = [&] {
+      // Before each eager step and the capture: the eager steps' timed collectives hold
+      // the tensors they reduced (c10d's Work) until the clock takes them, and a graph's
+      // steps are never taken per step; take them here, or the gradients of every eager
+      // step stay allocated (naive, flat and overlap reduce fresh gradient tensors).
+      if (ddp) {
+        ctx.synchronize();
+        ddp->take_communication();
+      }
       if (!backward) return;
       if (ddp) {
         ddp->zero_grad(module);

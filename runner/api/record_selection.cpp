@@ -1,4 +1,4 @@
-#include "measured.hpp"
+#include "runner/record_selection.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -8,11 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace plugins::accounting {
+namespace runner {
 namespace {
 
 using nlohmann::json;
-using runner::StoredRecord;
 
 bool as_number(const std::string& text, double& out) {
   if (text.empty()) return false;
@@ -45,7 +44,7 @@ bool record_value(const StoredRecord& record, const std::string& key, std::strin
   return false;
 }
 
-std::string describe(const Selection& sel) {
+std::string describe(const RecordSelection& sel) {
   std::string out = sel.part.empty() ? "" : "part=" + sel.part;
   for (const auto& [k, v] : sel.where) out += (out.empty() ? "" : ", ") + k + "=" + (v.empty() ? "(absent)" : v);
   return out.empty() ? "(any)" : out;
@@ -65,7 +64,7 @@ std::vector<StoredRecord> read_file(const std::filesystem::path& file) {
   }
 }
 
-bool matches(const StoredRecord& record, const Selection& sel) {
+bool matches(const StoredRecord& record, const RecordSelection& sel) {
   if (!sel.part.empty() && record.part != sel.part) return false;
   for (const auto& [key, want] : sel.where) {
     std::string have;
@@ -91,8 +90,8 @@ MeasuredRecord reduce(const StoredRecord& record, const std::string& stat) {
 }
 
 // Why nothing matched: the first condition no record meets, with the values there are.
-std::string no_match_hint(const std::vector<StoredRecord>& records, const Selection& sel) {
-  Selection partial;
+std::string no_match_hint(const std::vector<StoredRecord>& records, const RecordSelection& sel) {
+  RecordSelection partial;
   partial.part = sel.part;
   for (const auto& condition : sel.where) {
     std::set<std::string> seen;
@@ -101,7 +100,7 @@ std::string no_match_hint(const std::vector<StoredRecord>& records, const Select
       if (!matches(r, partial)) continue;
       std::string v;
       seen.insert(record_value(r, condition.first, v) ? v : "(absent)");
-      Selection one = partial;
+      RecordSelection one = partial;
       one.where.push_back(condition);
       any = any || matches(r, one);
     }
@@ -120,7 +119,7 @@ std::string no_match_hint(const std::vector<StoredRecord>& records, const Select
   return "";
 }
 
-std::vector<StoredRecord> matching(const Selection& sel, std::vector<StoredRecord>& all) {
+std::vector<StoredRecord> matching(const RecordSelection& sel, std::vector<StoredRecord>& all) {
   all = read_file(sel.file);
   std::vector<StoredRecord> hits;
   for (const StoredRecord& r : all)
@@ -160,7 +159,7 @@ std::vector<std::pair<std::string, std::string>> parse_where(const std::vector<s
   return out;
 }
 
-MeasuredRecord find_measured(const Selection& selection, const std::string& stat) {
+MeasuredRecord find_measured(const RecordSelection& selection, const std::string& stat) {
   std::vector<StoredRecord> all;
   const std::vector<StoredRecord> hits = matching(selection, all);
   if (hits.size() > 1)
@@ -170,11 +169,11 @@ MeasuredRecord find_measured(const Selection& selection, const std::string& stat
   return reduce(hits.front(), stat);
 }
 
-std::vector<MeasuredRecord> find_all_measured(const Selection& selection, const std::string& stat) {
+std::vector<MeasuredRecord> find_all_measured(const RecordSelection& selection, const std::string& stat) {
   std::vector<StoredRecord> all;
   std::vector<MeasuredRecord> out;
   for (const StoredRecord& r : matching(selection, all)) out.push_back(reduce(r, stat));
   return out;
 }
 
-}  // namespace plugins::accounting
+}  // namespace runner

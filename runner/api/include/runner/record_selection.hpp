@@ -1,4 +1,5 @@
-// Reading measured values out of another experiment's results.jsonl, so an
+// Reading measured values out of another experiment's results.jsonl (for analytic tasks:
+// task/accounting, task/scaling_model), so an
 // analytic value can stand next to the measurement it predicts.
 //
 // A selection names the file, optionally a part, and `key=value` conditions on a
@@ -17,9 +18,9 @@
 
 #include "runner/stored_record.hpp"
 
-namespace plugins::accounting {
+namespace runner {
 
-struct Selection {
+struct RecordSelection {
   std::filesystem::path file;
   std::string part;                                         // empty: any part
   std::vector<std::pair<std::string, std::string>> where;  // after substitution
@@ -32,16 +33,16 @@ std::vector<std::pair<std::string, std::string>> parse_where(const std::vector<s
 
 // One matched record: its status and its metrics as JSON text-free values.
 struct MeasuredRecord {
-  runner::RecordStatus status = runner::RecordStatus::ok;
+  RecordStatus status = RecordStatus::ok;
   std::string status_text = "ok";          // as recorded: ok, oom, skipped, error, ...
   std::map<std::string, double> numbers;   // scalar metrics, and stats reduced by `stat`
   std::map<std::string, std::string> units;
 };
 
 // The one record the selection matches; throws when none or several do.
-MeasuredRecord find_measured(const Selection& selection, const std::string& stat);
+MeasuredRecord find_measured(const RecordSelection& selection, const std::string& stat);
 
 // All records the selection matches (for fits over a sweep); throws when none do.
-std::vector<MeasuredRecord> find_all_measured(const Selection& selection, const std::string& stat);
+std::vector<MeasuredRecord> find_all_measured(const RecordSelection& selection, const std::string& stat);
 
-}  // namespace plugins::accounting
+}  // namespace runner

@@ -1,14 +1,15 @@
-#include "flash_attention.hpp"
-
+// forward_bshd / backward_bshd: the host side of a launch. Views the kernels read in place or
+// canonical copies (mma_sync, fp32), the launch arguments (flash_launch.hpp) and the backward's
+// delta pass; without CUDA both throw one clear error.
 #include <cmath>
 #include <cstdint>
-#include <vector>
+#include <tuple>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <torch/autograd.h>
 
-#include "runner/range.hpp"
+#include "flash_attention.hpp"
+#include "flash_checks.hpp"
 
 #ifdef RUNNER_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -21,234 +22,7 @@
 
 namespace kernels::flash {
 
-bool supports_head_dim(std::int64_t d) { return d >= 8 && d <= 128 && d % 8 == 0; }
-
-namespace {
-
-// What every entry point checks: dtypes, devices, head dim. q, k, v already have one rank.
-void check_common(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  TORCH_CHECK(supports_head_dim(q.size(-1)), "flash attention: head dim ", q.size(-1),
-              " is not supported; the kernels take multiples of 8 up to 128");
-  const auto dtype = q.scalar_type();
-  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
-              "flash attention: dtype ", dtype, " is not supported; use float32, bfloat16 or float16");
-  TORCH_CHECK(k.scalar_type() == dtype && v.scalar_type() == dtype, "flash attention: q, k, v dtypes differ (",
-              dtype, ", ", k.scalar_type(), ", ", v.scalar_type(), ")");
-  TORCH_CHECK(q.is_cuda() && k.is_cuda() && v.is_cuda(), "flash attention: q, k, v must be CUDA tensors, got ",
-              q.device(), ", ", k.device(), ", ", v.device());
-  TORCH_CHECK(q.device() == k.device() && k.device() == v.device(), "flash attention: q, k, v are on different devices");
-}
-
-void check_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  TORCH_CHECK(q.defined() && k.defined() && v.defined(), "flash attention: q, k and v must be defined tensors");
-  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && k.sizes() == v.sizes() && q.size(0) == k.size(0) &&
-                  q.size(2) == k.size(2) && q.size(3) == k.size(3),
-              "flash attention: shapes must be q [batch, lq, heads, d], k = v [batch, lk, heads, d]; got q ",
-              q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
-  TORCH_CHECK(q.size(1) > 0 && k.size(1) > 0, "flash attention: empty sequence (lq ", q.size(1), ", lk ", k.size(1),
-              ")");
-  TORCH_CHECK(q.size(0) * q.size(2) <= (1LL << 30) && q.size(1) < (1LL << 31) && k.size(1) < (1LL << 31),
-              "flash attention: batch*heads must be <= 2^30, got ", q.size(0) * q.size(2));
-  check_common(q, k, v);
-  TORCH_CHECK(q.scalar_type() != at::kFloat || q.size(0) * q.size(2) <= 65535,
-              "flash attention: fp32 takes batch*heads <= 65535, got ", q.size(0) * q.size(2));
-}
-
-}  // namespace
-
-void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-  TORCH_CHECK(q.defined() && k.defined() && v.defined(), "flash attention: q, k and v must be defined tensors");
-  TORCH_CHECK(q.dim() >= 2 && q.dim() == k.dim() && k.dim() == v.dim(),
-              "flash attention: q, k, v need the same rank >= 2, got ", q.sizes(), ", ", k.sizes(), ", ", v.sizes());
-  TORCH_CHECK(q.sizes().slice(0, q.dim() - 2) == k.sizes().slice(0, k.dim() - 2) &&
-                  k.sizes() == v.sizes() && q.size(-1) == k.size(-1),
-              "flash attention: shapes must be q [..., lq, d], k = v [..., lk, d] with the same leading dims; got q ",
-              q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
-  TORCH_CHECK(q.size(-2) > 0 && k.size(-2) > 0, "flash attention: empty sequence (lq ", q.size(-2), ", lk ",
-              k.size(-2), ")");
-  check_common(q, k, v);
-  const std::int64_t bh = q.numel() / (q.size(-2) * q.size(-1));
-  TORCH_CHECK(bh <= (1LL << 30), "flash attention: batch*heads must be <= 2^30, got ", bh);
-}
-
-KernelFamily parse_kernel_family(const std::string& name) {
-  if (name == "auto") return KernelFamily::automatic;
-  if (name == "mma_sync") return KernelFamily::mma_sync;
-  if (name == "wgmma") return KernelFamily::wgmma;
-  TORCH_CHECK(false, "flash attention: kernel family '", name, "' is not one of auto, mma_sync, wgmma");
-}
-
-ForwardSchedule parse_forward_schedule(const std::string& name) {
-  if (name == "auto") return ForwardSchedule::automatic;
-  if (name == "serial") return ForwardSchedule::serial;
-  if (name == "pipelined") return ForwardSchedule::pipelined;
-  if (name == "warp_specialized") return ForwardSchedule::warp_specialized;
-  TORCH_CHECK(false, "flash attention: forward schedule '", name,
-              "' is not one of auto, serial, pipelined, warp_specialized");
-}
-
-const char* to_string(ForwardSchedule schedule) {
-  switch (schedule) {
-    case ForwardSchedule::serial: return "serial";
-    case ForwardSchedule::pipelined: return "pipelined";
-    case ForwardSchedule::warp_specialized: return "warp_specialized";
-    default: return "auto";
-  }
-}
-
-const char* to_string(KernelFamily family) {
-  switch (family) {
-    case KernelFamily::mma_sync: return "mma_sync";
-    case KernelFamily::wgmma: return "wgmma";
-    default: return "auto";
-  }
-}
-
-std::string wgmma_unsupported_reason(const at::Tensor& q) {
-  const auto dtype = q.scalar_type();
-  if (dtype != at::kBFloat16 && dtype != at::kHalf)
-    return std::string("the wgmma kernels take bf16 or fp16, not ") + c10::toString(dtype);
-  if (!supports_head_dim(q.size(-1)))
-    return "the wgmma kernels take head dims that are multiples of 8 up to 128, not " + std::to_string(q.size(-1));
-#ifdef RUNNER_WITH_CUDA
-  if (!q.is_cuda()) return "the wgmma kernels need CUDA tensors";
-  const auto* props = at::cuda::getDeviceProperties(q.device().index());
-  if (props->major != 9)
-    return "the wgmma kernels need an sm_90 GPU (Hopper); this one is sm_" + std::to_string(props->major) +
-           std::to_string(props->minor);
-  return "";
-#else
-  return "this build has no CUDA";
-#endif
-}
-
-KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q) {
-  if (family != KernelFamily::automatic) return family;
-  // At d <= 32 the wgmma kernels would pad to 64 columns: mma_sync has kernels of that size.
-  return q.size(-1) > 32 && wgmma_unsupported_reason(q).empty() ? KernelFamily::wgmma : KernelFamily::mma_sync;
-}
-
-double forward_flops(std::int64_t bh, std::int64_t lq, std::int64_t lk, std::int64_t d, bool causal) {
-  const double full = 4.0 * static_cast<double>(bh) * static_cast<double>(lq) * static_cast<double>(lk) *
-                      static_cast<double>(d);
-  return causal ? full / 2.0 : full;
-}
-
-namespace {
-
-// [..., seq, d] as [bh, seq, 1, d] (a view where the strides allow it).
-at::Tensor as_bshd(const at::Tensor& t) { return t.reshape({-1, t.size(-2), 1, t.size(-1)}); }
-
-}  // namespace
-
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                      const Options& options) {
-  check_inputs(q, k, v);
-  ForwardResult r = forward_bshd(as_bshd(q), as_bshd(k), as_bshd(v), causal, options);
-  r.out = r.out.view(q.sizes());
-  std::vector<std::int64_t> lse_shape(q.sizes().begin(), q.sizes().end() - 1);
-  r.lse = r.lse.view(lse_shape);
-  return r;
-}
-
-ForwardResult forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                      KernelFamily family) {
-  Options o;
-  o.family = family;
-  return forward(q, k, v, causal, o);
-}
-
-Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout, const at::Tensor& lse, bool causal, const Options& options) {
-  check_inputs(q, k, v);
-  TORCH_CHECK(out.sizes() == q.sizes() && dout.sizes() == q.sizes(),
-              "flash attention backward: out and dout must have q's shape ", q.sizes(), ", got ", out.sizes(), " and ",
-              dout.sizes());
-  TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.numel() * q.size(-1) == q.numel() && lse.is_contiguous(),
-              "flash attention backward: lse must be the forward's fp32 [..., lq] tensor");
-  Gradients g = backward_bshd(as_bshd(q), as_bshd(k), as_bshd(v), as_bshd(out), as_bshd(dout), lse, causal, options);
-  return {g.dq.view(q.sizes()), g.dk.view(k.sizes()), g.dv.view(v.sizes())};
-}
-
-Gradients backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                   const at::Tensor& dout, const at::Tensor& lse, bool causal, KernelFamily family) {
-  Options o;
-  o.family = family;
-  return backward(q, k, v, out, dout, lse, causal, o);
-}
-
-at::Tensor attention_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
-  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
-              "flash attention reference: q, k, v must be [batch, seq, heads, d]");
-  const auto math = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  const auto qh = q.to(math).transpose(1, 2), kh = k.to(math).transpose(1, 2), vh = v.to(math).transpose(1, 2);
-  auto s = at::matmul(qh, kh.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-  if (causal) {
-    const auto hide = at::ones({q.size(1), k.size(1)}, s.options().dtype(at::kBool)).triu(1);
-    s = s.masked_fill(hide, -INFINITY);
-  }
-  const auto o = at::matmul(at::softmax(s, -1), vh);  // [batch, heads, lq, d]
-  return o.transpose(1, 2).reshape({q.size(0), q.size(1), q.size(2) * q.size(3)}).to(q.scalar_type());
-}
-
-namespace {
-
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
-
-// The saved options travel as integers (AutogradContext::saved_data holds IValues).
-std::vector<std::int64_t> pack(const Options& o) {
-  return {static_cast<std::int64_t>(o.family), static_cast<std::int64_t>(o.forward_schedule), o.tma_loads,
-          o.pingpong, o.deterministic_backward, o.head_group, o.warp_specialized_backward, o.bulk_dq,
-          o.backward_pingpong, static_cast<std::int64_t>(o.persistent_forward),
-          static_cast<std::int64_t>(o.persistent_backward), o.forward_query_tile};
-}
-Options unpack(const std::vector<std::int64_t>& v) {
-  Options o;
-  o.family = static_cast<KernelFamily>(v[0]);
-  o.forward_schedule = static_cast<ForwardSchedule>(v[1]);
-  o.tma_loads = v[2] != 0;
-  o.pingpong = v[3] != 0;
-  o.deterministic_backward = v[4] != 0;
-  o.head_group = static_cast<int>(v[5]);
-  o.warp_specialized_backward = v[6] != 0;
-  o.bulk_dq = v[7] != 0;
-  o.backward_pingpong = v[8] != 0;
-  o.persistent_forward = static_cast<Options::Persistent>(v[9]);
-  o.persistent_backward = static_cast<Options::Persistent>(v[10]);
-  o.forward_query_tile = static_cast<int>(v[11]);
-  return o;
-}
-
-struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            bool causal, std::vector<std::int64_t> options) {
-    runner::ScopedRange range("attention/flash_forward");
-    ForwardResult r = forward_bshd(q, k, v, causal, unpack(options));
-    ctx->save_for_backward({q, k, v, r.out, r.lse});
-    ctx->saved_data["causal"] = causal;
-    ctx->saved_data["options"] = options;
-    // [batch, lq, heads, d]: a gradient that arrives through a head-split view (a transpose)
-    // then needs no copy to be read as [batch, lq, heads, d].
-    return r.out.view(q.sizes());
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    runner::ScopedRange range("attention/flash_backward");  // on autograd's device thread
-    const auto s = ctx->get_saved_variables();
-    Gradients g = backward_bshd(s[0], s[1], s[2], s[3], grads[0], s[4], ctx->saved_data["causal"].toBool(),
-                                unpack(ctx->saved_data["options"].toIntVector()));
-    return {g.dq, g.dk, g.dv, at::Tensor(), at::Tensor()};
-  }
-};
-
-}  // namespace
-
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                     const Options& options, bool merge_heads) {
-  at::Tensor out = q.is_cuda() ? AttentionFunction::apply(q, k, v, causal, pack(options))
-                               : attention_reference(q, k, v, causal).view(q.sizes());
-  return merge_heads ? out.flatten(2) : out;
-}
+using detail::check_bshd;
 
 #ifdef RUNNER_WITH_CUDA
 namespace {
@@ -317,9 +91,12 @@ at::Tensor gradient_like(const at::Tensor& x) {
   return readable_in_place(g) ? g : at::empty_like(x, at::MemoryFormat::Contiguous);
 }
 
-bool use_wgmma(KernelFamily family, const at::Tensor& q) {
-  if (family == KernelFamily::automatic) return resolve_kernel_family(family, q) == KernelFamily::wgmma;
+bool use_wgmma(KernelFamily family, const at::Tensor& q, const Mask& mask) {
+  if (family == KernelFamily::automatic) return resolve_kernel_family(family, q, mask) == KernelFamily::wgmma;
   if (family != KernelFamily::wgmma) return false;
+  TORCH_CHECK(!mask.windowed(),
+              "flash attention: kernel family wgmma is built for none and causal masks; a sliding window runs "
+              "mma_sync (use mma_sync or auto)");
   const std::string why = wgmma_unsupported_reason(q);
   TORCH_CHECK(why.empty(), "flash attention: kernel family wgmma: ", why, "; use mma_sync or auto");
   return true;
@@ -351,13 +128,14 @@ detail::Persistence persistence(Options::Persistent p) {
 
 }  // namespace
 
-ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, bool causal,
+ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in, const Mask& mask,
                            const Options& options) {
   check_bshd(q_in, k_in, v_in);
+  check_mask(mask);
   const c10::cuda::CUDAGuard guard(q_in.device());
   const std::int64_t batch = q_in.size(0), lq = q_in.size(1), heads = q_in.size(2), d = q_in.size(3),
                      lk = k_in.size(1);
-  const bool wgmma = use_wgmma(options.family, q_in);
+  const bool wgmma = use_wgmma(options.family, q_in, mask);
   const int dk = kernel_head_dim(d, wgmma);
   ForwardResult r;
   r.out = at::empty({batch, lq, heads * d}, q_in.options());
@@ -378,7 +156,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   a.lse = r.lse.data_ptr<float>();
   a.bh = static_cast<int>(batch * heads), a.lq = static_cast<int>(lq), a.lk = static_cast<int>(lk);
   a.d = static_cast<int>(d), a.d_kernel = dk;
-  a.causal = causal;
+  a.mask = mask.with_lengths(a.lq, a.lk);
   a.dtype = kernels::dtype_of(q, "flash attention");
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   a.wgmma = wgmma;
@@ -407,9 +185,10 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
 }
 
 Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
-                        const at::Tensor& out_in, const at::Tensor& dout_in, const at::Tensor& lse, bool causal,
+                        const at::Tensor& out_in, const at::Tensor& dout_in, const at::Tensor& lse, const Mask& mask,
                         const Options& options, const Gradients* into) {
   check_bshd(q_in, k_in, v_in);
+  check_mask(mask);
   const std::int64_t batch = q_in.size(0), lq = q_in.size(1), heads = q_in.size(2), d = q_in.size(3),
                      lk = k_in.size(1);
   TORCH_CHECK(lse.scalar_type() == at::kFloat && lse.numel() == batch * heads * lq && lse.is_contiguous(),
@@ -430,11 +209,14 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   } else {
     g = {gradient_like(q_in), gradient_like(k_in), gradient_like(v_in)};
   }
-  const bool wgmma = use_wgmma(options.family, q_in);
-  const bool fuse_dq = wgmma && !options.deterministic_backward;
+  const bool wgmma = use_wgmma(options.family, q_in, mask);
+  const BackwardSchedule schedule = options.backward_schedule;
+  const bool fuse_dq = wgmma && schedule != BackwardSchedule::deterministic;
+  const bool warp_specialized =
+      schedule == BackwardSchedule::warp_specialized || schedule == BackwardSchedule::warp_specialized_bulk_dq;
   const int dk = kernel_head_dim(d, wgmma);
   // The bulk-dQ kernel adds whole 64-row tiles into a tiled buffer (flash_launch.hpp, dq_tiled_offset).
-  const bool bulk_dq = fuse_dq && options.warp_specialized_backward && options.bulk_dq;
+  const bool bulk_dq = fuse_dq && schedule == BackwardSchedule::warp_specialized_bulk_dq;
   const std::int64_t dq_rows = bulk_dq ? (lq + 63) / 64 * 64 : lq;
 
   detail::BackwardArgs a{};
@@ -473,7 +255,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   // measured in git show 46d21d9:reports/flash_benchmarking/runs/v24_dependent_launch), so no memset sits between
   // them: the delta pass zeroes the persistent grid's tile counter.
   at::Tensor tile_counter;
-  const bool chained = wgmma && options.warp_specialized_backward;
+  const bool chained = wgmma && warp_specialized;
   if (chained) {
     tile_counter = at::empty({1}, q.options().dtype(at::kInt));
     da.counter = tile_counter.data_ptr<int>();
@@ -486,13 +268,13 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   a.dq = dq.data_ptr(), a.dk = dkt.data_ptr(), a.dv = dv.data_ptr();
   a.bh = static_cast<int>(batch * heads), a.lq = static_cast<int>(lq), a.lk = static_cast<int>(lk);
   a.d = static_cast<int>(d), a.d_kernel = dk;
-  a.causal = causal;
+  a.mask = mask.with_lengths(a.lq, a.lk);
   a.dtype = dtype;
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
   a.wgmma = wgmma;
   a.head_group = options.head_group;
   if (fuse_dq) a.dq_accum = dq_accum.data_ptr<float>();
-  a.warp_specialized = options.warp_specialized_backward;
+  a.warp_specialized = warp_specialized;
   a.bulk_dq = bulk_dq;
   a.pingpong = options.backward_pingpong;
   a.persistent = persistence(options.persistent_backward);
@@ -511,13 +293,14 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
 
 #else
 
-ForwardResult forward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool, const Options&) {
+ForwardResult forward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Mask&,
+                           const Options&) {
   check_bshd(q, k, v);
   TORCH_CHECK(false, "flash attention: this build has no CUDA (configure with a CUDA toolkit)");
 }
 
 Gradients backward_bshd(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor&,
-                        const at::Tensor&, const at::Tensor&, bool, const Options&, const Gradients*) {
+                        const at::Tensor&, const at::Tensor&, const Mask&, const Options&, const Gradients*) {
   check_bshd(q, k, v);
   TORCH_CHECK(false, "flash attention: this build has no CUDA (configure with a CUDA toolkit)");
 }
