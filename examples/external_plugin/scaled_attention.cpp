@@ -1,4 +1,4 @@
-// An attention plugin: softmax(q k^T / (sqrt(d) * temperature) + causal mask) v in
+// An attention plugin: softmax(q k^T / (sqrt(d) * temperature) + mask) v in
 // tensor ops, differentiable through autograd. Any task that takes an attention
 // (task/attention_bench's `attention`, model/transformer_lm's `attention`) can name it:
 //   attention: {name: scaled, temperature: 1.0}
@@ -13,6 +13,8 @@
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/softmax.h>
+#include <ATen/ops/logical_or.h>
+#include <ATen/ops/tril.h>
 #include <ATen/ops/triu.h>
 
 #include "runner/attention.hpp"
@@ -25,7 +27,7 @@ class ScaledAttention : public runner::Attention {
   explicit ScaledAttention(double temperature) : temperature_(temperature) {}
 
   torch::Tensor forward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        bool is_causal) override {
+                        const runner::AttentionMask& mask) override {
     // Shapes are checked by TORCH_CHECK: the host records the message as the point's error.
     TORCH_CHECK(q.dim() >= 2 && q.dim() == k.dim() && k.dim() == v.dim() && q.size(-1) == k.size(-1) &&
                     k.size(-2) == v.size(-2),
@@ -33,9 +35,12 @@ class ScaledAttention : public runner::Attention {
     // Named ranges show up in profiler traces (nsys, the kernels profiler) under these names.
     runner::ScopedRange range("scaled_attention");
     torch::Tensor scores = at::matmul(q, k.transpose(-2, -1)) / (std::sqrt(double(q.size(-1))) * temperature_);
-    if (is_causal) {
-      const auto mask = at::triu(at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)), /*diagonal=*/1);
-      scores = at::masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
+    if (mask.hides_future()) {  // causal: key j > query i hidden; a sliding window also j <= i - window
+      const auto ones = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool));
+      at::Tensor hidden = at::triu(ones, /*diagonal=*/1);
+      if (mask.kind == runner::AttentionMask::Kind::sliding_window)
+        hidden = at::logical_or(hidden, at::tril(ones, /*diagonal=*/-mask.window));
+      scores = at::masked_fill(scores, hidden, -std::numeric_limits<double>::infinity());
     }
     return at::matmul(at::softmax(scores, -1), v);
   }
