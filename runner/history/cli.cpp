@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -94,7 +95,9 @@ int history_command(const std::vector<std::string>& args) {
               << " yet (runs add themselves; `runner history --import runs/` adds old ones)\n";
     return 2;
   }
-  HistoryStore store(file);
+  // Listing and the trends site only read: a history on a read-only mount serves them.
+  const bool writes = p.vm.count("import") || p.vm.count("mark-good");
+  HistoryStore store(file, writes ? HistoryAccess::write : HistoryAccess::read);
   if (p.vm.count("import")) {
     if (p.positional.empty()) {
       std::cerr << "runner history --import: give run directories (or a directory of runs, e.g. runs/)\n";
@@ -219,7 +222,7 @@ int compare_command(const std::vector<std::string>& args) {
   try {
     const fs::path file = resolve_history_path(opt(p.vm, "history"), "");
     std::unique_ptr<HistoryStore> store;
-    if (!file.empty() && fs::exists(file)) store = std::make_unique<HistoryStore>(file);
+    if (!file.empty() && fs::exists(file)) store = std::make_unique<HistoryStore>(file, HistoryAccess::read);
     const std::string experiment = opt(p.vm, "experiment");
     const std::string& spec_a = p.positional[0];
     const std::string& spec_b = p.positional[1];
@@ -249,8 +252,12 @@ int compare_command(const std::vector<std::string>& args) {
       render(out, false);
       if (!out) throw std::runtime_error("cannot write " + opt(p.vm, "output"));
     }
-    // Every compare judges B's run in the history (manual ones too).
-    if (store)
+    // Every compare judges B's run in the history (manual ones too), where it can be written.
+    if (store && !store->read_only().empty() &&
+        std::any_of(c.b.runs.begin(), c.b.runs.end(), [](const RunInfo& r) { return r.id != 0; }))
+      std::cerr << "runner compare: the verdict is not kept: history " << store->file().string()
+                << " cannot be written (" << store->read_only() << ")\n";
+    else if (store)
       for (const RunInfo& run : c.b.runs)
         if (run.id) store->record_compare(run.id, spec_a + " = " + c.a.description, c.regression(), verdict_counts(c));
     return c.regression() ? 1 : 0;

@@ -1,6 +1,7 @@
 // The run's side of the history: execute.cpp opens one per run and hands it each
-// point's records. A history that cannot be opened or written costs a warning,
-// never the run (results.jsonl stays the record of truth).
+// point's records. A history that cannot be written at all (a read-only mount) is
+// refused before the run starts (check_writable); one that fails later (locked,
+// a full disk) costs a warning, never the run (results.jsonl stays the record of truth).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -15,6 +16,10 @@
 namespace runner::history {
 
 class HistoryStore;
+
+// Throws std::runtime_error naming the history file, why it cannot be written and
+// the fix; nothing when the history is off or writable.
+void check_writable(const std::string& flag, const std::string& config_value);
 
 class RunRecorder {
  public:

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -283,7 +285,32 @@ std::vector<std::vector<StoredRecord>> whole_points(const std::vector<StoredReco
   return points;
 }
 
-HistoryStore::HistoryStore(const fs::path& file) : file_(file) {
+std::string unwritable_reason(const fs::path& file) {
+  // The file if it exists, and the nearest directory that does (the store creates the rest).
+  fs::path at = fs::absolute(file);
+  std::error_code ec;
+  if (fs::exists(at, ec) && access(at.c_str(), W_OK) != 0) return std::strerror(errno);
+  for (fs::path dir = at.parent_path();; dir = dir.parent_path()) {
+    const auto kind = fs::status(dir, ec).type();
+    if (kind == fs::file_type::not_found && dir != dir.parent_path()) continue;
+    if (kind == fs::file_type::none) return dir.string() + ": " + ec.message();
+    if (kind != fs::file_type::directory) return dir.string() + " is not a directory";
+    if (access(dir.c_str(), W_OK) != 0) return dir.string() + ": " + std::strerror(errno);
+    return "";
+  }
+}
+
+HistoryStore::HistoryStore(const fs::path& file, HistoryAccess access) : file_(file) {
+  const std::string unwritable = unwritable_reason(file);
+  std::error_code ec;
+  if (!unwritable.empty() && access == HistoryAccess::read && fs::is_regular_file(file, ec)) {
+    read_only_ = unwritable;
+    open_read_only();
+    return;
+  }
+  if (!unwritable.empty())
+    throw std::runtime_error("history " + file.string() + ": cannot be written (" + unwritable +
+                             "); set --history, RUNNER_HISTORY or `history:` to a writable file, or off");
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
   if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -308,6 +335,31 @@ HistoryStore::HistoryStore(const fs::path& file) : file_(file) {
     while (s.step()) has_task = has_task || s.text(1) == "task";
   }
   if (!has_task) exec("ALTER TABLE records ADD COLUMN task TEXT");
+}
+
+// A WAL database opens read-only only where SQLite can make its -shm file; on a
+// read-only mount it cannot, and the file is read as immutable (nothing can change
+// it there). Reads only: the schema is whatever the writer left.
+void HistoryStore::open_read_only() {
+  std::string uri = "file:";
+  for (const char c : fs::absolute(file_).string()) {  // a URI path: %, ? and # escaped
+    if (c == '%' || c == '?' || c == '#') {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      uri += hex;
+    } else {
+      uri += c;
+    }
+  }
+  for (const char* mode : {"?mode=ro", "?immutable=1"}) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    if (sqlite3_open_v2((uri + mode).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK &&
+        sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) == SQLITE_OK)
+      break;
+  }
+  sqlite3_busy_timeout(db_, 60'000);
+  exec("SELECT count(*) FROM runs");  // not a history: say so now, naming the file
 }
 
 HistoryStore::~HistoryStore() { sqlite3_close(db_); }

@@ -93,14 +93,26 @@ struct CompareLog {
   std::string time, baseline, verdict, summary;
 };
 
+// Why `file` cannot be written by this process ("" when it can): a read-only file
+// system, no permission, or a parent that is not a directory. SQLite's WAL needs the
+// directory as well as the file (it creates <file>-wal and <file>-shm beside it).
+std::string unwritable_reason(const std::filesystem::path& file);
+
+// write: the store must take writes (a run, --import, --mark-good); an unwritable
+// file is an error naming it and the fix. read: listing and comparing; a file that
+// cannot be written (a read-only mount) is opened read-only, and read_only() says so.
+enum class HistoryAccess { write, read };
+
 class HistoryStore {
  public:
-  explicit HistoryStore(const std::filesystem::path& file);
+  explicit HistoryStore(const std::filesystem::path& file, HistoryAccess access = HistoryAccess::write);
   ~HistoryStore();
   HistoryStore(const HistoryStore&) = delete;
   HistoryStore& operator=(const HistoryStore&) = delete;
 
   const std::filesystem::path& file() const { return file_; }
+  // Why the store was opened read-only ("" when it takes writes).
+  const std::string& read_only() const { return read_only_; }
 
   // A new run from the environment JSON of its records (capture_environment).
   std::int64_t begin_run(const std::string& experiment, const std::filesystem::path& run_dir,
@@ -134,8 +146,10 @@ class HistoryStore {
 
  private:
   void exec(const char* sql) const;
+  void open_read_only();
   sqlite3* db_ = nullptr;
   std::filesystem::path file_;
+  std::string read_only_;
 };
 
 // A record as the history keeps it (numeric metrics only; shared by the store and

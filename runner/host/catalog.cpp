@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "registry.hpp"
+#include "report_check.hpp"
 #include "sweep.hpp"
 #include "text_distance.hpp"
 
@@ -118,7 +119,11 @@ bool describe_plugin(const PluginRegistry& registry, const std::string& what, st
     for (const auto& n : list) s += (s.empty() ? "" : ", ") + n;
     return s;
   };
-  if (m->metrics) out << "  metrics: " << names(*m->metrics) << "\n";
+  if (m->metrics) {  // the names; which points record which: the manifest's entries
+    std::vector<std::string> metric_names;
+    for (const std::string& entry : *m->metrics) metric_names.push_back(declared_metric_name(entry));
+    out << "  metrics: " << names(metric_names) << "\n";
+  }
   if (m->labels && !m->labels->empty()) out << "  labels: " << names(*m->labels) << "\n";
   return true;
 }

@@ -603,16 +603,27 @@ std::vector<PartNode> experiment_parts(const Experiment& exp, bool include_disab
     return merged;
   };
   if (const YAML::Node list = doc["parts"]) {
+    if (!list.IsSequence() || list.size() == 0) {
+      // --set parts.x.y=1 where the file has no parts makes `parts` a map: blame the override.
+      for (const auto& [path, set] : exp.source.overridden)
+        if (path == "parts" || path.rfind("parts.", 0) == 0)
+          throw ConfigError(set + ": parts: expected a non-empty list of parts, and this makes it a map; an "
+                                  "override addresses a part the file has (parts.<name>.<key>)");
+      throw ConfigError(exp.source.where(list, "parts") + ": parts: expected a non-empty list");
+    }
     if (doc["task"] || doc["params"] || doc["sweep"]) {
       // `runner quickstart params.batch_size=8`: the override made the top-level key,
       // so the override is what is wrong, not the file.
       for (const char* key : {"task", "params", "sweep"})
         for (const auto& [path, set] : exp.source.overridden)
           if (doc[key] && (path == key || path.rfind(std::string(key) + ".", 0) == 0)) {
+            // `parts` may be a map an override made (--set parts.x.y=1): its entries are
+            // key/value pairs, not parts (IsMap() on one throws YAML::InvalidNode).
             std::string names;
-            for (const auto& part : list)
-              if (part.IsMap() && part["name"] && part["name"].IsScalar())
-                names += (names.empty() ? "" : ", ") + part["name"].Scalar();
+            if (list.IsSequence())
+              for (const auto& part : list)
+                if (part.IsMap() && part["name"] && part["name"].IsScalar())
+                  names += (names.empty() ? "" : ", ") + part["name"].Scalar();
             throw ConfigError(set + ": this experiment has parts (" + names + "), so '" + path +
                               "' names no key; address one part, e.g. parts." +
                               (names.empty() ? std::string("<part>") : names.substr(0, names.find(','))) + "." +
@@ -621,8 +632,6 @@ std::vector<PartNode> experiment_parts(const Experiment& exp, bool include_disab
       throw ConfigError(exp.source.where(list, "parts") +
                         ": parts: use either top-level task/params/sweep or parts, not both");
     }
-    if (!list.IsSequence() || list.size() == 0)
-      throw ConfigError(exp.source.where(list, "parts") + ": parts: expected a non-empty list");
     std::set<std::string> seen;
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string where = "parts." + std::to_string(i);

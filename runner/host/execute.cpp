@@ -229,7 +229,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     PointOutcome outcome = [&] {
       const PointGuard guard(death_note(exp, point, plan.device, run, label));
       const PointTimeout timeout(point.timeout_s, point_timeout_grace(point.timeout_s), stuck);
-      PointOutcome returned = run_point(point, ctx);
+      PointOutcome returned = run_point(point, ctx, required_metrics(point.task, point.params, registry));
       if (timeout.expired()) mark_timed_out(returned, point.timeout_s);
       return returned;
     }();
@@ -311,6 +311,16 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
     session = std::make_unique<DistributedSession>(*launch, plan.device, backend);
   }
+  const std::string history_key = exp.document["history"] ? exp.document["history"].as<std::string>() : "";
+  // A history that cannot take the run (a read-only mount) is refused before the
+  // run directory is made or touched: a resumed run's records stay as they were.
+  if (!launch || launch->rank == 0) {
+    try {
+      history::check_writable(options.history, history_key);
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(e.what());
+    }
+  }
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
   if (run_dir_out) *run_dir_out = run.dir;
@@ -343,9 +353,8 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
                (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
   if (run.rank == 0) {
     std::cerr << "run directory: " << run.dir.string() << "\n";
-    run.history = std::make_unique<history::RunRecorder>(
-        options.history, exp.document["history"] ? exp.document["history"].as<std::string>() : "", exp.name, run.dir,
-        run.env, options.smoke);
+    run.history =
+        std::make_unique<history::RunRecorder>(options.history, history_key, exp.name, run.dir, run.env, options.smoke);
   }
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.

@@ -1,5 +1,6 @@
 #include "point.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -154,12 +155,28 @@ std::string invalid_reason(const std::vector<Record>& records) {
   return "";
 }
 
+// The first of `required` that no record of the point carries, "" when none.
+std::string missing_metric(const std::vector<Record>& records, const std::vector<std::string>& required) {
+  for (const std::string& name : required)
+    if (std::none_of(records.begin(), records.end(), [&](const Record& r) {
+          return std::any_of(r.metrics.begin(), r.metrics.end(), [&](const auto& m) { return m.first == name; });
+        }))
+      return name;
+  return "";
+}
+
 }  // namespace
 
-PointOutcome run_point(const Point& point, Context& ctx) {
+PointOutcome run_point(const Point& point, Context& ctx, const std::vector<std::string>& required) {
   std::vector<ActiveProfiler> profilers;
   const GpuSample before = sample_gpu(ctx.device);
   PointOutcome outcome = run_task(point, ctx, profilers);
+  if (outcome.status == RecordStatus::ok && !outcome.records.empty())
+    if (const std::string name = missing_metric(outcome.records, required); !name.empty()) {
+      outcome.status = RecordStatus::invalid;
+      outcome.message = "metric '" + name + "' is missing from the point's records (task/" + point.task +
+                        " declares it for every point with these options)";
+    }
   if (outcome.status == RecordStatus::ok)
     if (const std::string why = invalid_reason(outcome.records); !why.empty()) {
       // Kept with its records, the non-finite numbers written as such.

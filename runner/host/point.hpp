@@ -15,14 +15,15 @@
 namespace runner {
 
 struct PointOutcome {
-  RecordStatus status = RecordStatus::ok;  // ok | oom | error | skipped
+  RecordStatus status = RecordStatus::ok;  // ok | oom | error | skipped | invalid | timeout
   std::string message;        // the error, or why the point was skipped
   bool device_fault = false;  // the device is unusable: end the sweep
   std::vector<Record> records;
   Observation observed;  // how it was measured, what the GPU did
 };
 
-// Runs `point` with its profilers in `ctx`, the point's own Context.
-PointOutcome run_point(const Point& point, Context& ctx);
+// Runs `point` with its profilers in `ctx`, the point's own Context. A point whose
+// task records lack one of `required` (required_metrics, report_check.hpp) is invalid.
+PointOutcome run_point(const Point& point, Context& ctx, const std::vector<std::string>& required = {});
 
 }  // namespace runner

@@ -1,7 +1,9 @@
 #include "report_check.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <stdexcept>
 
 #include "registry.hpp"
 #include "report/report.hpp"
@@ -26,7 +28,8 @@ void add_nested_metrics(const Params& params, const PluginManifest& manifest, co
     const Params& nested = params.plugin(option.name);
     const PluginManifest* m = registry.find(option.plugin_kind, nested.plugin_name());
     if (m == nullptr) continue;
-    if (m->metrics) metrics.insert(m->metrics->begin(), m->metrics->end());
+    if (m->metrics)
+      for (const std::string& entry : *m->metrics) metrics.insert(declared_metric_name(entry));
     add_nested_metrics(nested, *m, registry, metrics);
   }
 }
@@ -69,7 +72,8 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
       if (!seen_profilers.insert(profiler.plugin_name()).second) continue;
       const PluginManifest* m = registry.find(PluginKind::Profiler, profiler.plugin_name());
       if (m == nullptr || !m->metrics) v.metrics_known = false;
-      else v.metrics.insert(m->metrics->begin(), m->metrics->end());
+      else
+        for (const std::string& entry : *m->metrics) v.metrics.insert(declared_metric_name(entry));
       // A profiler's own records (Profiler::emit_records) carry its labels and the host's.
       if (m != nullptr && m->labels) v.keys.insert(m->labels->begin(), m->labels->end());
       v.keys.insert("profiler");
@@ -203,9 +207,65 @@ std::optional<std::set<std::string>> declared_metrics(const std::string& task, c
                                                       const PluginRegistry& registry) {
   const PluginManifest* m = registry.find(PluginKind::Task, task);
   if (m == nullptr || !m->metrics) return std::nullopt;
-  std::set<std::string> metrics(m->metrics->begin(), m->metrics->end());
+  std::set<std::string> metrics;
+  for (const std::string& entry : *m->metrics) metrics.insert(declared_metric_name(entry));
   add_nested_metrics(params, *m, registry, metrics);
   return metrics;
+}
+
+std::string declared_metric_name(const std::string& entry) {
+  const size_t end = std::min(entry.find(" if "), entry.find('?'));
+  return entry.substr(0, end);
+}
+
+std::vector<std::string> required_metrics(const std::string& task, const Params& params,
+                                          const PluginRegistry& registry) {
+  return required_metrics(task, params.flatten(), registry);
+}
+
+std::vector<std::string> required_metrics(const std::string& task, const std::map<std::string, std::string>& options,
+                                          const PluginRegistry& registry) {
+  const PluginManifest* m = registry.find(PluginKind::Task, task);
+  if (m == nullptr || !m->metrics) return {};
+  std::vector<std::string> required;
+  for (const std::string& entry : *m->metrics) {
+    const auto bad = [&](const std::string& why) {
+      return std::invalid_argument("task/" + task + " declares metric '" + entry + "': " + why +
+                                   R"( (write "name", "name?" or "name if option=a|b and option!=c"))");
+    };
+    const size_t at = entry.find(" if ");
+    if (entry.find('?') != std::string::npos) {
+      if (entry.back() != '?' || at != std::string::npos) throw bad("'?' only ends a name");
+      continue;
+    }
+    if (at == std::string::npos) {
+      required.push_back(entry);
+      continue;
+    }
+    bool all = true;
+    std::string conditions = entry.substr(at + 4);
+    for (size_t from = 0; from <= conditions.size();) {
+      const size_t and_at = std::min(conditions.find(" and ", from), conditions.size());
+      const std::string condition = conditions.substr(from, and_at - from);
+      from = and_at + 5;
+      const size_t eq = condition.find('=');
+      if (eq == std::string::npos || eq == 0) throw bad("'" + condition + "' is not option=value or option!=value");
+      const bool negated = condition[eq - 1] == '!';
+      const std::string key = condition.substr(0, eq - (negated ? 1 : 0));
+      const auto option = options.find(key);
+      if (option == options.end()) throw bad("no option '" + key + "'");
+      bool any = false;
+      const std::string values = condition.substr(eq + 1);
+      for (size_t v = 0; v <= values.size();) {
+        const size_t bar = std::min(values.find('|', v), values.size());
+        any = any || values.substr(v, bar - v) == option->second;
+        v = bar + 1;
+      }
+      all = all && (any != negated);
+    }
+    if (all) required.push_back(declared_metric_name(entry));
+  }
+  return required;
 }
 
 void validate_report(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry) {

@@ -3,6 +3,7 @@
 // parameters or declared labels of the tasks, metrics are declared by the task or
 // one of its profilers. Errors are ConfigErrors with file:line:col and a hint.
 #pragma once
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,5 +25,21 @@ void validate_report(const Experiment& exp, const std::vector<Point>& points, co
 // declare them; nullopt when the task declares none (then nothing is checked).
 std::optional<std::set<std::string>> declared_metrics(const std::string& task, const Params& params,
                                                       const PluginRegistry& registry);
+
+// A manifest's `metrics` entry: "name" (every point records it), "name?" (some points
+// do, by device or measure settings) or "name if key=a|b and key!=c" (every point whose
+// options match; `key` an option of the task, dotted for a nested plugin's, its value
+// as written, "key!=" meaning not empty). The name alone:
+std::string declared_metric_name(const std::string& entry);
+
+// Of the task's own declared metrics, those every point run with `params` records; a
+// point whose records lack one is invalid. Empty when the task declares none. Throws
+// std::invalid_argument naming the task and entry when an entry does not parse or names
+// an option the task does not have.
+std::vector<std::string> required_metrics(const std::string& task, const Params& params,
+                                          const PluginRegistry& registry);
+// The same from options as a record keeps them (dotted key -> value as text).
+std::vector<std::string> required_metrics(const std::string& task, const std::map<std::string, std::string>& options,
+                                          const PluginRegistry& registry);
 
 }  // namespace runner

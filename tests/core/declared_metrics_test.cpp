@@ -5,9 +5,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "config.hpp"
 #include "report_check.hpp"
+#include "sweep.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -94,6 +101,91 @@ TEST(DeclaredMetrics, EveryTaskAndDdpStrategyDeclaresWhatItRecords) {
       EXPECT_TRUE(m.metrics && !m.metrics->empty()) << "ddp/" << m.name << " declares no metrics (what report() adds)";
   }
   EXPECT_GE(tasks, 11);
+}
+
+// Every entry of every task's metrics parses, and its conditions name options the task
+// has, at every point of every experiment file (a typo would make such points invalid
+// or leave a metric unchecked).
+TEST(DeclaredMetrics, EveryEntryParsesAtEveryPointOfEveryExperiment) {
+  const PluginRegistry& registry = testing::test_registry();
+  int points = 0, experiments = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(RUNNER_SOURCE_DIR) / "experiments")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const Experiment exp = load_experiment(entry.path(), {}, false);
+    ++experiments;
+    for (const Point& point : expand_points(exp, registry, kDefaultMaxPoints, true)) {
+      EXPECT_NO_THROW(required_metrics(point.task, point.params, registry))
+          << entry.path().filename().string() << " " << point.part << "[" << point.index << "]";
+      ++points;
+    }
+  }
+  EXPECT_GE(experiments, 30);
+  EXPECT_GE(points, 500);
+}
+
+// The committed runs (GPU measurements, reports/*/data and reports/*/runs/*) against
+// the declarations: every ok point holds every metric its task requires of it.
+TEST(DeclaredMetrics, CommittedRecordsHoldEveryRequiredMetric) {
+  const PluginRegistry& registry = testing::test_registry();
+  int checked = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(RUNNER_SOURCE_DIR) / "reports")) {
+    if (entry.path().filename() != "results.jsonl") continue;
+    std::map<std::pair<std::string, int>, std::vector<nlohmann::json>> points;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      const auto r = nlohmann::json::parse(line, nullptr, false);
+      if (r.is_discarded() || r.value("status", "") != "ok" || !r.contains("task") || !r["point"].is_number()) continue;
+      if (r.contains("labels") && r["labels"].contains("profiler")) continue;  // a profiler's own records
+      points[{r.value("part", ""), r["point"].get<int>()}].push_back(r);
+    }
+    for (const auto& [id, records] : points) {
+      std::map<std::string, std::string> options;
+      for (const auto& [key, value] : records.front()["params"].items())
+        options[key] = value.is_string() ? value.get<std::string>() : value.dump();
+      std::vector<std::string> required;
+      try {
+        required = required_metrics(records.front()["task"].get<std::string>(), options, registry);
+      } catch (const std::invalid_argument&) {
+        continue;  // records older than an option a condition names
+      }
+      // Measured before every measured loop also recorded the whole step (2026-11-23).
+      const bool before_step_ms = entry.path().string().find("reports/fused_adamw/data/") != std::string::npos;
+      for (const std::string& name : required)
+        if (!(before_step_ms && name == "step_ms"))
+          EXPECT_TRUE(std::any_of(records.begin(), records.end(), [&](const nlohmann::json& r) {
+            return r["metrics"].contains(name);
+          })) << entry.path().string() << " " << id.first << "[" << id.second << "] lacks '" << name << "'";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 300);
+}
+
+// Which points must record which metric, by the task's options.
+TEST(DeclaredMetrics, ConditionsPickTheRequiredMetricsByOption) {
+  const PluginRegistry& registry = testing::test_registry();
+  const auto required = [&](const std::string& task, const std::string& options) {
+    const auto names = required_metrics(task, resolve_plugin_options(registry, PluginKind::Task, task, options),
+                                        registry);
+    return std::set<std::string>(names.begin(), names.end());
+  };
+  const auto forward = required("train_step", "mode: forward");
+  EXPECT_TRUE(forward.count("forward_ms") && forward.count("step_ms") && forward.count("loss_last"));
+  EXPECT_FALSE(forward.count("backward_ms") || forward.count("optimizer_ms") || forward.count("optimizer_state_gib"));
+  EXPECT_FALSE(forward.count("wall_ms") || forward.count("peak_memory_gib")) << "by device or measure settings";
+  const auto step = required("train_step", "mode: train_step");
+  EXPECT_TRUE(step.count("backward_ms") && step.count("optimizer_ms") && step.count("optimizer_state_gib"));
+  EXPECT_FALSE(step.count("collective_ms") || step.count("world_size")) << "no ddp strategy";
+  const auto ddp = required("train_step", "{mode: forward_backward, ddp: flat}");
+  EXPECT_TRUE(ddp.count("communication_ms") && ddp.count("collective_ms") && ddp.count("world_size"));
+  EXPECT_FALSE(ddp.count("buckets")) << "a nested plugin's metrics are never required";
+  const auto graphed = required("train_step", "cuda_graph: true");
+  EXPECT_FALSE(graphed.count("forward_ms")) << "one graph phase on a GPU";
+  EXPECT_TRUE(required("device_ceilings", "op: copy").count("gbps"));
+  EXPECT_FALSE(required("device_ceilings", "op: copy").count("tflops"));
+  EXPECT_FALSE(required("scaling_model", "").count("measured_step_ms"));
+  EXPECT_EQ(declared_metric_name("backward_ms if mode!=forward and cuda_graph=false"), "backward_ms");
+  EXPECT_EQ(declared_metric_name("wall_ms?"), "wall_ms");
 }
 
 TEST(DeclaredMetrics, ADdpStrategysMetricsJoinItsTasks) {

@@ -176,7 +176,7 @@ TEST(EndToEnd, PluginsListsPluginsFromRunnerPluginPathAndDescribeShowsOptions) {
   const Result describe = run("describe task/echo");
   EXPECT_EQ(describe.exit_code, 0);
   EXPECT_NE(describe.output.find("fail"), std::string::npos);
-  EXPECT_NE(describe.output.find("one of none|oom|error|crash|skip|device_fault|duplicate_metric|nan|no_records, default none"), std::string::npos) << describe.output;
+  EXPECT_NE(describe.output.find("one of none|oom|error|crash|skip|device_fault|duplicate_metric|nan|no_records|missing_metric, default none"), std::string::npos) << describe.output;
   EXPECT_EQ(run("describe task/nope").exit_code, 2);
 }
 

@@ -120,5 +120,17 @@ TEST(InputLimits, AnOverrideOfATopLevelKeyInAnExperimentWithPartsBlamesTheOverri
       << r.output;
 }
 
+// Found by a 10-minute libFuzzer run of the config target (tests/fuzz/crashers/
+// override-made-parts-a-map): --set parts.x.y=1 on a file without parts made `parts` a
+// map, and listing its part names threw YAML::InvalidNode out of the config check.
+TEST(InputLimits, AnOverrideThatMakesPartsAMapIsNamed) {
+  const auto dir = fresh_dir("limits-parts-map");
+  const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");
+  const auto r = run_runner(file.string() + " --dry-run --set parts.x.y=1 --set sweep.value=[1]");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "runner: --set parts.x.y=1: parts: expected a non-empty list of parts, and this makes it a map; "
+                      "an override addresses a part the file has (parts.<name>.<key>)\n");
+}
+
 }  // namespace
 }  // namespace runner

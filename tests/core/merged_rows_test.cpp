@@ -39,5 +39,30 @@ TEST(MergedRows, TwoPointsOnOneRowAreNamedOnStderr) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
+// Adding model.attention.window to rows dropped the sdpa and naive rows, which have no
+// window: an option of a plugin named by another row key leaves its cell blank instead.
+// Other missing row keys still select (a `moment` row key picks the memory records).
+TEST(MergedRows, AnOptionOnlySomePluginsHaveLeavesABlankCellNotAMissingRow) {
+  json sdpa = point(0, "sdpa", 0, 1.0), naive = point(1, "naive", 0, 1.5);
+  sdpa["params"].erase("model.attention.window");
+  naive["params"].erase("model.attention.window");
+  const std::vector<json> lines = {sdpa, naive, point(2, "sw", 16, 2.0), point(3, "sw", 64, 3.0)};
+  const auto spec = [](const std::string& rows) {
+    return parse_report_spec(YAML::Load("{id: r, tables: [{name: t, rows: " + rows + ", columns: [{metric: step_ms}]}]}"),
+                             "test.yaml")
+        .tables.at(0);
+  };
+  const BuiltTable table = build_table(spec("[model.attention, model.attention.window]"), lines);
+  ASSERT_EQ(table.cells.size(), 4u);
+  EXPECT_EQ(table.cells[0][0], "sdpa");
+  EXPECT_EQ(table.cells[0][1], "");
+  EXPECT_EQ(table.cells[1][0], "naive");
+  EXPECT_EQ(table.cells[3][1], "64");
+  // A row key that is not an option of a shown plugin still selects the records that have it.
+  json labelled = point(4, "sdpa", 0, 4.0);
+  labelled["labels"] = {{"moment", "after_init"}};
+  EXPECT_EQ(build_table(spec("[model.attention, moment]"), {sdpa, labelled}).cells.size(), 1u);
+}
+
 }  // namespace
 }  // namespace runner::report

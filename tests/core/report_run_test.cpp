@@ -88,6 +88,30 @@ TEST(RunCaption, MergedSlicesCountPointsByParametersNotIndex) {
   EXPECT_EQ(run_sentence(RunSummary{false, 2}, stored({a, b})), "");
 }
 
+// quickstart's caption typed "Batch 4 x 64 tokens" and its title "2-layer, d_model 64": with
+// --set parts.train.params.batch_size=8 the caption said batch 4, then `fixed: batch_size=8`.
+// What the records hold is said once, by the Setup sentence.
+TEST(RunCaption, AnOverrideIsSaidOnceAndNotContradicted) {
+  const auto dir = fresh_dir("caption-override");
+  const auto r = testing::run_runner(std::string(RUNNER_SOURCE_DIR) +
+                                     "/experiments/quickstart.yaml --smoke --device cpu --filter '^train' "
+                                     "--set parts.train.params.batch_size=8 --set parts.train.params.model.d_model=32 "
+                                     "--out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string md = testing::read_file(dir / "run" / "reports" / "quickstart" / "quickstart.md");
+  const size_t title = md.find("One train step");
+  ASSERT_NE(title, std::string::npos) << md;
+  const size_t caption = md.find("\n*", title);  // the table's caption line
+  ASSERT_NE(caption, std::string::npos) << md;
+  const std::string line = md.substr(caption + 1, md.find('\n', caption + 1) - caption - 1);
+  EXPECT_NE(line.find("batch_size=8"), std::string::npos) << line;
+  EXPECT_NE(line.find("d_model 32"), std::string::npos) << line;
+  for (const char* stale : {"Batch 4", "batch_size=4", "d_model 64", "2-layer"}) {
+    EXPECT_EQ(line.find(stale), std::string::npos) << stale << " in: " << line;
+    EXPECT_EQ(md.substr(title, 200).find(stale), std::string::npos) << stale << " in the title";
+  }
+}
+
 TEST(ReadResults, TruncatedLastRecordIsSkippedWithAWarning) {
   const auto file = write_file(fresh_dir("truncated") / "results.jsonl",
                                "{\"point\": 0, \"status\": \"ok\"}\n{\"point\": 1, \"status\": \"ok\"}\n{\"point\": 2, \"sta");

@@ -180,13 +180,14 @@ sweep: {point: [0, 1, 2]}
   for (const auto& record : after) EXPECT_EQ(record["status"], "ok") << record.dump();
 }
 
-// NaN was written as null and the point called ok; a task that emitted nothing was ok too.
-TEST(WholePoints, ANaNMetricOrNoRecordAtAllMakesThePointInvalid) {
+// NaN was written as null and the point called ok; a task that emitted nothing, or
+// records without a metric its manifest requires, was ok too.
+TEST(WholePoints, ANaNMetricNoRecordOrAMissingRequiredMetricMakesThePointInvalid) {
   const auto dir = fresh_dir("whole-nan");
   const auto file = write_file(dir / "nan.yaml", R"(experiment: nan
 measure: {warmup_steps: 0, measured_steps: 1}
 task: echo
-sweep: {fail: [none, nan, no_records]}
+sweep: {fail: [none, nan, no_records, missing_metric]}
 report:
   id: nan
   tables:
@@ -196,7 +197,7 @@ report:
   const auto r = run_runner(file.string() + " --device cpu --out " + out.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const auto lines = lines_of(out / "results.jsonl");
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
   const auto nan = nlohmann::json::parse(lines[1]);
   EXPECT_EQ(nan["status"], "invalid");
   EXPECT_EQ(nan["metrics"]["value"]["value"], "NaN");
@@ -204,6 +205,13 @@ report:
   const auto empty = nlohmann::json::parse(lines[2]);
   EXPECT_EQ(empty["status"], "invalid");
   EXPECT_NE(empty["error"].get<std::string>().find("without emitting a record"), std::string::npos) << lines[2];
+  const auto missing = nlohmann::json::parse(lines[3]);
+  EXPECT_EQ(missing["status"], "invalid");
+  EXPECT_EQ(missing["error"], "metric 'sleep_ms' is missing from the point's records (task/echo declares it for every "
+                              "point with these options)")
+      << lines[3];
+  EXPECT_EQ(missing["metrics"]["value"]["value"], 1) << "the records it did emit are kept";
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["status"], "ok");
   const std::string md = read_file(out / "reports" / "nan" / "nan.md");
   EXPECT_NE(md.find("| invalid |"), std::string::npos) << md;
   EXPECT_NE(md.find("invalid = the point finished without a usable number"), std::string::npos) << md;

@@ -36,7 +36,8 @@ class Echo : public runner::Task {
       runner::Record r;
       r.label("item", label);
       r.add("value", fail == "nan" ? std::nan("") : p.number("value"), "units");
-      r.add("sleep_ms", runner::Stats::of(times.ms.at("sleep")), "ms");
+      // missing_metric: a record without sleep_ms, which the manifest requires.
+      if (fail != "missing_metric") r.add("sleep_ms", runner::Stats::of(times.ms.at("sleep")), "ms");
       r.add_text("word", p.text("word"));
       if (fail == "duplicate_metric") r.add("value", 0.0, "units");
       out.emit(std::move(r));
@@ -54,11 +55,12 @@ runner::PluginManifest make_manifest() {
       runner::opt_float("value", 1.0, "recorded as metric 'value'"),
       runner::opt_int("sleep_us", 0, "time spent per step").in_range(0, 1e7),
       runner::opt_string("word", "hello", "recorded as text metric 'word'"),
-      runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric", "nan", "no_records"}, "none", "how to fail"),
+      runner::opt_enum("fail", {"none", "oom", "error", "crash", "skip", "device_fault", "duplicate_metric", "nan", "no_records", "missing_metric"}, "none", "how to fail"),
       runner::opt_list("labels", runner::OptionType::StringList, runner::Value::List{runner::Value("a")},
                        "one record per label"),
       runner::opt_plugin("optimizer", runner::PluginKind::Optimizer, "sgd", "a nested plugin, for validation tests"),
   };
+  // Every point records all three (fail: missing_metric leaves sleep_ms out on purpose).
   m.metrics = std::vector<std::string>{"value", "sleep_ms", "word"};
   m.labels = std::vector<std::string>{"item"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {

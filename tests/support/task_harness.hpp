@@ -32,8 +32,13 @@ class TaskTest : public ::testing::Test {
   }
 
   // What the task emitted is what its manifest declares (when it declares it): report
-  // specs are checked against the declarations before a run.
+  // specs are checked against the declarations before a run, and a point that lacks a
+  // metric declared for every point with its options is invalid.
   void expect_declared(const std::string& task, const Params& params, const std::vector<Record>& records) {
+    for (const std::string& name : required_metrics(task, params, registry))
+      EXPECT_TRUE(std::any_of(records.begin(), records.end(), [&](const Record& r) { return r.find(name) != nullptr; }))
+          << task << " declares metric '" << name << "' for every point with these options, and none of its "
+          << records.size() << " record(s) has it";
     const auto metrics = declared_metrics(task, params, registry);
     const PluginManifest* manifest = registry.find(PluginKind::Task, task);
     for (const Record& r : records) {

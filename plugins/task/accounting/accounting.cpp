@@ -255,13 +255,18 @@ class Accounting : public runner::Task {
   }
 };
 
+// Which points record each (a point without one is invalid): a quantity's analytic
+// metrics at its points; "?": what a measured_file's compare entries add.
 std::vector<std::string> declared_metrics() {
-  std::vector<std::string> out{"derivation", "fits_device", "communication", "measured_status"};
+  std::vector<std::string> out{"derivation if quantity!=optimizer_memory", "fits_device if quantity=attention_memory",
+                               "communication if quantity=optimizer_memory", "measured_status if measured_file!="};
   for (const auto& [quantity, names] : analytic_metrics())
-    for (const auto& n : names)
-      for (const char* prefix : {"", "measured_", "diff_"}) out.push_back(prefix + n);
+    for (const auto& n : names) {
+      out.push_back(n + " if quantity=" + quantity);
+      for (const char* prefix : {"measured_", "diff_"}) out.push_back(prefix + n + "?");
+    }
   for (const auto& [quantity, names] : analytic_metrics())
-    for (const auto& n : names) out.push_back("diff_" + n + "_pct");
+    for (const auto& n : names) out.push_back("diff_" + n + "_pct?");
   return out;
 }
 

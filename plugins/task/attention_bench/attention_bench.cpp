@@ -276,15 +276,21 @@ runner::PluginManifest make_manifest() {
       runner::opt_bool("check_against_naive", false,
                        "also record relative errors of out, dq, dk, dv against attention/naive in fp32"),
   };
+  // Which points record each (a point without one is invalid): the analytic memory
+  // always; timings unless analytic_only, by execution; errors with check_against_naive;
+  // "?": measured memory (devices with memory stats), wall_ms (measure.sync_each_step).
+  const std::string run = " if analytic_only=false", checked = " if check_against_naive=true and analytic_only=false";
   m.metrics = std::vector<std::string>{
-      "forward_ms", "backward_ms", "forward_backward_ms", "step_ms", "wall_ms", "forward_tflops", "fwd_bwd_ms",
-      "fwd_bwd_tflops", "backward_tflops", "mechanism",
-      "memory_before_backward_bytes", "memory_before_backward_gib", "saved_by_forward_bytes", "saved_by_forward_gib",
-      "peak_memory_bytes", "peak_memory_gib",
+      "forward_ms" + run, "backward_ms" + run + " and execution=eager",
+      "forward_backward_ms" + run + " and execution=cuda_graph", "step_ms" + run, "wall_ms?", "forward_tflops" + run,
+      "fwd_bwd_ms" + run, "fwd_bwd_tflops" + run, "backward_tflops" + run + " and execution=eager", "mechanism" + run,
+      "memory_before_backward_bytes?", "memory_before_backward_gib?", "saved_by_forward_bytes?", "saved_by_forward_gib?",
+      "peak_memory_bytes?", "peak_memory_gib?",
       "analytic_attention_matrix_bytes", "analytic_attention_matrix_gib", "analytic_naive_saved_bytes",
       "analytic_naive_saved_gib", "analytic_naive_forward_peak_bytes", "analytic_naive_forward_peak_gib",
       "analytic_naive_backward_peak_bytes", "analytic_naive_backward_peak_gib",
-      "error_out", "error_dq", "error_dk", "error_dv", "error_max_grad", "error_max", "nan_in_output"};
+      "error_out" + checked, "error_dq" + checked, "error_dk" + checked, "error_dv" + checked,
+      "error_max_grad" + checked, "error_max" + checked, "nan_in_output" + checked};
   m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<AttentionBench>();

@@ -170,12 +170,16 @@ runner::PluginManifest make_manifest() {
       runner::opt_float("activation_comm_bytes", 2.0, "bytes per activation in TP collectives (bf16: 2)").in_range(0.125, 8),
       runner::opt_string("trick", "baseline", "name of the variant, shown in tables"),
   };
+  // By quantity; "?": the batch's times only where TP is compute-bound.
+  const std::string memory = " if quantity=memory", mesh = " if quantity=compute_bound_batch";
   m.metrics = std::vector<std::string>{
-      "parameters", "weights_gb", "gradients_gb", "optimizer_state_gb", "model_state_gb", "activations_per_token_mb",
-      "activations_gb", "single_device_gb", "devices_to_hold", "per_device_gb", "fits", "smallest_devices", "smallest_derivation",
-      "derivation", "trick", "chips", "alpha", "fsdp_tokens_per_chip", "max_tp_degree", "tp_compute_bound",
-      "best_tokens_per_chip", "tokens_per_chip", "tokens_per_replica", "global_batch", "math_us", "fsdp_comm_us",
-      "tp_comm_us"};
+      "parameters" + memory, "weights_gb" + memory, "gradients_gb" + memory, "optimizer_state_gb" + memory,
+      "model_state_gb" + memory, "activations_per_token_mb" + memory, "activations_gb" + memory,
+      "single_device_gb" + memory, "devices_to_hold" + memory, "per_device_gb" + memory, "fits" + memory,
+      "smallest_devices" + memory, "smallest_derivation" + memory, "derivation", "trick" + mesh, "chips" + mesh,
+      "alpha" + mesh, "fsdp_tokens_per_chip" + mesh, "max_tp_degree" + mesh, "tp_compute_bound" + mesh,
+      "best_tokens_per_chip" + mesh, "tokens_per_chip" + mesh, "tokens_per_replica?", "global_batch" + mesh,
+      "math_us?", "fsdp_comm_us?", "tp_comm_us?"};
   m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<CommunicationAccounting>();

@@ -113,7 +113,8 @@ runner::PluginManifest make_manifest() {
       runner::opt_int("iterations_per_step", 1, "ops per timed step (averaged); raise for tiny sizes").in_range(1, 1e6),
       runner::opt_int("rotating_buffers", 2, "input sets cycled through so caches do not flatter").in_range(1, 64),
   };
-  m.metrics = std::vector<std::string>{"time_ms", "tflops", "flop", "gbps", "bytes_moved"};
+  m.metrics = std::vector<std::string>{"time_ms", "tflops if op=matmul", "flop if op=matmul", "gbps if op=copy",
+                                       "bytes_moved if op=copy"};
   m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<DeviceCeilings>();

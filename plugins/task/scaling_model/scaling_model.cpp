@@ -279,11 +279,13 @@ runner::PluginManifest make_manifest() {
       runner::opt_string("measured_part", "", "part of measured_file"),
       list("measured_where", "key=value conditions picking the measured record"),
   };
+  // "?": the link only across 2+ ranks, measured_buckets where the measured run has it.
   m.metrics = {"step_ms", "efficiency", "one_gpu_step_ms", "backward_ms", "one_gpu_backward_ms", "backward_share",
                "exposed_comm_ms", "allreduce_ms", "allreduce_beside_backward_ms", "buckets", "gradient_mb", "nodes",
-               "alpha_us", "busbw_gbps", "interference_ms_per_gb", "traffic_beside_backward_gb", "interconnect", "interference_source", "derivation",
-               "measured_step_ms", "step_error_pct", "measured_backward_ms", "measured_exposed_comm_ms",
-               "measured_buckets"};
+               "alpha_us?", "busbw_gbps?", "interference_ms_per_gb", "traffic_beside_backward_gb", "interconnect",
+               "interference_source", "derivation", "measured_step_ms if measured_file!=",
+               "step_error_pct if measured_file!=", "measured_backward_ms if measured_file!=",
+               "measured_exposed_comm_ms if measured_file!=", "measured_buckets?"};
   m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<ScalingModel>();

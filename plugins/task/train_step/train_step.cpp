@@ -301,12 +301,18 @@ runner::PluginManifest make_manifest() {
                        "(adamw impl: fused); ignored on CPU"),
   };
   // The step's record (phases by mode; with ddp also its strategy's metrics, which that
-  // plugin declares), and with memory_breakdown one record per `moment`.
+  // plugin declares), and with memory_breakdown one record per `moment`. Conditions say
+  // which points record each (a point without one is invalid); "?": some points, by
+  // device (graph_ms and memory: CUDA only) or measure settings (wall_ms: sync_each_step).
+  const std::string eager = " and cuda_graph=false";
   m.metrics = std::vector<std::string>{
-      "forward_ms", "backward_ms", "communication_ms", "optimizer_ms", "graph_ms", "step_ms", "wall_ms",
-      "tokens_per_s", "parameters", "collective_ms", "comm_share", "exposed_comm_share", "world_size",
-      "optimizer_state_gib", "peak_memory_bytes", "peak_memory_gib", "loss_first", "loss_last",
-      "parameters_gib", "gradients_gib", "other_gib", "allocated_gib", "peak_gib"};
+      "forward_ms if cuda_graph=false", "backward_ms if mode!=forward" + eager,
+      "communication_ms if ddp!=none" + eager, "optimizer_ms if mode=train_step" + eager, "graph_ms?", "step_ms",
+      "wall_ms?", "tokens_per_s", "parameters", "collective_ms if ddp!=none" + eager,
+      "comm_share if ddp!=none" + eager, "exposed_comm_share if ddp!=none" + eager, "world_size if ddp!=none",
+      "optimizer_state_gib if mode=train_step", "peak_memory_bytes?", "peak_memory_gib?", "loss_first", "loss_last",
+      "parameters_gib if memory_breakdown=true", "gradients_gib if memory_breakdown=true", "other_gib?",
+      "allocated_gib?", "peak_gib?"};
   m.labels = std::vector<std::string>{"moment"};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<TrainStep>();

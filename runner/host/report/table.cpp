@@ -276,9 +276,18 @@ bool belongs(const StoredRecord& record, const TableSpec& spec) {
   if (!table_matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
   // label cells) so OOM and error stay visible.
+  // Row keys select the records (a `moment` label picks the memory records). One
+  // exception: an option of a plugin named by another row key, which other plugins do
+  // not have (rows: [attention, attention.temperature] over naive and {name: scaled,
+  // temperature: 1}): naive keeps its row, that cell blank, instead of vanishing.
   const bool point_failed = record.failed();
-  for (const auto& key : spec.rows)
-    if (!lookup(record, key) && !point_failed) return false;
+  for (const auto& key : spec.rows) {
+    if (point_failed || lookup(record, key)) continue;
+    const bool option_of_a_shown_plugin = std::any_of(spec.rows.begin(), spec.rows.end(), [&](const std::string& p) {
+      return key.size() > p.size() && key.compare(0, p.size() + 1, p + ".") == 0 && lookup(record, p).has_value();
+    });
+    if (!option_of_a_shown_plugin) return false;
+  }
   if (!spec.pivot.empty()) return lookup(record, spec.pivot).has_value();
   bool any_metric_column = false;
   for (const auto& column : spec.columns) {
