@@ -240,7 +240,7 @@ TEST_F(ScalingTask, FitFilesReadEachProcessCountFromItsOwnRun) {
   const std::string four = data("distributed_communication_single_node/runs/h100_host_4_processes");
   auto with = [&](const std::string& fit) {
     return "{model: {name: transformer_lm, size: xl, context_length: 256}, bucket_mb: 100, step_file: '" +
-           data("ddp_scaling/data") + "', step_part: single_gpu, step_where: ['rank='], fit_part: nccl, " +
+           data("scaling_model/inputs/ddp_scaling_4xh100_2_gpus") + "', step_part: single_gpu, step_where: ['rank='], fit_part: nccl, " +
            "fit_where: ['impl=runner', 'rank='], gpus_per_node: 4, " + fit + "}";
   };
   const std::string both = "fit_processes: [2, 4], fit_files: ['" + two + "', '" + four + "']";
