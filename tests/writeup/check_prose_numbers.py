@@ -434,36 +434,31 @@ def unbacked_noise_claims(where, text, statistics):
     return bad
 
 
-def read_unconverted(root):
-    unconverted = {}
-    path = os.path.join(root, "tests", "writeup", "prose_numbers_unconverted.txt")
+def read_list(root, name, fields):
+    """The entries of tests/writeup/<name>: `fields` whitespace-separated fields per line, the
+    last one the reason (free text); '#' starts a comment."""
+    entries = []
+    path = os.path.join(root, "tests", "writeup", name)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 line = line.split("#", 1)[0].strip()
                 if not line:
                     continue
-                parts = line.split(None, 1)
-                if len(parts) < 2:
-                    sys.exit(f"{path}:{n}: expected '<file> <reason>'")
-                unconverted[parts[0]] = parts[1]
-    return unconverted
+                parts = line.split(None, fields - 1)
+                if len(parts) < fields:
+                    shape = "<file> <number> <reason>" if fields == 3 else "<file> <reason>"
+                    sys.exit(f"{path}:{n}: expected '{shape}'")
+                entries.append(parts)
+    return entries
+
+
+def read_unconverted(root):
+    return {file: reason for file, reason in read_list(root, "prose_numbers_unconverted.txt", 2)}
 
 
 def read_pending(root):
-    pending = {}
-    path = os.path.join(root, "tests", "writeup", "prose_numbers_pending.txt")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                line = line.split("#", 1)[0].strip()
-                if not line:
-                    continue
-                parts = line.split(None, 2)
-                if len(parts) < 3:
-                    sys.exit(f"{path}:{n}: expected '<file> <number> <reason>'")
-                pending[(parts[0], parts[1])] = parts[2]
-    return pending
+    return {(file, number): reason for file, number, reason in read_list(root, "prose_numbers_pending.txt", 3)}
 
 
 def main():
