@@ -34,6 +34,15 @@ BEGIN, END = "<!-- regression-detection table begin -->", "<!-- regression-detec
 EFFECTS = [(0.0, "0 % (A/A)"), (0.02, "2 %"), (0.05, "5 %"), (0.10, "10 %"), (0.50, "50 %"), (3.0, "4x")]
 
 
+def tally(done, command):
+    """(regression flagged 0/1, points, points judged slower) of one JSON compare's output."""
+    if done.returncode not in (0, 1):
+        sys.exit(f"regression_detection.py: {command} failed: {done.stderr.strip()}")
+    c = json.loads(done.stdout)
+    rows = [r for r in c["rows"] if r["metric"] == "sleep_ms"]
+    return int(c["regression"]), len(rows), sum(r["verdict"] == "slower" for r in rows)
+
+
 def through_runner(build, pairs, work):
     """A/A and A/B pairs of experiments/regression_detection.yaml, judged by runner compare."""
     runner = pathlib.Path(build) / "runner"
@@ -52,14 +61,8 @@ def through_runner(build, pairs, work):
                 dirs.append(str(out))
             done = subprocess.run([str(runner), "compare", *dirs, "--format", "json"], env=env, capture_output=True,
                                   text=True)
-            if done.returncode not in (0, 1):
-                sys.exit(f"regression_detection.py: runner compare failed: {done.stderr.strip()}")
-            c = json.loads(done.stdout)
-            flagged += c["regression"]
-            for r in c["rows"]:
-                if r["metric"] == "sleep_ms":
-                    points += 1
-                    slower += r["verdict"] == "slower"
+            f, p, s = tally(done, "runner compare")
+            flagged, points, slower = flagged + f, points + p, slower + s
         rows.append({"records": "runner", "effect": effect, "effect_name": name, "compares": pairs, "points": points,
                      "slower_points": slower, "flagged_compares": flagged,
                      "point_rate": slower / points if points else 0, "compare_rate": flagged / pairs if pairs else 0})
@@ -80,14 +83,8 @@ def through_ab(build, pairs, work, effects=EFFECTS):
             done = subprocess.run([str(runner), "ab", str(exp), "--a", str(runner), "--b", b, "--device", "cpu",
                                    "--work", str(pathlib.Path(work) / f"ab-{effect}-{i}"), "--format", "json"],
                                   env=env, capture_output=True, text=True)
-            if done.returncode not in (0, 1):
-                sys.exit(f"regression_detection.py: runner ab failed: {done.stderr.strip()}")
-            c = json.loads(done.stdout)
-            flagged += c["regression"]
-            for r in c["rows"]:
-                if r["metric"] == "sleep_ms":
-                    points += 1
-                    slower += r["verdict"] == "slower"
+            f, p, s = tally(done, "runner ab")
+            flagged, points, slower = flagged + f, points + p, slower + s
         rows.append({"records": "runner ab", "effect": effect, "effect_name": name, "compares": pairs, "points": points,
                      "slower_points": slower, "flagged_compares": flagged, "rounds": 3,
                      "point_rate": slower / points if points else 0, "compare_rate": flagged / pairs if pairs else 0})
