@@ -12,6 +12,8 @@ cmake -S "$src/examples/external_plugin" -B "$out" -G Ninja -DRunner_DIR="$runne
   cmake --build "$out" >> "$out.log" 2>&1 || { tail -30 "$out.log"; fail "configure or build failed"; }
 # Torch's "library kineto not found" is answered by the package (RunnerConfig.cmake).
 ! grep -n "kineto" "$out.log" || fail "configure warned about kineto (above)"
+# Torch's CUDA_ARCHITECTURES warning likewise (a machine with a CUDA toolkit).
+! grep -n "not compatible with .CMAKE_CUDA_ARCHITECTURES" "$out.log" || fail "configure warned about CUDA_ARCHITECTURES (above)"
 "$runner" plugins --plugin-path "$out" > "$out.plugins" 2>&1
 grep -F "$out/task_hello.so" "$out.plugins" > /dev/null || fail "task/hello not listed: $(cat "$out.plugins")"
 grep -F "$out/attention_scaled.so" "$out.plugins" > /dev/null || fail "attention/scaled not listed: $(cat "$out.plugins")"
