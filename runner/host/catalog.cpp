@@ -10,7 +10,7 @@
 
 #include "config.hpp"
 #include "registry.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "sweep.hpp"
 #include "text_distance.hpp"
 

@@ -25,7 +25,7 @@
 #include "progress.hpp"
 #include "registry.hpp"
 #include "report/run_reports.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "run_dir.hpp"
 #include "run_output.hpp"
 #include "runner/child_process.hpp"

@@ -18,7 +18,7 @@
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report/run_reports.hpp"
-#include "report_check_committed.hpp"
+#include "committed_reports_check.hpp"
 #include "run_many.hpp"
 #include "run_dir.hpp"
 #include "stderr_line.hpp"

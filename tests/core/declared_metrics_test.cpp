@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "sweep.hpp"
 #include "test_support.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "report/report.hpp"
 #include "record_lines.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "run_dir.hpp"
 #include "sweep.hpp"
 #include "test_support.hpp"

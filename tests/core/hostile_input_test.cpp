@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "report/report.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "sweep.hpp"
 #include "test_support.hpp"
 

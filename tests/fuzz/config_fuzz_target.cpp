@@ -16,7 +16,7 @@
 #include "config.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "sweep.hpp"
 
 namespace {

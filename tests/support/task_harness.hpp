@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "registry.hpp"
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 #include "runner/task.hpp"
 #include "validate.hpp"
 

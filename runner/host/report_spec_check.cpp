@@ -1,4 +1,4 @@
-#include "report_check.hpp"
+#include "report_spec_check.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "report_check_committed.hpp"
+#include "committed_reports_check.hpp"
 
 #include <cstdlib>
 #include <unistd.h>
