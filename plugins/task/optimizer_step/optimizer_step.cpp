@@ -2,9 +2,13 @@
 // part of a train step (fused_adamw experiment). Gradients are random (fixed per
 // point, reused every step), so no forward or backward runs. Reports the time per
 // step, the bytes an AdamW-style step must move (bytes_per_param x parameters), the
-// bandwidth that implies, and the time at `floor_bandwidth_gbs` (the roofline floor).
+// bandwidth that implies, and the time that many bytes take at the device's copy
+// bandwidth (the roofline floor): measured on the same device in the same point
+// (copy_gbps), or a declared `floor_bandwidth_gbs`.
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -18,13 +22,31 @@
 
 namespace {
 
+// Device-to-device copy bandwidth (read + write bytes per second), the best of `reps`
+// copies of a `bytes`-sized buffer: what a bandwidth-bound kernel on this device can
+// reach, so the floor moves with the card (an H100 and an H200 differ by 1.4x).
+double copy_bandwidth_gbs(const runner::Context& ctx, double bytes, int reps) {
+  const auto n = static_cast<std::int64_t>(bytes / sizeof(float));
+  auto src = at::empty({n}, at::TensorOptions().dtype(at::kFloat).device(ctx.device)).fill_(1.0f);
+  auto dst = at::empty_like(src);
+  dst.copy_(src);  // warm-up: first-touch and clocks
+  ctx.synchronize();
+  double best = 0;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    dst.copy_(src);
+    ctx.synchronize();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * static_cast<double>(n) * sizeof(float) / s / 1e9);
+  }
+  return best;
+}
+
 class OptimizerStep : public runner::Task {
  public:
   void run(runner::Context& ctx, const runner::Params& p, runner::Recorder& out) override {
     const double bytes_per_param = p.number("bytes_per_param");
-    const double floor_gbs = p.number("floor_bandwidth_gbs");
-    if (bytes_per_param <= 0 || floor_gbs <= 0)
-      throw std::invalid_argument("optimizer_step: bytes_per_param and floor_bandwidth_gbs must be > 0");
+    if (bytes_per_param <= 0) throw std::invalid_argument("optimizer_step: bytes_per_param must be > 0");
     runner::release_cached_memory(ctx.device);
     auto model = ctx.create<runner::Model>(runner::PluginKind::Model, p.plugin("model"));
     std::vector<torch::Tensor> params = model->module().parameters();
@@ -40,6 +62,11 @@ class OptimizerStep : public runner::Task {
     auto factory = ctx.create<runner::OptimizerFactory>(runner::PluginKind::Optimizer, p.plugin("optimizer"));
     auto optimizer = factory->make({torch::optim::OptimizerParamGroup(params)});
 
+    // Before the optimizer's state exists, so the copy buffers fit beside the model.
+    const double declared_gbs = p.number("floor_bandwidth_gbs");
+    const double floor_gbs = declared_gbs > 0 ? declared_gbs
+                                              : copy_bandwidth_gbs(ctx, p.number("copy_mib") * 1024 * 1024, 20);
+    runner::release_cached_memory(ctx.device);
     runner::reset_peak_memory(ctx.device);
     const runner::PhaseTimes times =
         runner::measure_steps(ctx, [&](runner::StepTimer& t) { t.phase("optimizer", [&] { optimizer->step(); }); });
@@ -52,6 +79,7 @@ class OptimizerStep : public runner::Task {
     r.add("parameters", count, "count");
     r.add("bytes_moved", bytes, "bytes");
     r.add("floor_ms", bytes / (floor_gbs * 1e9) * 1e3, "ms");
+    r.add("floor_gbps", floor_gbs, "GB/s");
     if (auto memory = runner::device_memory(ctx.device))
       r.add("peak_memory_gib", static_cast<double>(memory->peak_allocated_bytes) / (1024.0 * 1024.0 * 1024.0), "GiB");
     out.emit(std::move(r));
@@ -70,11 +98,14 @@ runner::PluginManifest make_manifest() {
       runner::opt_enum("grad_dtype", {"fp32", "bf16", "fp16"}, "fp32", "dtype of the random gradients"),
       runner::opt_float("bytes_per_param", 28.0,
                         "bytes a step must move per parameter (AdamW, fp32 grads: read p, g, m, v, write p, m, v)"),
-      runner::opt_float("floor_bandwidth_gbs", 3000.0, "bandwidth for floor_ms (H100 SXM: ~3000 GB/s achievable)"),
+      runner::opt_float("floor_bandwidth_gbs", 0.0,
+                        "bandwidth for floor_ms in GB/s; 0: measure this device's copy bandwidth (floor_gbps)")
+          .at_least(0),
+      runner::opt_float("copy_mib", 1024.0, "buffer copied to measure the copy bandwidth (MiB)").at_least(1),
   };
   // "?": wall_ms with measure.sync_each_step, peak memory on devices with memory stats.
   m.metrics = std::vector<std::string>{"optimizer_ms", "step_ms",  "wall_ms?", "gbps", "parameters",
-                                       "bytes_moved", "floor_ms", "peak_memory_gib?"};
+                                       "bytes_moved", "floor_ms", "floor_gbps", "peak_memory_gib?"};
   m.labels = std::vector<std::string>{};
   m.create = [](const runner::Params&, runner::Context&) -> std::unique_ptr<runner::PluginBase> {
     return std::make_unique<OptimizerStep>();

@@ -27,7 +27,16 @@ TEST_F(OptimizerStepTest, ReportsTimeBandwidthAndTheFloorFromTheParameterCount) 
     EXPECT_DOUBLE_EQ(runner::testing::metric_number(r, "floor_ms"), 28 * params / 1e12 * 1e3);
     EXPECT_EQ(runner::testing::metric_stats(r, "optimizer_ms").n, 3);
     EXPECT_GT(runner::testing::metric_stats(r, "gbps").mean, 0.0);
+    EXPECT_DOUBLE_EQ(runner::testing::metric_number(r, "floor_gbps"), 1000);
   }
+}
+
+TEST_F(OptimizerStepTest, WithoutADeclaredBandwidthTheFloorIsTheMeasuredCopyBandwidth) {
+  const auto r = run("optimizer: {name: adamw, impl: fused}, copy_mib: 8");
+  const double gbps = runner::testing::metric_number(r, "floor_gbps");
+  EXPECT_GT(gbps, 0.0);
+  EXPECT_DOUBLE_EQ(runner::testing::metric_number(r, "floor_ms"),
+                   runner::testing::metric_number(r, "bytes_moved") / (gbps * 1e9) * 1e3);
 }
 
 TEST_F(OptimizerStepTest, Bf16GradientsAreAccepted) {
