@@ -333,7 +333,11 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     run.resume_hint.insert(at, " --shard " + options.shard);  // a shard resumes only as itself
   if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && pool.workers > 0)
     run.resume_hint.insert(at, pool.gpus.empty() ? " --workers " + std::to_string(pool.workers) : " --gpus " + options.gpus);
-  const report::RunSummary summary{options.smoke, plan.points.size(), options.allow_dirty};
+  // --filter and --max-points leave points of the sweep out, so the run is partial: its report
+  // renders a dash where a value's rows are missing, as `runner report` on it would (a shard
+  // counts as whole: its shard's points are all it plans).
+  const std::size_t planned = options.shard.empty() ? count_points(exp) : plan.points.size();
+  const report::RunSummary summary{options.smoke, planned, options.allow_dirty};
   if (run.rank == 0 && !options.reports_dir.empty() && !options.dry_run) {
     // Before measuring, not after: the records this run will write name this commit.
     StoredRecord would_write;

@@ -27,6 +27,34 @@ report:
     - {name: values, rows: [item], pivot: value, metric: value, format: "%.1f"}
 )";
 
+TEST(Cli, AFilteredRunRendersADashForAValueWhoseRowsItLeftOut) {
+  // A value over rows that --filter left out is not a broken spec: the run is partial, so the
+  // value renders a dash and the run succeeds (it exited 2 after recording every point).
+  const auto dir = fresh_dir("cli_filtered_value");
+  write_file(dir / "echo.yaml", R"(experiment: echo_filtered
+description: two echo points and a value over the larger
+measure: {warmup_steps: 0, measured_steps: 1}
+task: echo
+sweep: {value: [1.5, 2.5]}
+report:
+  id: echo_filtered
+  values:
+    - {name: big, expr: 'column_max("values", "value", "value>=2")', format: "%.1f"}
+  tables:
+    - {name: values, rows: [value], columns: [{metric: value}], format: "%.1f"}
+)");
+  const auto whole = run_runner((dir / "echo.yaml").string() + " --device cpu --out " + (dir / "whole").string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  EXPECT_NE(read_file(dir / "whole" / "reports" / "echo_filtered" / "echo_filtered.values.tex").find("{2.5}"),
+            std::string::npos);
+  const auto r = run_runner((dir / "echo.yaml").string() + " --device cpu --filter 'value=1.5' --out " +
+                            (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string tex = read_file(dir / "run" / "reports" / "echo_filtered" / "echo_filtered.values.tex");
+  EXPECT_EQ(tex.find("{2.5}"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("big"), std::string::npos) << tex;
+}
+
 TEST(Cli, VersionNamesRunnerLibTorchAndPluginApi) {
   const auto r = run_runner("--version");
   EXPECT_EQ(r.exit_code, 0);
