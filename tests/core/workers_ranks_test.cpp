@@ -115,6 +115,24 @@ TEST(WorkersRanks, TwoRankPointOnOneWorkerIsRefusedUpFront) {
       << launched.output;
 }
 
+// First come, first served: a 2-rank point waiting for both workers is not overtaken by
+// the 1-process points after it (which could keep one worker busy forever), so on two
+// workers it finishes third, after the two points before it and before any after it.
+TEST(WorkersRanks, AWaitingTwoRankPointIsNotOvertaken) {
+  const auto dir = fresh_dir("workers-ranks-fifo");
+  const auto file = write_file(dir / "fifo.yaml", R"(experiment: fifo_pool
+device: cpu
+measure: {warmup_steps: 0, measured_steps: 1}
+parts:
+  - {name: before, task: echo, params: {sleep_us: 300000}, sweep: {value: [1, 2]}}
+  - {name: pair, processes: 2, task: echo, params: {sleep_us: 10000}}
+  - {name: later, task: echo, params: {sleep_us: 10000}, sweep: {value: [3, 4, 5, 6]}}
+)");
+  const auto r = run_runner(file.string() + " --workers 2 --out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[3/7] pair "), std::string::npos) << r.output;
+}
+
 // Killed while its first 2-rank point runs (as by a scheduler): that point is recorded
 // interrupted, and --resume on the same pool runs every missing point once.
 TEST(WorkersRanks, AKilledMixedPoolResumesAndRunsEachPointOnce) {
