@@ -133,6 +133,30 @@ parts:
   EXPECT_NE(r.output.find("[3/7] pair "), std::string::npos) << r.output;
 }
 
+// A 2-rank point whose rank crashes costs only that point: its launch stops the other
+// rank, the point is recorded as an error, and the pool goes on with the points after it.
+TEST(WorkersRanks, ATwoRankPointThatCrashesCostsOnlyItsPoint) {
+  const auto dir = fresh_dir("workers-ranks-crash");
+  const auto file = write_file(dir / "crash.yaml", R"(experiment: crash_pair_pool
+device: cpu
+measure: {warmup_steps: 0, measured_steps: 1}
+parts:
+  - {name: ok, task: echo, params: {sleep_us: 20000}, sweep: {value: [1, 2]}}
+  - {name: dies, processes: 2, task: echo, params: {fail: crash}}
+  - {name: after, task: echo, params: {sleep_us: 20000}, sweep: {value: [3, 4]}}
+)");
+  const auto r = run_runner(file.string() + " --workers 2 --out " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::map<std::string, std::vector<std::string>> statuses;
+  for (const auto& rec : report::read_result_lines(dir / "run" / "results.jsonl"))
+    statuses[rec["part"].get<std::string>() + std::to_string(rec["point"].get<int>())].push_back(rec["status"]);
+  using List = std::vector<std::string>;
+  EXPECT_EQ(statuses, (std::map<std::string, List>{
+                          {"ok0", {"ok"}}, {"ok1", {"ok"}}, {"dies0", {"error"}}, {"after0", {"ok"}}, {"after1", {"ok"}}}))
+      << r.output;
+  EXPECT_NE(r.output.find("[3/5] dies (single point)  error  (workers 0, 1)"), std::string::npos) << r.output;
+}
+
 // Killed while its first 2-rank point runs (as by a scheduler): that point is recorded
 // interrupted, and --resume on the same pool runs every missing point once.
 TEST(WorkersRanks, AKilledMixedPoolResumesAndRunsEachPointOnce) {
