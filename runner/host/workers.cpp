@@ -363,7 +363,7 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
     if (w.command_fd >= 0) ::close(w.command_fd);
     w.command_fd = -1;
   };
-  // Points start in sweep order, each as soon as as many workers as it needs are free
+  // Points start in sweep order, each once as many workers as it needs are free
   // (a multi-process point: also ended, so its GPUs hold no other process's memory).
   // First come, first served, without backfilling: a point waiting for N free workers
   // holds back every point after it. Nothing knows how long a point runs, so letting
@@ -385,11 +385,10 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
       if (static_cast<int>(chosen.size()) < n) return;
       if (n == 1) {
         Worker& w = holder[static_cast<size_t>(chosen[0])] ? *holder[static_cast<size_t>(chosen[0])] : start_worker(chosen[0]);
-        if (!write_all(w.command_fd, std::to_string(position) + "\n")) {
-          retire(w);  // it died; its end is handled when its reply pipe closes
-          continue;
-        }
         w.current = static_cast<long long>(position);
+        // A worker that died before it could take the point costs the point (an error record
+        // once its reply pipe closes), not a new worker for it again and again.
+        if (!write_all(w.command_fd, std::to_string(position) + "\n")) retire(w);
         --singles_left;
       } else {
         bool waiting = false;
