@@ -20,7 +20,7 @@ const std::vector<std::string> kTopLevelKeys = {
     "question"};
 const std::vector<std::string> kPartKeys = {"name",    "task",      "params",   "sweep",
                                             "measure", "precision", "seed",     "profilers",
-                                            "description", "enabled"};
+                                            "description", "enabled", "processes"};
 // Keys whose children are dotted paths themselves, so new entries stay flat.
 const std::set<std::string> kFlatMaps = {"sweep", "smoke"};
 

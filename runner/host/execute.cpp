@@ -272,13 +272,25 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
 
 // A worker of a pool (workers.hpp): the points the parent hands it, records spooled
 // into <run>/workers/<k>/ for the parent to append.
-int run_as_worker(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, const RunOptions& options) {
-  RunOutput run(options.worker_of / "workers" / std::to_string(options.worker_index), plan.device, nullptr);
+// A multi-process point's ranks (started by `runner launch`) run only that point.
+int run_as_worker(const Experiment& exp, Plan& plan, const PluginRegistry& registry, const RunOptions& options) {
+  const std::optional<WorkerGroup> group = worker_group();
+  const std::optional<LaunchEnv> launch = group ? detect_launch_env() : std::nullopt;
+  std::unique_ptr<DistributedSession> session;
+  if (launch) {
+    if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
+    session = std::make_unique<DistributedSession>(*launch, plan.device, checked_backend(options.backend));
+  }
+  RunOutput run(worker_dir(options.worker_of, options.worker_index, group), plan.device, session.get());
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
   if (!options.shard.empty()) run.env["shard"] = options.shard;
-  run.env["worker"] = options.worker_index;
-  if (const char* gpu = std::getenv("RUNNER_WORKER_GPU")) run.env["gpu_index"] = std::atoi(gpu);
+  if (launch) run.env["launcher"] = launch->launcher;
+  name_worker(run.env, options.worker_index, group, launch ? launch->local_rank : 0);
   run.resume_hint = "the run's parent process resumes it";
+  if (group) {
+    run_points(exp, plan, registry, run, {}, {}, [&](std::size_t i) { return i == group->position; });
+    return 0;
+  }
   WorkerChannel channel;
   run_points(exp, plan, registry, run, {}, {}, [&](std::size_t i) { return channel.take(i); });
   channel.finish();
@@ -302,10 +314,11 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   // owns the run directory's files.
   const std::string backend = checked_backend(options.backend);
   const std::optional<LaunchEnv> launch = detect_launch_env();
-  check_processes_key(exp, launch ? launch->world_size : 1);
-  check_distributed_setup(plan.points, plan.device, launch ? launch->world_size : 1,
-                          launch ? ranks_per_node(*launch) : 1, backend, registry);
   const PoolSpec pool = pool_spec(options, plan.device, launch.has_value());
+  check_point_processes(exp, plan.points, pool, launch ? launch->world_size : 1);
+  // On a pool a multi-process point's own `runner launch` checks it.
+  check_distributed_setup(pool.workers > 0 ? one_process_points(exp, plan.points) : plan.points, plan.device,
+                          launch ? launch->world_size : 1, launch ? ranks_per_node(*launch) : 1, backend, registry);
   std::unique_ptr<DistributedSession> session;
   if (launch) {
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
@@ -400,7 +413,8 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, cons
   const Plan plan = plan_run(exp, options, registry);
   const int world_size = spec.nnodes * spec.nproc;
   check_distributed_setup(plan.points, plan.device, world_size, spec.nproc, checked_backend(options.backend), registry);
-  check_processes_key(exp, world_size);
+  // A pool's multi-process point (--worker-of) runs only that point on these ranks.
+  if (options.worker_of.empty()) check_point_processes(exp, plan.points, PoolSpec{}, world_size);
   // Node 0's rank 0 makes the run directory; another node's launcher may start after it did.
   if (spec.node_rank == 0 && !options.out.empty() && std::filesystem::exists(options.out / "results.jsonl"))
     throw ConfigError("--out " + options.out.string() + ": already holds results.jsonl; choose a new directory");

@@ -7,18 +7,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <list>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include <torch/cuda.h>
 
+#include "distributed.hpp"
 #include "errors.hpp"
 #include "execute.hpp"
 #include "interrupt.hpp"
@@ -70,8 +74,10 @@ std::vector<std::string> worker_argv(const std::vector<std::string>& args, const
 }
 
 struct Worker {
-  int index = 0;
-  int gpu = -1;
+  int index = 0;           // its (first) slot of the pool: workers/<index>/
+  std::vector<int> slots;  // the pool's workers it holds: its own, or a multi-process point's N
+  std::vector<int> gpus;   // theirs, on GPUs
+  bool group = false;      // a multi-process point's `runner launch`, ending after it
   pid_t pid = -1;
   int command_fd = -1;  // we write positions
   int reply_fd = -1;    // it writes "done"
@@ -81,7 +87,14 @@ struct Worker {
   std::string pending;        // reply bytes not yet a whole line
 };
 
-void spawn(Worker& w, const std::vector<std::string>& argv) {
+std::string joined(const std::vector<int>& values, const char* separator) {
+  std::string out;
+  for (int v : values) out += (out.empty() ? "" : separator) + std::to_string(v);
+  return out;
+}
+
+// Starts `argv` as worker `w` with `env` set (NAME=value each, replacing the run's own).
+void spawn(Worker& w, const std::vector<std::string>& argv, const std::vector<std::string>& env_set) {
   int command[2], reply[2];
   if (::pipe2(command, O_CLOEXEC) != 0 || ::pipe2(reply, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("--workers: pipe failed: ") + std::strerror(errno));
@@ -93,14 +106,11 @@ void spawn(Worker& w, const std::vector<std::string>& argv) {
   std::vector<std::string> env_text;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
-    if (w.gpu >= 0 && (entry.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0 || entry.rfind("RUNNER_WORKER_GPU=", 0) == 0))
-      continue;
-    env_text.push_back(entry);
+    bool replaced = false;
+    for (const std::string& set : env_set) replaced = replaced || entry.rfind(set.substr(0, set.find('=') + 1), 0) == 0;
+    if (!replaced) env_text.push_back(entry);
   }
-  if (w.gpu >= 0) {
-    env_text.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(w.gpu));
-    env_text.push_back("RUNNER_WORKER_GPU=" + std::to_string(w.gpu));
-  }
+  env_text.insert(env_text.end(), env_set.begin(), env_set.end());
   std::vector<char*> env;
   for (auto& e : env_text) env.push_back(e.data());
   env.push_back(nullptr);
@@ -126,7 +136,9 @@ void spawn(Worker& w, const std::vector<std::string>& argv) {
 }
 
 std::string describe_worker(const Worker& w) {
-  return "worker " + std::to_string(w.index) + (w.gpu >= 0 ? " (GPU " + std::to_string(w.gpu) + ")" : "");
+  if (w.slots.size() > 1)
+    return "workers " + joined(w.slots, ", ") + (w.gpus.empty() ? "" : " (GPUs " + joined(w.gpus, ", ") + ")");
+  return "worker " + std::to_string(w.index) + (w.gpus.empty() ? "" : " (GPU " + std::to_string(w.gpus[0]) + ")");
 }
 
 class Pool {
@@ -187,7 +199,11 @@ class Pool {
   nlohmann::json worker_env(const Worker& w) const {
     nlohmann::json env = run_.env;
     env["worker"] = w.index;
-    if (w.gpu >= 0) env["gpu_index"] = w.gpu;
+    if (!w.gpus.empty()) env["gpu_index"] = w.gpus[0];
+    if (w.group) {
+      env["workers"] = w.slots;
+      if (!w.gpus.empty()) env["gpu_indices"] = w.gpus;
+    }
     return env;
   }
 
@@ -263,22 +279,26 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
                     const std::set<std::pair<std::string, int>>& finished, const PoolSpec& spec,
                     const std::function<void()>& render) {
   PoolResult result;
+  const std::vector<int> need = point_processes(exp, points);
   std::vector<size_t> queue;
   for (size_t i = 0; i < points.size(); ++i)
     if (!finished.count({points[i].part, points[i].index})) queue.push_back(i);
   size_t next = 0, done = 0;
+  size_t singles_left = 0;  // 1-process points of queue[next, end)
+  for (size_t position : queue) singles_left += need[position] == 1;
   const size_t total = queue.size();
   Pool pool(exp, points, device, run, queue);
-  std::vector<Worker> workers(static_cast<size_t>(std::min<size_t>(static_cast<size_t>(spec.workers), total)));
+  std::list<Worker> live;                                              // processes running
+  std::vector<Worker*> holder(static_cast<size_t>(spec.workers), nullptr);  // slot -> who holds it
   InterruptGuard interrupt;
   // Ctrl-C or SIGTERM: every worker records its point in flight as interrupted (they
   // share the terminal's signal; SIGTERM is passed on), then those records join the run.
   std::atomic<bool> stopping{false};
   interrupt.on_interrupt([&](const char* signal_name) {
     stopping = true;
-    for (Worker& w : workers)
+    for (Worker& w : live)
       if (w.pid > 0) ::kill(w.pid, std::strcmp(signal_name, "SIGINT") == 0 ? SIGINT : SIGTERM);
-    for (Worker& w : workers)
+    for (Worker& w : live)
       if (w.pid > 0) {
         int status = 0;
         ::waitpid(w.pid, &status, 0);
@@ -290,25 +310,102 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
   });
   // Held except while waiting for the workers, so a signal's note never interleaves a write.
   std::unique_lock<std::mutex> held(interrupt.mutex());
-  for (size_t k = 0; k < workers.size(); ++k) {
-    Worker& w = workers[k];
-    w.index = static_cast<int>(k);
-    w.gpu = spec.gpus.empty() ? -1 : spec.gpus[k];
-    w.dir = run.dir / "workers" / std::to_string(k);
+  const std::string device_name = device.is_cuda() ? "cuda" : "cpu";
+  // A slot's own worker, started when a 1-process point first needs it (again after a
+  // multi-process point used its slot).
+  const auto start_worker = [&](int slot) -> Worker& {
+    Worker& w = live.emplace_back();
+    w.index = slot;
+    w.slots = {slot};
+    if (!spec.gpus.empty()) w.gpus = {spec.gpus[static_cast<size_t>(slot)]};
+    w.dir = run.dir / "workers" / std::to_string(slot);
     fs::create_directories(w.dir / "artifacts");
-    // A resumed run's worker starts a fresh spool: what the last one spooled is either in
-    // results.jsonl already or runs again.
+    // A fresh spool: what an earlier worker of this slot (or of a resumed run) spooled is
+    // in results.jsonl already or runs again.
     fs::remove(w.dir / "results.jsonl");
-    spawn(w, worker_argv(spec.args, run.dir, w.index, device.is_cuda() ? "cuda" : "cpu"));
-  }
-  const auto assign = [&](Worker& w) {
-    if (next < queue.size()) {
-      w.current = static_cast<long long>(queue[next++]);
-      if (write_all(w.command_fd, std::to_string(w.current) + "\n")) return;
+    std::vector<std::string> env;
+    if (!w.gpus.empty())
+      env = {"CUDA_VISIBLE_DEVICES=" + std::to_string(w.gpus[0]), "RUNNER_WORKER_GPU=" + std::to_string(w.gpus[0])};
+    spawn(w, worker_argv(spec.args, run.dir, slot, device_name), env);
+    holder[static_cast<size_t>(slot)] = &w;
+    return w;
+  };
+  // A multi-process point on `slots`: `runner launch` of its ranks, which run only it.
+  const auto start_group = [&](const std::vector<int>& slots, size_t position) {
+    Worker& w = live.emplace_back();
+    w.index = slots.front();
+    w.slots = slots;
+    w.group = true;
+    for (int slot : slots)
+      if (!spec.gpus.empty()) w.gpus.push_back(spec.gpus[static_cast<size_t>(slot)]);
+    w.dir = run.dir / "workers" / ("point-" + std::to_string(position));
+    fs::create_directories(w.dir / "artifacts");
+    // As a worker's: a fresh spool, its log appended to. (Not fs::remove_all: libtorch.so
+    // exports an incompatible copy of it that may be bound here, and it crashed.)
+    fs::remove(w.dir / "results.jsonl");
+    std::vector<std::string> argv = worker_argv(spec.args, run.dir, w.index, device_name);
+    argv.insert(argv.begin() + 1, {"launch", "--nproc-per-node", std::to_string(slots.size())});
+    std::vector<std::string> env = {"RUNNER_WORKER_POINT=" + std::to_string(position),
+                                    "RUNNER_WORKER_SLOTS=" + joined(slots, ",")};
+    if (!w.gpus.empty()) {
+      env.push_back("CUDA_VISIBLE_DEVICES=" + joined(w.gpus, ","));
+      env.push_back("RUNNER_WORKER_GPUS=" + joined(w.gpus, ","));
     }
-    w.current = -1;
-    ::close(w.command_fd);  // no more points: the worker's loop ends
+    spawn(w, argv, env);
+    ::close(w.command_fd);  // its ranks take their point from RUNNER_WORKER_POINT
     w.command_fd = -1;
+    w.current = static_cast<long long>(position);
+    for (int slot : slots) holder[static_cast<size_t>(slot)] = &w;
+  };
+  const auto idle = [](const Worker* w) { return w && !w->group && w->current < 0 && w->command_fd >= 0; };
+  // No more points for this worker: closing its stdin ends its loop, and it exits.
+  const auto retire = [](Worker& w) {
+    if (w.command_fd >= 0) ::close(w.command_fd);
+    w.command_fd = -1;
+  };
+  // Points start in sweep order, each once as many workers as it needs are free
+  // (a multi-process point: also ended, so its GPUs hold no other process's memory).
+  // First come, first served, without backfilling: a point waiting for N free workers
+  // holds back every point after it. Nothing knows how long a point runs, so letting
+  // 1-process points start in front of a waiting N-process one could keep one of its N
+  // workers busy again and again, and it could wait forever; this way it waits at most
+  // for the points already running. The price: while it waits, freed workers sit idle.
+  const auto schedule = [&] {
+    while (next < queue.size()) {
+      const size_t position = queue[next];
+      const int n = need[position];
+      // The free slots it gets, lowest first: for one process a started worker before an
+      // empty slot; for several, empty slots before workers that must end first.
+      std::vector<int> chosen;
+      for (int pass = 0; pass < 2; ++pass) {
+        const bool idle_pass = (pass == 0) == (n == 1);
+        for (size_t k = 0; k < holder.size() && static_cast<int>(chosen.size()) < n; ++k)
+          if (idle_pass ? idle(holder[k]) : holder[k] == nullptr) chosen.push_back(static_cast<int>(k));
+      }
+      if (static_cast<int>(chosen.size()) < n) return;
+      if (n == 1) {
+        Worker& w = holder[static_cast<size_t>(chosen[0])] ? *holder[static_cast<size_t>(chosen[0])] : start_worker(chosen[0]);
+        w.current = static_cast<long long>(position);
+        // A worker that died before it could take the point costs the point (an error record
+        // once its reply pipe closes), not a new worker for it again and again.
+        if (!write_all(w.command_fd, std::to_string(position) + "\n")) retire(w);
+        --singles_left;
+      } else {
+        bool waiting = false;
+        for (int slot : chosen)
+          if (Worker* w = holder[static_cast<size_t>(slot)]) {
+            retire(*w);
+            waiting = true;
+          }
+        if (waiting) return;  // once those workers have exited
+        std::sort(chosen.begin(), chosen.end());
+        start_group(chosen, position);
+      }
+      ++next;
+    }
+    if (singles_left == 0)
+      for (Worker& w : live)
+        if (idle(&w)) retire(w);
   };
   const auto report = [&](const Worker& w, size_t position, RecordStatus status) {
     ++done;
@@ -318,12 +415,12 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
     std::cout << "[" << done << "/" << total << "] " << p.part << " " << describe_point(p) << "  "
               << status_name(status) << "  (" << describe_worker(w) << ")" << std::endl;
   };
-  run.log.info("running " + std::to_string(total) + " points on " + std::to_string(workers.size()) + " workers");
-  for (Worker& w : workers) assign(w);
+  run.log.info("running " + std::to_string(total) + " points on " + std::to_string(spec.workers) + " workers");
+  schedule();
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<Worker*> owners;
-    for (Worker& w : workers)
+    for (Worker& w : live)
       if (w.reply_fd >= 0) {
         fds.push_back({w.reply_fd, POLLIN, 0});
         owners.push_back(&w);
@@ -346,11 +443,13 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
         w.pending.append(buf, static_cast<size_t>(n));
         for (size_t nl; (nl = w.pending.find('\n')) != std::string::npos;) {
           w.pending.erase(0, nl + 1);
+          if (w.current < 0) continue;
           const auto position = static_cast<size_t>(w.current);
           for (RecordStatus status : pool.collect(w)) report(w, position, status);
           pool.flush(false);
-          assign(w);
+          w.current = -1;
         }
+        schedule();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -360,8 +459,7 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
       w.pid = -1;
       ::close(w.reply_fd);
       w.reply_fd = -1;
-      if (w.command_fd >= 0) ::close(w.command_fd);
-      w.command_fd = -1;
+      retire(w);
       if (w.current >= 0) {
         const auto position = static_cast<size_t>(w.current);
         const auto statuses = pool.collect(w);  // what it wrote itself (a timeout, a death note)
@@ -373,6 +471,10 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
         pool.flush(false);
         w.current = -1;
       }
+      for (int slot : w.slots)
+        if (holder[static_cast<size_t>(slot)] == &w) holder[static_cast<size_t>(slot)] = nullptr;
+      live.remove_if([&](const Worker& x) { return &x == &w; });
+      schedule();
     }
   }
   pool.flush(true);
@@ -381,6 +483,120 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
     result.failures += static_cast<int>(total - done);
   }
   return result;
+}
+
+namespace {
+
+int processes_value(const Experiment& exp, const YAML::Node& node, const std::string& key) {
+  int n = 0;
+  try {
+    n = node.as<int>();
+  } catch (const std::exception&) {
+  }
+  if (n < 1) throw ConfigError(exp.source.where(node, key) + ": " + key + ": expected an integer >= 1");
+  return n;
+}
+
+// Where the part's process count comes from, for messages: "x.yaml:9:5: parts.pair.processes: 2".
+std::string processes_said(const Experiment& exp, const std::string& part, int n) {
+  for (const PartNode& p : experiment_parts(exp, true))
+    if (p.name == part && p.node["processes"])
+      return exp.source.where(p.node["processes"], "parts." + part + ".processes") + ": parts." + part +
+             ".processes: " + std::to_string(n);
+  if (exp.document["processes"])
+    return exp.source.where(exp.document["processes"], "processes") + ": processes: " + std::to_string(n);
+  return exp.source.file + ": part " + part + " (no processes: key, so 1 process)";
+}
+
+bool parts_set_processes(const Experiment& exp) {
+  for (const PartNode& p : experiment_parts(exp, true))
+    if (p.node["processes"]) return true;
+  return false;
+}
+
+std::vector<int> int_list(const char* text) {
+  std::vector<int> out;
+  std::istringstream items(text ? text : "");
+  for (std::string item; std::getline(items, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> point_processes(const Experiment& exp, const std::vector<Point>& points) {
+  const int whole = exp.document["processes"] ? processes_value(exp, exp.document["processes"], "processes") : 1;
+  std::map<std::string, int> per_part;
+  for (const PartNode& part : experiment_parts(exp, true))
+    per_part[part.name] = part.node["processes"]
+                              ? processes_value(exp, part.node["processes"], "parts." + part.name + ".processes")
+                              : whole;
+  std::vector<int> out;
+  for (const Point& p : points) out.push_back(per_part.count(p.part) ? per_part[p.part] : whole);
+  return out;
+}
+
+void check_point_processes(const Experiment& exp, const std::vector<Point>& points, const PoolSpec& pool,
+                           int world_size) {
+  if (pool.workers == 0) check_processes_key(exp, world_size);  // the experiment's own count
+  const std::vector<int> need = point_processes(exp, points);
+  const int most = need.empty() ? 1 : *std::max_element(need.begin(), need.end());
+  const std::string on_pool = "--workers " + std::to_string(most) + " or more (--gpus on a GPU host)";
+  // Only a sweep whose parts set their own counts is held to them in a launched run; an
+  // experiment-wide `processes:` stays what it was, the least a launch needs.
+  const bool per_part = world_size > 1 && parts_set_processes(exp);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const int n = need[i];
+    const auto said = [&] { return processes_said(exp, points[i].part, n); };  // only for a message
+    if (pool.workers > 0 && n > pool.workers) {
+      const bool gpus = !pool.gpus.empty();
+      throw ConfigError(said() + ": each of its points runs on " + std::to_string(n) + (gpus ? " GPUs" : " workers") +
+                        " at once and this pool has " + std::to_string(pool.workers) + "; use " +
+                        (gpus ? "--gpus with " + std::to_string(n) + " or more GPUs (e.g. --gpus all)"
+                              : "--workers " + std::to_string(n) + " or more"));
+    }
+    if (pool.workers == 0 && world_size == 1 && n > 1)
+      throw ConfigError(said() + ": its points run on " + std::to_string(n) + " ranks; run the sweep on a pool, " +
+                        on_pool + ", where each point gets its own ranks (or start it with `runner launch " +
+                        "--nproc-per-node " + std::to_string(n) + " " + exp.file.string() + " --filter ...`)");
+    if (per_part && n != world_size)
+      throw ConfigError(said() + ": this launch runs every point on its " + std::to_string(world_size) +
+                        " ranks; run the sweep on a pool, " + on_pool +
+                        ", where each point gets its own ranks (or --filter the part out)");
+  }
+}
+
+std::vector<Point> one_process_points(const Experiment& exp, const std::vector<Point>& points) {
+  const std::vector<int> need = point_processes(exp, points);
+  std::vector<Point> out;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (need[i] == 1) out.push_back(points[i]);
+  return out;
+}
+
+std::optional<WorkerGroup> worker_group() {
+  const char* position = std::getenv("RUNNER_WORKER_POINT");
+  if (position == nullptr) return std::nullopt;
+  WorkerGroup group;
+  group.position = static_cast<std::size_t>(std::stoull(position));
+  group.slots = int_list(std::getenv("RUNNER_WORKER_SLOTS"));
+  group.gpus = int_list(std::getenv("RUNNER_WORKER_GPUS"));
+  return group;
+}
+
+fs::path worker_dir(const fs::path& run_dir, int index, const std::optional<WorkerGroup>& group) {
+  return run_dir / "workers" / (group ? "point-" + std::to_string(group->position) : std::to_string(index));
+}
+
+void name_worker(nlohmann::json& env, int index, const std::optional<WorkerGroup>& group, int local_rank) {
+  env["worker"] = index;
+  if (const char* gpu = std::getenv("RUNNER_WORKER_GPU")) env["gpu_index"] = std::atoi(gpu);
+  if (!group) return;
+  const auto rank = static_cast<size_t>(local_rank);
+  if (rank < group->slots.size()) env["worker"] = group->slots[rank];
+  env["workers"] = group->slots;
+  if (group->gpus.empty()) return;
+  if (rank < group->gpus.size()) env["gpu_index"] = group->gpus[rank];
+  env["gpu_indices"] = group->gpus;
 }
 
 PoolSpec pool_spec(const RunOptions& options, const c10::Device& device, bool launched) {

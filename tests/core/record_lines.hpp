@@ -27,12 +27,12 @@ inline std::vector<nlohmann::json> read_result_lines(const std::filesystem::path
 }
 
 // Each record of a run as a line without what differs from one run of the same points to
-// another (time, environment, observations, measured seconds, the echo task's measured
-// sleep): two runs of one sweep, however split or spread, compare equal.
+// another (time, environment, a rank's placement, observations, measured seconds, the echo
+// task's measured sleep): two runs of one sweep, however split or spread, compare equal.
 inline std::vector<std::string> comparable_records(const std::filesystem::path& results_jsonl) {
   std::vector<std::string> out;
   for (auto r : read_result_lines(results_jsonl)) {
-    for (const char* key : {"time", "env", "observed", "measurement"}) r.erase(key);
+    for (const char* key : {"time", "env", "placement", "observed", "measurement"}) r.erase(key);
     r["metrics"].erase("sleep_ms");
     out.push_back(r.dump());
   }

@@ -77,12 +77,31 @@ std::string machine_clause(const std::vector<const StoredRecord*>& records) {
 }
 
 // Points measured while others ran on the same host (runner --workers / --gpus, whose
-// records name their worker): said, since shared CPU, memory and power may move the numbers.
+// records name their worker; a multi-process point's also all of its workers and GPUs,
+// env.workers and env.gpu_indices): said, since shared CPU, memory and power may move the numbers.
 std::string concurrency_clause(const std::vector<const StoredRecord*>& records) {
-  const auto workers = distinct(records, [](const StoredRecord& r) { return env_text(r, "worker"); });
+  const auto each = [](const StoredRecord& r, const char* all, const char* one) {
+    std::vector<std::string> out;
+    if (const auto list = r.env.find(all); list != r.env.end() && list->is_array())
+      for (const json& v : *list) out.push_back(render_value(v));
+    else if (std::string v = env_text(r, one); !v.empty())
+      out.push_back(std::move(v));
+    return out;
+  };
+  std::vector<std::string> workers, gpus;
+  bool several = false;  // a point on several GPUs
+  for (const StoredRecord* r : records) {
+    for (const std::string& w : each(*r, "workers", "worker"))
+      if (std::find(workers.begin(), workers.end(), w) == workers.end()) workers.push_back(w);
+    const std::vector<std::string> own = each(*r, "gpu_indices", "gpu_index");
+    several = several || own.size() > 1;
+    for (const std::string& g : own)
+      if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
+  }
   if (workers.empty()) return "";
-  const auto gpus = distinct(records, [](const StoredRecord& r) { return env_text(r, "gpu_index"); });
-  if (!gpus.empty()) return "points ran concurrently, one per GPU, on GPUs " + join(gpus, ", ") + " of the host";
+  if (!gpus.empty())
+    return std::string("points ran concurrently, ") + (several ? "each on its own GPUs" : "one per GPU") +
+           ", on GPUs " + join(gpus, ", ") + " of the host";
   return "points ran concurrently on " + std::to_string(workers.size()) + " worker processes of the host";
 }
 
