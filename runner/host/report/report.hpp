@@ -232,6 +232,15 @@ void check_values(const ReportSpec& spec, const std::function<void(std::size_t, 
 // <!-- runner:value end --> by the value's text (between those markers).
 std::string merge_values(const std::string& markdown, const std::string& report_id,
                          const std::vector<RenderedValue>& values);
+// A Markdown file outside reports/ (a kernel's README) quotes a report's values by their full
+// name, {{value <id>.<name>}}: rendered between <!-- runner:value <id>.<name> --> markers as
+// merge_values does; other reports' values are left alone. `where` names the file in the error
+// for a name the report does not declare.
+std::string merge_cited_values(const std::string& markdown, const std::string& report_id,
+                               const std::vector<RenderedValue>& values, const std::string& where);
+// The Markdown files outside a project's reports that may quote its values: <root>/kernels/*/README.md
+// (root: the folder above the reports), sorted.
+std::vector<std::filesystem::path> citing_markdown(const std::filesystem::path& reports_dir);
 // \runnervalue{<id>.<name>}{text} lines; the writeup defines \runnervalue and \val.
 std::string values_latex(const std::string& report_id, const std::vector<RenderedValue>& values);
 
