@@ -42,6 +42,9 @@ struct ColumnSpec {
   std::map<std::string, std::string> where;  // extra record filter for this column
   std::vector<std::string> ratio;             // {numerator id, denominator id}
   std::string key;                            // a params/labels value shown as is
+  // A text metric that names a file the run wrote (a figure): the cell shows the file's name
+  // and links <link>/<name>, relative to the report's folder, where the file is kept now.
+  std::string link;
 };
 
 struct TableSpec {
@@ -166,6 +169,8 @@ struct BuiltTable {
   std::vector<std::vector<std::string>> csv_rows;
   // (row, csv column) -> where that cell's number comes from; numbers only.
   std::map<std::pair<std::size_t, std::size_t>, CellSource> sources;
+  // (row, column of `cells`) -> the Markdown link target of that cell (a link: column).
+  std::map<std::pair<std::size_t, std::size_t>, std::string> links;
 };
 
 BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records);
