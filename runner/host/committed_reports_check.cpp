@@ -112,20 +112,31 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
     renders.push_back({spec, {run}});
   }
 
-  // The prose merges into a copy of the committed <id>/<id>.md files; everything else is
-  // written fresh.
-  remove_tree(scratch);
-  fs::create_directories(scratch);
+  // The prose merges into a copy of the committed <id>/<id>.md files and of the Markdown that
+  // quotes their values (kernels/*/README.md, beside the copy as beside reports/); everything
+  // else is written fresh. The copy holds renders.txt, so it is rendered as the project's.
+  const fs::path project = scratch;
+  const fs::path copy = scratch / "reports";
+  remove_tree(project);
+  fs::create_directories(copy);
+  if (fs::exists(reports_dir / "renders.txt")) fs::copy_file(reports_dir / "renders.txt", copy / "renders.txt");
+  else std::ofstream(copy / "renders.txt") << "# the copy of " << reports_dir.string() << "\n";
   for (const auto& folder : fs::directory_iterator(reports_dir)) {
     const fs::path md = folder.path() / (folder.path().filename().string() + ".md");
     if (!fs::is_regular_file(md)) continue;
-    fs::create_directories(scratch / folder.path().filename());
-    fs::copy_file(md, scratch / folder.path().filename() / md.filename());
+    fs::create_directories(copy / folder.path().filename());
+    fs::copy_file(md, copy / folder.path().filename() / md.filename());
+  }
+  const std::vector<fs::path> citing = report::citing_markdown(reports_dir);
+  for (const auto& readme : citing) {
+    const fs::path into = project / "kernels" / readme.parent_path().filename() / readme.filename();
+    fs::create_directories(into.parent_path());
+    fs::copy_file(readme, into);
   }
   ::setenv("RUNNER_SKIP_FIGURES", "1", 1);
-  // Dirty records render (the scratch copy is no committed reports folder), and with the
-  // caption --allow-dirty writes: a committed report of such records must have been rendered so.
-  for (const auto& r : renders) render_reports(r.runs, scratch, r.spec, true);
+  // Dirty records render, with the caption --allow-dirty writes: a committed report of such
+  // records must have been rendered so.
+  for (const auto& r : renders) render_reports(r.runs, copy, r.spec, true);
 
   int stale = 0;
   std::size_t compared = 0;
@@ -133,7 +144,8 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
   // is prose no checked run renders), and their files: <id>/<file>, figures are not drawn.
   std::set<fs::path> rendered_ids;
   std::vector<fs::path> rendered;
-  for (const auto& folder : fs::directory_iterator(scratch)) {
+  for (const auto& folder : fs::directory_iterator(copy)) {
+    if (!folder.is_directory()) continue;
     const fs::path id = folder.path().filename();
     if (!fs::exists(folder.path() / (id.string() + ".tex"))) continue;
     rendered_ids.insert(id);
@@ -148,7 +160,7 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
       ++stale;
       continue;
     }
-    const std::string a = read_all(committed), b = read_all(scratch / file);
+    const std::string a = read_all(committed), b = read_all(copy / file);
     if (a != b) {
       out << committed.string() << ": stale (" << first_difference(a, b) << ")\n";
       ++stale;
@@ -161,10 +173,21 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
     for (const auto& entry : fs::directory_iterator(reports_dir / id)) {
       const std::string ext = entry.path().extension().string();
       if ((ext == ".csv" || ext == ".tex") && entry.path().stem().extension() != "" &&
-          !fs::exists(scratch / id / entry.path().filename())) {
+          !fs::exists(copy / id / entry.path().filename())) {
         out << entry.path().string() << ": no report writes it any more; delete it\n";
         ++stale;
       }
+    }
+  }
+  // The Markdown that quotes reports' values: as the renders left their copies.
+  for (const auto& readme : citing) {
+    ++compared;
+    const std::string a = read_all(readme),
+                      b = read_all(project / "kernels" / readme.parent_path().filename() / readme.filename());
+    if (a != b) {
+      out << readme.string() << ": stale (" << first_difference(a, b) << "); `runner report` of the report it quotes "
+          << "renders it\n";
+      ++stale;
     }
   }
   out << (stale ? std::to_string(stale) + " of " : "all ") << compared << " rendered report files "

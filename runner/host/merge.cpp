@@ -25,12 +25,14 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* kMergeHelp =
-    "usage: runner merge <shard-dir>... --out DIR [--reports DIR] [--plugin-path DIR]...\n"
+    "usage: runner merge <shard-dir>... --out DIR [--reports DIR] [--allow-dirty] [--plugin-path DIR]...\n"
     "Joins the run directories of `runner x.yaml --shard I/N` (I = 0..N-1, each given once) into one new\n"
     "run directory DIR: the records of every point in sweep order, as one unsharded run writes them, the\n"
     "points' artifacts, each shard's log (log.shard-I.txt) and the reports. Refuses (exit 2) shards of\n"
     "different resolved configs or commits, a shard given twice or missing, and a shard without a record\n"
-    "for one of its points (finish it first with `runner x.yaml --shard I/N --resume <shard-dir>`).\n";
+    "for one of its points (finish it first with `runner x.yaml --shard I/N --resume <shard-dir>`).\n"
+    "--reports into the project's reports (the folder with renders.txt) takes records of a clean commit only;\n"
+    "--allow-dirty accepts uncommitted changes or an unknown commit, and every caption then says so.\n";
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -177,7 +179,7 @@ void copy_tree(const fs::path& from, const fs::path& to) {
 }  // namespace
 
 void merge_shards(const std::vector<fs::path>& shards, const fs::path& out, const fs::path& reports_dir,
-                  const PluginRegistry& registry, std::ostream& log) {
+                  const PluginRegistry& registry, std::ostream& log, bool allow_dirty) {
   if (shards.empty()) throw ConfigError("runner merge: expected the shards' run directories (runner merge --help)");
   if (out.empty()) throw ConfigError("runner merge: --out DIR is required: the new run directory of the merged sweep");
   std::vector<ShardRun> runs;
@@ -204,6 +206,20 @@ void merge_shards(const std::vector<fs::path>& shards, const fs::path& out, cons
                         "` (with the shard's --set and --device), then merge");
     merged_text += found->second.text;
   }
+  // Unclean records are refused for the project's reports before the merged run is written,
+  // as `runner report` refuses them (same rule, same --allow-dirty).
+  const report::RunSummary summary{config_header_marks_smoke(runs.front().first_line), points.size(), allow_dirty};
+  if (!reports_dir.empty()) {
+    std::vector<StoredRecord> records;
+    for (const ShardRun& r : runs) {
+      if (!fs::exists(r.dir / "results.jsonl")) continue;
+      auto some = report::read_results(r.dir / "results.jsonl");
+      records.insert(records.end(), std::make_move_iterator(some.begin()), std::make_move_iterator(some.end()));
+    }
+    std::string from;
+    for (const ShardRun& r : runs) from += (from.empty() ? "" : ", ") + (r.dir / "results.jsonl").string();
+    refuse_unclean(records, reports_dir, summary, "runner merge: " + from);
+  }
 
   std::error_code ec;
   if (fs::exists(out, ec) && (!fs::is_directory(out, ec) || !fs::is_empty(out, ec)))
@@ -228,8 +244,7 @@ void merge_shards(const std::vector<fs::path>& shards, const fs::path& out, cons
   log << "merged " << n << " shards (" << points.size() << " points) into " << out.string() << "\n";
   std::vector<fs::path> reports_dirs = {out / "reports"};
   if (!reports_dir.empty()) reports_dirs.push_back(reports_dir);
-  write_run_reports(exp.document["report"], first_config.string(), out / "results.jsonl", reports_dirs,
-                    report::RunSummary{config_header_marks_smoke(runs.front().first_line), points.size()});
+  write_run_reports(exp.document["report"], first_config.string(), out / "results.jsonl", reports_dirs, summary);
 }
 
 int shard_verb(int argc, char** argv) {
@@ -245,6 +260,7 @@ int shard_verb(int argc, char** argv) {
     }
     std::vector<fs::path> shards, extra;
     fs::path out, reports;
+    bool allow_dirty = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& a = args[i];
       const auto value = [&]() -> std::string {
@@ -258,6 +274,8 @@ int shard_verb(int argc, char** argv) {
         out = value();
       } else if (a == "--reports") {
         reports = value();
+      } else if (a == "--allow-dirty") {
+        allow_dirty = true;
       } else if (a == "--plugin-path") {
         extra.emplace_back(value());
       } else if (a.rfind("-", 0) == 0) {
@@ -268,7 +286,7 @@ int shard_verb(int argc, char** argv) {
     }
     PluginRegistry registry;
     registry.scan(PluginRegistry::search_path(extra));
-    merge_shards(shards, out, reports, registry, std::cerr);
+    merge_shards(shards, out, reports, registry, std::cerr, allow_dirty);
     return 0;
   } catch (const ConfigError& e) {
     const std::string what = e.what();

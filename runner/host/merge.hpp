@@ -21,9 +21,12 @@ int shard_verb(int argc, char** argv);
 // unsharded run writes them), the points' artifacts, each shard's log, and the
 // reports (into out/reports and `reports_dir` when set). Throws ConfigError on
 // shards of different configs or commits, overlapping or missing shards, and a
-// shard without a finished record for one of its points.
+// shard without a finished record for one of its points, and, before writing anything, on
+// records of an unclean commit for the project's reports (`reports_dir` holds renders.txt)
+// unless `allow_dirty`, which every caption then states (as `runner report --allow-dirty`).
 void merge_shards(const std::vector<std::filesystem::path>& shards, const std::filesystem::path& out,
-                  const std::filesystem::path& reports_dir, const PluginRegistry& registry, std::ostream& log);
+                  const std::filesystem::path& reports_dir, const PluginRegistry& registry, std::ostream& log,
+                  bool allow_dirty = false);
 
 // `runner submit` (submit.cpp): `self` is the runner binary the jobs run.
 int submit_command(const std::vector<std::string>& args, const std::filesystem::path& self);

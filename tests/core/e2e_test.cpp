@@ -137,6 +137,63 @@ TEST(EndToEnd, TheProjectsReportsRefuseRecordsOfADirtyCommitUnlessAllowed) {
   EXPECT_EQ(read(dir / "scratch" / "echo_demo" / "echo_demo.md").find("--allow-dirty"), std::string::npos);
 }
 
+// A kernel's README quotes a report's values by their full name ({{value <id>.<name>}}):
+// `runner report` into the project's reports renders them there, `runner report --check`
+// fails when the README is staler than its records, and a name the report lacks is an error.
+TEST(EndToEnd, AKernelReadmeQuotesAReportsValuesRenderedAndChecked) {
+  const auto root = fresh_dir("e2e-cited");
+  std::filesystem::create_directories(root / "reports");
+  std::filesystem::create_directories(root / "experiments");
+  std::filesystem::create_directories(root / "kernels" / "k");
+  write_file(root / "reports" / "renders.txt", "# the project's reports\n");
+  const auto file = write_file(root / "experiments" / "cited.yaml", R"(experiment: cited
+measure: {warmup_steps: 0, measured_steps: 1}
+task: echo
+sweep:
+  value: [1.5, 2.5]
+report:
+  id: cited
+  title: Cited
+  values:
+    - {name: high, expr: 'column_max("values", "value")', format: "%.1f"}
+  tables:
+    - name: values
+      title: Values
+      rows: [value]
+      columns:
+        - {header: value, metric: value, format: "%.1f"}
+)");
+  const auto readme = write_file(root / "kernels" / "k" / "README.md",
+                                 "High: {{value cited.high}}; another report's: {{value other.x}}.\n");
+  ::setenv("RUNNER_GIT_COMMIT", "0123456789ab", 1);
+  const auto data = root / "reports" / "cited" / "data";
+  ASSERT_EQ(run(file.string() + " --device cpu --out " + data.string()).exit_code, 0);
+  ::unsetenv("RUNNER_GIT_COMMIT");
+  // Another folder's render leaves the README alone.
+  ASSERT_EQ(run("report " + data.string() + " --reports " + (root / "elsewhere").string()).exit_code, 0);
+  EXPECT_EQ(read(readme), "High: {{value cited.high}}; another report's: {{value other.x}}.\n");
+
+  const Result rendered = run("report " + data.string() + " --reports " + (root / "reports").string());
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  const std::string quoted = "High: <!-- runner:value cited.high -->2.5<!-- runner:value end -->; another report's: "
+                             "{{value other.x}}.\n";
+  EXPECT_EQ(read(readme), quoted);
+  const Result fresh = run("report --check --reports " + (root / "reports").string());
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.output;
+
+  write_file(readme, "High: <!-- runner:value cited.high -->9.9<!-- runner:value end -->; another report's: "
+                     "{{value other.x}}.\n");
+  const Result stale = run("report --check --reports " + (root / "reports").string());
+  EXPECT_EQ(stale.exit_code, 1) << stale.output;
+  EXPECT_NE(stale.output.find(readme.string() + ": stale"), std::string::npos) << stale.output;
+
+  write_file(readme, "Nope: {{value cited.nope}}\n");
+  const Result undeclared = run("report " + data.string() + " --reports " + (root / "reports").string());
+  EXPECT_EQ(undeclared.exit_code, 2) << undeclared.output;
+  EXPECT_NE(undeclared.output.find("value 'cited.nope' is not declared"), std::string::npos) << undeclared.output;
+  EXPECT_NE(undeclared.output.find(readme.string()), std::string::npos) << undeclared.output;
+}
+
 TEST(EndToEnd, InvalidExperimentFailsBeforeRunningWithOneLine) {
   const auto dir = fresh_dir("e2e");
   const auto file = write_file(dir / "echo.yaml", kExperiment);

@@ -284,6 +284,28 @@ TEST(ReportTable, TextMetricIsShownAsIs) {
   EXPECT_EQ(built.cells, (Rows{{"1", "float16"}}));
 }
 
+// A text metric naming a file the run wrote: the cell shows its name and links it where the
+// report keeps it (memory_profiling's timelines: recorded under reports/figures/, kept in the
+// report's figures/); the CSV holds the link, LaTeX the name.
+TEST(ReportTable, LinkColumnLinksTheRecordedFileWhereTheReportKeepsIt) {
+  const std::vector<json> records = {
+      record({{"size", 1}}, {{"timeline", {{"text", "reports/figures/r-fp32-0.svg"}}}}),
+      record({{"size", 2}}, {{"other", {{"text", "x"}}}})};
+  const BuiltTable built =
+      build_table(table("{name: t, rows: [size], columns: [{header: Timeline, metric: timeline, link: figures/}]}"),
+                  records);
+  EXPECT_EQ(built.cells, (Rows{{"1", "r-fp32-0.svg"}, {"2", "–"}}));
+  const std::string md = to_markdown(built);
+  EXPECT_NE(md.find("| 1 | [r-fp32-0.svg](figures/r-fp32-0.svg) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 2 | – |"), std::string::npos) << md;
+  EXPECT_NE(to_csv(built).find("1,figures/r-fp32-0.svg"), std::string::npos) << to_csv(built);
+  EXPECT_EQ(to_latex(built, "r").find("]("), std::string::npos);
+  EXPECT_NE(spec_error("report: {id: r, tables: [{name: t, rows: [size], columns: [{key: size, link: figures}]}]}")
+                .find("link: belongs to a metric column"), std::string::npos);
+  EXPECT_NE(spec_error("report: {id: r, tables: [{name: t, rows: [size], columns: [{metric: m, link: ../x}]}]}")
+                .find("a folder inside the report's folder"), std::string::npos);
+}
+
 TEST(ReportTable, KeyColumnShowsAParamValue) {
   const std::vector<json> records = {record({{"size", 1}, {"context_length", 256}}, tflops(2))};
   const BuiltTable built = build_table(

@@ -200,5 +200,40 @@ TEST(Shard, MergeRefusesShardsOfDifferentCommits) {
   EXPECT_NE(r.output.find("aaaa"), std::string::npos) << r.output;
 }
 
+// The project's reports (a folder with renders.txt) take records of a clean commit only, from
+// `runner merge --reports` as from `runner report`: refused before the merged run is written,
+// unless --allow-dirty, which every caption then states.
+TEST(Shard, MergeIntoTheProjectsReportsRefusesADirtyCommitUnlessAllowed) {
+  const auto dir = fresh_dir("shard-dirty");
+  const auto file = write_file(dir / "twelve.yaml", kTwelve);
+  std::filesystem::create_directories(dir / "committed");
+  write_file(dir / "committed" / "renders.txt", "# the project's reports\n");
+  std::string shards;
+  for (int i = 0; i < 2; ++i) {
+    const auto out = dir / ("s" + std::to_string(i));
+    ASSERT_EQ(run_runner(file.string() + " --device cpu --shard " + std::to_string(i) + "/2 --out " + out.string(),
+                         "RUNNER_GIT_COMMIT=0123456789ab-dirty")
+                  .exit_code, 0);
+    shards += " " + out.string();
+  }
+  const auto refused =
+      run_runner("merge" + shards + " --out " + (dir / "m").string() + " --reports " + (dir / "committed").string());
+  ASSERT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("records of commit 0123456789ab-dirty"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("--allow-dirty"), std::string::npos) << refused.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "m"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "committed" / "twelve"));
+
+  const auto allowed = run_runner("merge" + shards + " --out " + (dir / "m").string() + " --reports " +
+                                  (dir / "committed").string() + " --allow-dirty");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.output;
+  const std::string md = read_file(dir / "committed" / "twelve" / "twelve.md");
+  EXPECT_NE(md.find("Rendered with --allow-dirty: records of commit 0123456789ab-dirty"), std::string::npos) << md;
+  // Any other folder takes them as they are.
+  ASSERT_EQ(run_runner("merge" + shards + " --out " + (dir / "m2").string() + " --reports " +
+                       (dir / "scratch").string()).exit_code, 0);
+  EXPECT_EQ(read_file(dir / "scratch" / "twelve" / "twelve.md").find("--allow-dirty"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace runner

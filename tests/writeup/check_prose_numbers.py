@@ -5,7 +5,9 @@ rendered from records or declared.
 usage: check_prose_numbers.py <source dir> [--list]
 
 A measured number in prose is a rendered value: `{{value name}}` in Markdown (between
-<!-- runner:value name --> markers once rendered), \val{<id>.name} in LaTeX, whose expression in
+<!-- runner:value name --> markers once rendered; a kernel README quotes a report's value by its
+full name, `{{value <id>.name}}`, which `runner report` of that report renders into the README
+and `runner report --check` checks), \val{<id>.name} in LaTeX, whose expression in
 experiments/<name>.yaml names its source (a cell, a column's min/max, a ratio, a range, a test
 statistic). So a number in the prose, outside the blocks `runner report` renders (tables, figures,
 values), code and comments, passes only when it is
@@ -426,7 +428,8 @@ def unbacked_noise_claims(where, text, statistics):
         claim = NOISE_CLAIM.search(m.group(0))
         if not claim:
             continue
-        rendered = set(v.group(1) for v in RENDERED_VALUE.finditer(text[m.start():m.end()]))
+        # A kernel README quotes a report's value by its full name, <report>.<name>.
+        rendered = set(v.group(1).rsplit(".", 1)[-1] for v in RENDERED_VALUE.finditer(text[m.start():m.end()]))
         if not rendered & statistics:
             line = text.count("\n", 0, m.start() + claim.start()) + 1
             bad.append(f"{where}:{line}: \"{claim.group(0)}\" with no test statistic in its paragraph; render "

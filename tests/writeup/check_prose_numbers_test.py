@@ -126,6 +126,13 @@ results += [
            "\\section{A}\n% constants: 587.25 (a made-up constant)\nIt takes 587.25 ms.\n", True, unconverted=()),
     expect("kernel README (converted): a named run's record typed by hand", "", False,
            "# k\n\n| 2 | x | 587.25 TFLOP/s (`reports/demo/data/`) |\n", unconverted=()),
+    # A kernel README quotes a report's values by their full name (rendered by runner report).
+    expect("kernel README (converted): a report's value quoted by its full name", "", True,
+           "# k\n\nIt takes <!-- runner:value demo.v -->41.5<!-- runner:value end --> ms.\n", unconverted=()),
+    expect("kernel README (converted): 'within noise' with a quoted Welch t", "", True,
+           "# k\n\nWithin noise (t = <!-- runner:value demo.t -->1.2<!-- runner:value end -->).\n", unconverted=()),
+    expect("kernel README (converted): 'within noise' with a quoted plain value", "", False,
+           "# k\n\nWithin noise (<!-- runner:value demo.v -->41.5<!-- runner:value end -->).\n", unconverted=()),
 ]
 
 

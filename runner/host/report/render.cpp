@@ -161,9 +161,13 @@ std::string to_markdown(const BuiltTable& table) {
   for (std::size_t c = 0; c < table.header.size(); ++c)
     out += c < table.row_key_columns ? "---|" : "---:|";
   out += "\n";
-  for (const auto& row : table.cells) {
+  for (std::size_t r = 0; r < table.cells.size(); ++r) {
     out += "|";
-    for (const auto& cell : row) out += " " + markdown_cell(cell) + " |";
+    for (std::size_t c = 0; c < table.cells[r].size(); ++c) {
+      const auto link = table.links.find({r, c});
+      const std::string text = markdown_cell(table.cells[r][c]);
+      out += " " + (link == table.links.end() ? text : "[" + text + "](" + link->second + ")") + " |";
+    }
     out += "\n";
   }
   if (!table.caption.empty()) out += "\n*" + markdown_emphasis(table.caption) + "*\n";

@@ -42,6 +42,9 @@ struct ColumnSpec {
   std::map<std::string, std::string> where;  // extra record filter for this column
   std::vector<std::string> ratio;             // {numerator id, denominator id}
   std::string key;                            // a params/labels value shown as is
+  // A text metric that names a file the run wrote (a figure): the cell shows the file's name
+  // and links <link>/<name>, relative to the report's folder, where the file is kept now.
+  std::string link;
 };
 
 struct TableSpec {
@@ -166,6 +169,8 @@ struct BuiltTable {
   std::vector<std::vector<std::string>> csv_rows;
   // (row, csv column) -> where that cell's number comes from; numbers only.
   std::map<std::pair<std::size_t, std::size_t>, CellSource> sources;
+  // (row, column of `cells`) -> the Markdown link target of that cell (a link: column).
+  std::map<std::pair<std::size_t, std::size_t>, std::string> links;
 };
 
 BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& records);
@@ -232,6 +237,15 @@ void check_values(const ReportSpec& spec, const std::function<void(std::size_t, 
 // <!-- runner:value end --> by the value's text (between those markers).
 std::string merge_values(const std::string& markdown, const std::string& report_id,
                          const std::vector<RenderedValue>& values);
+// A Markdown file outside reports/ (a kernel's README) quotes a report's values by their full
+// name, {{value <id>.<name>}}: rendered between <!-- runner:value <id>.<name> --> markers as
+// merge_values does; other reports' values are left alone. `where` names the file in the error
+// for a name the report does not declare.
+std::string merge_cited_values(const std::string& markdown, const std::string& report_id,
+                               const std::vector<RenderedValue>& values, const std::string& where);
+// The Markdown files outside a project's reports that may quote its values: <root>/kernels/*/README.md
+// (root: the folder above the reports), sorted.
+std::vector<std::filesystem::path> citing_markdown(const std::filesystem::path& reports_dir);
 // \runnervalue{<id>.<name>}{text} lines; the writeup defines \runnervalue and \val.
 std::string values_latex(const std::string& report_id, const std::vector<RenderedValue>& values);
 

@@ -1,5 +1,6 @@
 // Reading results.jsonl and writing reports/<id>/<id>.md|.tex|.<table>.csv. The .md
 // file belongs to the authors too: only text between runner markers is ours.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -139,6 +140,18 @@ std::string run_sentence(const RunSummary& run, const std::vector<StoredRecord>&
   return out;
 }
 
+std::vector<std::filesystem::path> citing_markdown(const std::filesystem::path& reports_dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  const std::filesystem::path kernels = (reports_dir.parent_path().empty() ? std::filesystem::path(".")
+                                                                           : reports_dir.parent_path()) / "kernels";
+  if (!std::filesystem::is_directory(kernels, ec)) return out;
+  for (const auto& entry : std::filesystem::directory_iterator(kernels, ec))
+    if (std::filesystem::is_regular_file(entry.path() / "README.md", ec)) out.push_back(entry.path() / "README.md");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
                                                 const std::vector<StoredRecord>& records,
                                                 const std::filesystem::path& reports_root,
@@ -197,6 +210,16 @@ std::vector<std::filesystem::path> write_report(const ReportSpec& spec,
     written.push_back(report_dir / (spec.id + ".values.tex"));
     write_text(written.back(), values_latex(spec.id, values));
   }
+  // The project's other Markdown (kernels/*/README.md) quotes these values by their full name;
+  // it is rendered with the report, so it is never staler than the report's own prose.
+  if (is_committed_reports(reports_root))
+    for (const auto& path : citing_markdown(reports_root)) {
+      const std::string text = read_text(path);
+      const std::string merged = merge_cited_values(text, spec.id, values, path.string());
+      if (merged == text) continue;
+      write_text(path, merged);
+      written.push_back(path);
+    }
   for (const auto& table : tables) {
     written.push_back(report_dir / (spec.id + "." + table.name + ".csv"));
     write_text(written.back(), to_csv(table));

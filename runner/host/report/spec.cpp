@@ -25,7 +25,7 @@ const std::vector<std::string> kTableKeys = {
     "name", "title", "question", "part", "where", "rows", "columns",
     "pivot", "metric", "stat", "format", "show_std", "noise", "noise_threshold", "caption"};
 const std::vector<std::string> kColumnKeys = {"id",       "header", "metric", "stat", "format",
-                                              "show_std", "noise",  "where",  "ratio", "key"};
+                                              "show_std", "noise",  "where",  "ratio", "key", "link"};
 const std::set<std::string> kNoiseModes = {"marker", "percent", "off"};
 const std::set<std::string> kStats = {"n", "mean", "std", "median", "min", "max"};
 
@@ -147,6 +147,17 @@ struct SpecParser {
     }
     const int kinds = !column.metric.empty() + !column.key.empty() + !column.ratio.empty();
     if (kinds != 1) fail(node, path, "a column needs exactly one of metric, ratio, key");
+    column.link = optional_scalar(node, "link", path);
+    if (node["link"]) {
+      if (column.metric.empty())
+        fail(node["link"], path + ".link", "link: belongs to a metric column whose text names a file");
+      while (column.link.size() > 1 && column.link.back() == '/') column.link.pop_back();
+      const std::filesystem::path folder(column.link);
+      const bool outside = std::any_of(folder.begin(), folder.end(), [](const auto& part) { return part == ".."; });
+      if (column.link.empty() || folder.is_absolute() || outside)
+        fail(node["link"], path + ".link", "'" + column.link + "': expected a folder inside the report's folder, "
+             "e.g. figures");
+    }
     if (column.header.empty())
       column.header = !column.id.empty()       ? column.id
                       : !column.metric.empty() ? column.metric

@@ -180,7 +180,7 @@ Cell ratio_cell(const Cell& numerator, const Cell& denominator) {
 // A column with every default resolved; pivot values become where-filters.
 struct Column {
   enum class Kind { metric, ratio, key } kind = Kind::metric;
-  std::string header, metric, stat, format, key;
+  std::string header, metric, stat, format, key, link;
   bool show_std = false;
   std::string noise = "marker";
   std::map<std::string, std::string> where;
@@ -253,6 +253,7 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
     column.header = column_spec.header;
     column.metric = column_spec.metric;
     column.key = column_spec.key;
+    column.link = column_spec.link;
     column.stat = column_spec.stat.empty() ? default_stat : column_spec.stat;
     column.format = column_spec.format.empty() ? default_format : column_spec.format;
     column.show_std = column_spec.show_std < 0 ? spec.show_std : column_spec.show_std == 1;
@@ -404,6 +405,16 @@ BuiltTable build_table(const TableSpec& spec, const std::vector<StoredRecord>& r
   for (std::size_t row = 0; row < row_keys.size(); ++row) {
     std::vector<std::string> cells = row_keys[row], csv = row_keys[row];
     for (std::size_t c = 0; c < columns.size(); ++c) {
+      if (!columns[c].link.empty() && grid[row][c].kind == Cell::Kind::text) {
+        // The file's name, linked where the report keeps it (the run recorded where it wrote it).
+        const std::string name = std::filesystem::path(grid[row][c].text).filename().string();
+        table.links[{row, cells.size()}] = columns[c].link + "/" + name;
+        cells.push_back(name);
+        csv.push_back(columns[c].link + "/" + name);
+        if (columns[c].show_std) csv.push_back("–");
+        if (columns[c].noise == "percent") csv.push_back("–");
+        continue;
+      }
       cells.push_back(display(grid[row][c], columns[c]));
       if (grid[row][c].kind == Cell::Kind::number) table.sources[{row, csv.size()}] = grid[row][c].source;
       csv.push_back(csv_value(grid[row][c], false));
