@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "registry.hpp"
 #include "report_spec_check.hpp"
 #include "sweep.hpp"

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "report/run_reports.hpp"
 
 namespace runner {

@@ -14,7 +14,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "heartbeat.hpp"
 #include "point_guard.hpp"
 #include "stderr_line.hpp"

@@ -14,7 +14,7 @@
 #include <regex>
 #include <sstream>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
 #include "interrupt.hpp"

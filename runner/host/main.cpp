@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "catalog.hpp"
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "execute.hpp"
 #include "launch.hpp"
 #include "merge.hpp"

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "errors.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"

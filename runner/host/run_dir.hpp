@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 
 namespace runner {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "catalog.hpp"
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "errors.hpp"
 
 namespace runner {

@@ -14,7 +14,7 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
 #include "point.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "runner/context.hpp"
 #include "runner/measure.hpp"
 #include "runner/params.hpp"

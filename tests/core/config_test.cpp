@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "config_overrides.hpp"
+#include "experiment_spec.hpp"
 #include "test_support.hpp"
 
 namespace runner {

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "report_spec_check.hpp"
 #include "sweep.hpp"
 #include "test_support.hpp"

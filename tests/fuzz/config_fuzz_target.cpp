@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report_spec_check.hpp"

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "shard.hpp"
 #include "sweep.hpp"
 
