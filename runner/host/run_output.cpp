@@ -48,7 +48,7 @@ std::string shell_word(const std::string& text) {
 
 }  // namespace
 
-std::string resume_hint(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+std::string resume_hint(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                         const std::string& device, const std::filesystem::path& dir) {
   std::string command = "runner " + shell_word(exp.file.string());
   for (const auto& o : overrides) command += " --set " + shell_word(o);
@@ -57,7 +57,7 @@ std::string resume_hint(const Experiment& exp, const std::vector<std::string>& o
   return "continue with: " + command + " --resume " + shell_word(dir.string());
 }
 
-PointDeathNote death_note(const Experiment& exp, const Point& point, const c10::Device& device, const RunOutput& run,
+PointDeathNote death_note(const ExperimentSpec& exp, const Point& point, const c10::Device& device, const RunOutput& run,
                           const std::string& label) {
   PointDeathNote note;
   if (run.results) note.results_file = (run.dir / "results.jsonl").string();
@@ -88,7 +88,7 @@ std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Poin
   return files;
 }
 
-void record_point(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
+void record_point(const ExperimentSpec& exp, const Point& point, int point_index, const c10::Device& device,
                   PointOutcome& outcome, RunOutput& run) {
   const nlohmann::json params = point_params_json(point, device);
   std::vector<StoredRecord> lines;

@@ -54,12 +54,12 @@ std::filesystem::path log_file_of(const std::filesystem::path& dir, int rank);
 
 // How to finish a run that stopped: the same file, --set, --smoke and --device
 // (a different resolved config is refused).
-std::string resume_hint(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+std::string resume_hint(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                         const std::string& device, const std::filesystem::path& dir);
 
 // What the run writes if plugin code ends the process during this point
 // (point_guard.hpp); `label` names the point as log lines do.
-PointDeathNote death_note(const Experiment& exp, const Point& point, const c10::Device& device, const RunOutput& run,
+PointDeathNote death_note(const ExperimentSpec& exp, const Point& point, const c10::Device& device, const RunOutput& run,
                           const std::string& label);
 
 // The files of the task and profiler plugins the points use, by kind/name.
@@ -69,7 +69,7 @@ std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Poin
 // Writes the records of point number `point_index` of the sweep. A rank whose point
 // failed (not ok, skipped or invalid) cannot wait for its peers, which may sit in a
 // collective it will never join: it writes what it can and leaves (leave_peers).
-void record_point(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
+void record_point(const ExperimentSpec& exp, const Point& point, int point_index, const c10::Device& device,
                   PointOutcome& outcome, RunOutput& run);
 
 // Leaves a multi-process run for good: the launcher's note, the process group

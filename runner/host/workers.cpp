@@ -131,7 +131,7 @@ std::string describe_worker(const Worker& w) {
 
 class Pool {
  public:
-  Pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+  Pool(const ExperimentSpec& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
        std::vector<size_t> order)
       : exp_(exp), points_(points), device_(device), run_(run), order_(std::move(order)) {}
 
@@ -210,7 +210,7 @@ class Pool {
     ready_.erase(position);
   }
 
-  const Experiment& exp_;
+  const ExperimentSpec& exp_;
   const std::vector<Point>& points_;
   const c10::Device& device_;
   RunOutput& run_;
@@ -259,7 +259,7 @@ std::vector<int> parse_gpus(const std::string& text, int available) {
   return gpus;
 }
 
-PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+PoolResult run_pool(const ExperimentSpec& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
                     const std::set<std::pair<std::string, int>>& finished, const PoolSpec& spec,
                     const std::function<void()>& render) {
   PoolResult result;

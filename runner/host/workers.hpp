@@ -41,7 +41,7 @@ struct PoolResult {
 // Runs every point of `points` not in `finished` on the pool, appending their records to
 // `run` (results.jsonl, history); `render` writes the reports of the records so far when
 // a signal stops the run. Points whose worker died mid-point get an error record.
-PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+PoolResult run_pool(const ExperimentSpec& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
                     const std::set<std::pair<std::string, int>>& finished, const PoolSpec& spec,
                     const std::function<void()>& render);
 
