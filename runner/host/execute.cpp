@@ -1,6 +1,6 @@
 // The sweep's spine: load the experiment, check everything that can be checked
 // before a point runs, set up the ranks and the run directory, run the points one
-// by one (point.cpp), recording each as it finishes (run_output.cpp), then write
+// by one (point.cpp), recording each as it finishes (point_record.cpp), then write
 // the reports (report/run_reports.cpp).
 #include "execute.hpp"
 
@@ -19,8 +19,10 @@
 #include "history/run_recorder.hpp"
 #include "interrupt.hpp"
 #include "launch.hpp"
+#include "environment.hpp"
 #include "point.hpp"
 #include "point_guard.hpp"
+#include "point_record.hpp"
 #include "point_timeout.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
@@ -205,8 +207,7 @@ SweepResult run_points(const ExperimentSpec& exp, const Plan& plan, const Plugin
     interrupt.on_interrupt([&, i](const char* signal_name) {
       const std::string note = std::string("interrupted by ") + signal_name + " during point " +
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
-      if (run.results) run.results->append_point({point_record(exp.name, point, RecordStatus::interrupted, note,
-                                                               Record{}, point_params_json(point, plan.device), run.env)});
+      record_stopped_point(exp, point, RecordStatus::interrupted, note, plan.device, run);
       run.log.warn(note + "; " + run.resume_hint);
       if (render_reports) render_reports();
     });
@@ -219,8 +220,7 @@ SweepResult run_points(const ExperimentSpec& exp, const Plan& plan, const Plugin
       const std::string note = "ran past measure.timeout_s (" + seconds_text(point.timeout_s) +
                                ") and did not return once its child processes were stopped; the run stopped at point " +
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size());
-      if (run.results) run.results->append_point({point_record(exp.name, point, RecordStatus::timeout, note, Record{},
-                                                               point_params_json(point, plan.device), run.env)});
+      record_stopped_point(exp, point, RecordStatus::timeout, note, plan.device, run);
       run.log.warn(label + ": timeout: " + note + "; " + run.resume_hint);
       if (render_reports) render_reports();
       exit_now(124);

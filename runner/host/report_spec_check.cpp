@@ -82,7 +82,7 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
   return v;
 }
 
-// env.<field>: what a record's env holds (capture_environment in results.cpp; launcher,
+// env.<field>: what a record's env holds (capture_environment in environment.cpp; launcher,
 // world_size and backend from run_output.cpp in multi-process runs).
 bool is_environment_field(const std::string& name) {
   static const std::set<std::string> fields = {"env.device",     "env.gpu",        "env.cpu",        "env.libtorch",

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "report/report.hpp"
-#include "results.hpp"
+#include "environment.hpp"
 
 namespace runner {
 namespace {

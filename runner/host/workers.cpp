@@ -22,7 +22,7 @@
 #include "errors.hpp"
 #include "execute.hpp"
 #include "interrupt.hpp"
-#include "results.hpp"
+#include "point_record.hpp"
 #include "runner/stored_record.hpp"
 
 extern char** environ;

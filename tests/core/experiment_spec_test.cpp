@@ -121,6 +121,9 @@ TEST(ExperimentSpec, MalformedFieldsNameFileLineAndKey) {
   const auto axis = write_file(dir / "axis.yaml", "experiment: e\ntask: echo\nsweep: {value: 3}\n");
   EXPECT_EQ(error_of([&] { load_experiment(axis, {}, false); }),
             axis.string() + ":3:16: sweep.value: an axis needs a non-empty list of values, e.g. [a, b]");
+  const auto device = write_file(dir / "device.yaml", "experiment: e\ntask: echo\ndevice: [cpu]\n");
+  EXPECT_EQ(error_of([&] { load_experiment(device, {}, false); }),
+            device.string() + ":3:9: device: expected one of cpu, cuda, auto");
   const auto report = write_file(dir / "report.yaml",
                                  "experiment: e\ntask: echo\nreport:\n  id: r\n  tables:\n"
                                  "    - {name: t, rows: [value], colums: []}\n");
