@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "registry.hpp"
 #include "report_spec_check.hpp"
 #include "sweep.hpp"
@@ -154,19 +154,17 @@ struct Listed {
 void list_file(const std::filesystem::path& file, const std::string& folder_kind, std::vector<Listed>& out,
                int& broken, std::set<std::string>& questions) {
   try {
-    const Experiment exp = load_experiment(file, {}, false);
-    const YAML::Node description = exp.document["description"];
-    const YAML::Node question = exp.document["question"];
+    const ExperimentSpec exp = load_experiment(file, {}, false);
+    const std::string& question = exp.question;
     std::string kind = folder_kind;
     int group = 2;
     if (folder_kind.empty()) {
-      group = question ? 0 : 1;
+      group = !question.empty() ? 0 : 1;
       // The question's id only where it is not the experiment's own name (a second file of one question).
-      kind = !question ? "other" : question.Scalar() == exp.name ? "question" : "question " + question.Scalar();
-      if (question) questions.insert(question.Scalar());
+      kind = question.empty() ? "other" : question == exp.name ? "question" : "question " + question;
+      if (!question.empty()) questions.insert(question);
     }
-    out.push_back({group, {file.string(), exp.name, kind, std::to_string(count_points(exp)),
-                           description && description.IsScalar() ? description.Scalar() : ""}});
+    out.push_back({group, {file.string(), exp.name, kind, std::to_string(count_points(exp)), exp.description}});
   } catch (const std::exception& e) {
     ++broken;
     out.push_back({folder_kind.empty() ? 1 : 2,

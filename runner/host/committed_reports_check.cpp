@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "report/run_reports.hpp"
 
 namespace runner {
@@ -97,8 +97,8 @@ int check_committed_reports(const fs::path& reports_dir, const fs::path& experim
     const fs::path run = entry.path() / "data";
     const std::string experiment = entry.path().filename().string();
     if (!fs::exists(run / "config.yaml") || merged_away.count(fs::weakly_canonical(run))) continue;
-    const YAML::Node config = load_yaml_file(run / "config.yaml");
-    if (!config["report"] || !config["experiment"] || config["experiment"].Scalar() != experiment) continue;
+    const StoredRunConfig config(run / "config.yaml");
+    if (!config.has_report || config.experiment_name != experiment) continue;
     if (const auto it = listed.find(fs::weakly_canonical(run).string()); it != listed.end()) {
       renders.push_back(it->second);
       continue;

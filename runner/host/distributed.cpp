@@ -14,7 +14,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "heartbeat.hpp"
 #include "point_guard.hpp"
 #include "stderr_line.hpp"
@@ -209,17 +209,12 @@ void check_distributed_setup(const std::vector<Point>& points, const c10::Device
   }
 }
 
-void check_processes_key(const Experiment& exp, int world_size) {
-  const YAML::Node node = exp.document["processes"];
-  if (!node) return;
-  int wanted = 0;
-  try {
-    wanted = node.as<int>();
-  } catch (const std::exception&) {
-  }
-  if (wanted < 1) throw ConfigError(exp.source.where(node, "processes") + ": processes: expected an integer >= 1");
+void check_processes_key(const ExperimentSpec& exp, int world_size) {
+  if (!exp.has_processes) return;
+  const int wanted = exp.processes;
+  if (wanted < 1) throw ConfigError(exp.processes_where + ": processes: expected an integer >= 1");
   if (wanted > 1 && world_size == 1)
-    throw ConfigError(exp.source.where(node, "processes") + ": processes: " + std::to_string(wanted) +
+    throw ConfigError(exp.processes_where + ": processes: " + std::to_string(wanted) +
                       ": this experiment runs on " + std::to_string(wanted) + " ranks; start it with `runner launch " +
                       "--nproc-per-node " + std::to_string(wanted) + " " + exp.file.string() + "` (or torchrun/srun)");
 }

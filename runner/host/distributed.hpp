@@ -29,7 +29,7 @@ namespace c10d { class Store; }
 namespace runner {
 
 struct Point;
-struct Experiment;
+struct ExperimentSpec;
 class PluginRegistry;
 
 // nullopt without launcher variables (or with a world of one). Throws
@@ -52,7 +52,7 @@ void check_distributed_setup(const std::vector<Point>& points, const c10::Device
 
 // An experiment's `processes: N` says it runs on N ranks; a single process gets a
 // one-line error saying how to launch it.
-void check_processes_key(const Experiment& exp, int world_size);
+void check_processes_key(const ExperimentSpec& exp, int world_size);
 
 class DistributedSession {
  public:

@@ -1,6 +1,6 @@
 // The sweep's spine: load the experiment, check everything that can be checked
 // before a point runs, set up the ranks and the run directory, run the points one
-// by one (point.cpp), recording each as it finishes (run_output.cpp), then write
+// by one (point.cpp), recording each as it finishes (point_record.cpp), then write
 // the reports (report/run_reports.cpp).
 #include "execute.hpp"
 
@@ -14,13 +14,15 @@
 #include <regex>
 #include <sstream>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
 #include "interrupt.hpp"
 #include "launch.hpp"
+#include "environment.hpp"
 #include "point.hpp"
 #include "point_guard.hpp"
+#include "point_record.hpp"
 #include "point_timeout.hpp"
 #include "progress.hpp"
 #include "registry.hpp"
@@ -38,25 +40,24 @@ namespace runner {
 namespace {
 
 // `smoke`: --smoke given; `points`: the sweep's size, for the hint on a machine without a GPU.
-c10::Device choose_device(const std::string& flag, const YAML::Node& doc, const SourceMap& src, bool smoke,
-                          std::size_t points) {
+c10::Device choose_device(const std::string& flag, const ExperimentSpec& exp, bool smoke, std::size_t points) {
   std::string wanted = flag;
-  if (wanted.empty() && doc["device"]) wanted = doc["device"].as<std::string>();
+  if (wanted.empty()) wanted = exp.device;
   if (wanted.empty() || wanted == "auto") wanted = cuda_available() ? "cuda" : "cpu";
   if (wanted == "cpu") return c10::Device(c10::kCPU);
   if (wanted == "cuda") {
     if (!cuda_available())
       throw ConfigError("device cuda requested but no CUDA device is available" +
-                        std::string(flag.empty() ? " (" + src.where(doc["device"], "device") + ")" : "") +
+                        std::string(flag.empty() ? " (" + exp.device_where + ")" : "") +
                         // A GPU-sized sweep on a CPU runs for hours: the smoke version is what
                         // a CPU box can check.
-                        (!smoke && doc["smoke"] ? "; on this machine try --smoke --device cpu (the experiment's "
+                        (!smoke && exp.has_smoke ? "; on this machine try --smoke --device cpu (the experiment's "
                                                   "seconds-long version; its full sweep of " +
                                                       std::to_string(points) + " points is sized for a GPU)"
                                                 : std::string("; use --device cpu")));
     return c10::Device(c10::kCUDA, 0);
   }
-  throw ConfigError((flag.empty() ? src.where(doc["device"], "device") : std::string("--device")) +
+  throw ConfigError((flag.empty() ? exp.device_where : std::string("--device")) +
                     ": device: '" + wanted + "' is not one of cpu, cuda, auto");
 }
 
@@ -78,13 +79,13 @@ void filter_points(std::vector<Point>& points, const std::string& filter) {
                       "'; --dry-run lists them)");
 }
 
-Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegistry& registry) {
+Plan plan_run(const ExperimentSpec& exp, const RunOptions& options, const PluginRegistry& registry) {
   Plan plan;
   plan.points = expand_points(exp, registry, options.max_points);
-  plan.device = choose_device(options.device, exp.document, exp.source, options.smoke, plan.points.size());
+  plan.device = choose_device(options.device, exp, options.smoke, plan.points.size());
   // Tables are checked against every part, so leaving one out of a run
   // (`enabled: false`) does not make a valid report spec invalid.
-  const bool all_enabled = experiment_parts(exp, true).size() == experiment_parts(exp).size();
+  const bool all_enabled = exp.parts_to_run(true).size() == exp.parts_to_run().size();
   validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
   if (!options.filter.empty()) filter_points(plan.points, options.filter);
   if (!options.shard.empty()) {
@@ -96,7 +97,7 @@ Plan plan_run(const Experiment& exp, const RunOptions& options, const PluginRegi
   return plan;
 }
 
-void print_plan(const Experiment& exp, const Plan& plan) {
+void print_plan(const ExperimentSpec& exp, const Plan& plan) {
   std::cout << exp.name << ": " << plan.points.size() << " points on " << plan.device.str() << "\n";
   for (const Point& p : plan.points) {
     std::cout << "  " << p.part << "[" << p.index << "] task=" << p.task << " " << describe_point(p)
@@ -111,7 +112,7 @@ void print_plan(const Experiment& exp, const Plan& plan) {
 
 // Rank 0 prepares the run directory (new, or the one --resume names); the other
 // ranks only learn its path, so no two processes create or write the same files.
-RunDirectory shared_run_directory(const Experiment& exp, const RunOptions& options, DistributedSession* session) {
+RunDirectory shared_run_directory(const ExperimentSpec& exp, const RunOptions& options, DistributedSession* session) {
   if (session && session->dist().rank != 0) {
     RunDirectory shared;
     shared.path = session->agree("run_dir", "");
@@ -189,7 +190,7 @@ struct SweepResult {
 // `finished`: points a resumed run already recorded; they are not run again.
 // `render_reports`: the tables of the records so far, for a Ctrl-C (rank 0; else empty).
 // `take` (a pool's worker): runs only the points it returns true for, and prints no progress.
-SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
+SweepResult run_points(const ExperimentSpec& exp, const Plan& plan, const PluginRegistry& registry, RunOutput& run,
                        const std::set<std::pair<std::string, int>>& finished,
                        const std::function<void()>& render_reports,
                        const std::function<bool(std::size_t)>& take = {}) {
@@ -206,8 +207,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
     interrupt.on_interrupt([&, i](const char* signal_name) {
       const std::string note = std::string("interrupted by ") + signal_name + " during point " +
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size()) + " (" + label + ")";
-      if (run.results) run.results->append_point({point_record(exp.name, point, RecordStatus::interrupted, note,
-                                                               Record{}, point_params_json(point, plan.device), run.env)});
+      record_stopped_point(exp, point, RecordStatus::interrupted, note, plan.device, run);
       run.log.warn(note + "; " + run.resume_hint);
       if (render_reports) render_reports();
     });
@@ -220,8 +220,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
       const std::string note = "ran past measure.timeout_s (" + seconds_text(point.timeout_s) +
                                ") and did not return once its child processes were stopped; the run stopped at point " +
                                std::to_string(i + 1) + "/" + std::to_string(plan.points.size());
-      if (run.results) run.results->append_point({point_record(exp.name, point, RecordStatus::timeout, note, Record{},
-                                                               point_params_json(point, plan.device), run.env)});
+      record_stopped_point(exp, point, RecordStatus::timeout, note, plan.device, run);
       run.log.warn(label + ": timeout: " + note + "; " + run.resume_hint);
       if (render_reports) render_reports();
       exit_now(124);
@@ -273,7 +272,7 @@ SweepResult run_points(const Experiment& exp, const Plan& plan, const PluginRegi
 // A worker of a pool (workers.hpp): the points the parent hands it, records spooled
 // into <run>/workers/<k>/ for the parent to append.
 // A multi-process point's ranks (started by `runner launch`) run only that point.
-int run_as_worker(const Experiment& exp, Plan& plan, const PluginRegistry& registry, const RunOptions& options) {
+int run_as_worker(const ExperimentSpec& exp, Plan& plan, const PluginRegistry& registry, const RunOptions& options) {
   const std::optional<WorkerGroup> group = worker_group();
   const std::optional<LaunchEnv> launch = group ? detect_launch_env() : std::nullopt;
   std::unique_ptr<DistributedSession> session;
@@ -301,7 +300,7 @@ int run_as_worker(const Experiment& exp, Plan& plan, const PluginRegistry& regis
 
 // load -> validate + expand -> (dry run) -> run each point, recording as it goes -> render.
 int run_experiment(const RunOptions& options, const PluginRegistry& registry, std::filesystem::path* run_dir_out) {
-  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  const ExperimentSpec exp = load_experiment(options.experiment, options.overrides, options.smoke);
   Plan plan = plan_run(exp, options, registry);
   if (options.dry_run) {
     print_plan(exp, plan);
@@ -324,7 +323,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
     session = std::make_unique<DistributedSession>(*launch, plan.device, backend);
   }
-  const std::string history_key = exp.document["history"] ? exp.document["history"].as<std::string>() : "";
+  const std::string& history_key = exp.history;
   // A history that cannot take the run (a read-only mount) is refused before the
   // run directory is made or touched: a resumed run's records stay as they were.
   if (!launch || launch->rank == 0) {
@@ -378,7 +377,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   std::vector<std::filesystem::path> reports_dirs = {run.dir / "reports"};
   if (!options.reports_dir.empty()) reports_dirs.push_back(options.reports_dir);
   const auto render = [&] {
-    write_run_reports(exp.document["report"], exp.source.file, run.dir / "results.jsonl", reports_dirs,
+    write_run_reports(exp.reports(), exp.source.file, run.dir / "results.jsonl", reports_dirs,
                       summary);
   };
   std::function<void()> render_so_far;
@@ -409,7 +408,7 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, cons
   if (!options.resume.empty() && spec.node_rank == 0 && !std::filesystem::exists(options.resume / "config.yaml"))
     throw ConfigError("--resume " + options.resume.string() + ": not a run directory (no config.yaml)");
   // Everything a rank would reject, caught once before any rank starts.
-  const Experiment exp = load_experiment(options.experiment, options.overrides, options.smoke);
+  const ExperimentSpec exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const Plan plan = plan_run(exp, options, registry);
   const int world_size = spec.nnodes * spec.nproc;
   check_distributed_setup(plan.points, plan.device, world_size, spec.nproc, checked_backend(options.backend), registry);

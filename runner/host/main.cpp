@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "catalog.hpp"
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "execute.hpp"
 #include "launch.hpp"
 #include "merge.hpp"
@@ -367,8 +367,8 @@ int main(int argc, char** argv) {
     for (const auto& more : more_experiments) experiments.push_back(experiment_file(more));
     if (vm.count("cfg")) {
       for (const auto& file : experiments) {
-        const runner::Experiment exp = runner::load_experiment(file, options.overrides, vm.count("smoke") > 0);
-        std::cout << runner::config_header(file, vm.count("smoke") > 0) << runner::resolved_text(exp.document) << "\n";
+        const runner::ExperimentSpec exp = runner::load_experiment(file, options.overrides, vm.count("smoke") > 0);
+        std::cout << runner::config_header(file, vm.count("smoke") > 0) << exp.resolved << "\n";
       }
       return 0;
     }

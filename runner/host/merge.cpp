@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "errors.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
@@ -190,7 +190,7 @@ void merge_shards(const std::vector<fs::path>& shards, const fs::path& out, cons
 
   // The sweep order, from the shared config (what an unsharded run would run).
   const fs::path first_config = runs.front().dir / "config.yaml";
-  const Experiment exp = load_experiment(first_config, {}, false);
+  const ExperimentSpec exp = load_experiment(first_config, {}, false);
   const std::vector<Point> points = expand_points(exp, registry, kMaxPointsCeiling);
   const int n = runs.front().shard.count;
   std::string merged_text;
@@ -244,7 +244,7 @@ void merge_shards(const std::vector<fs::path>& shards, const fs::path& out, cons
   log << "merged " << n << " shards (" << points.size() << " points) into " << out.string() << "\n";
   std::vector<fs::path> reports_dirs = {out / "reports"};
   if (!reports_dir.empty()) reports_dirs.push_back(reports_dir);
-  write_run_reports(exp.document["report"], first_config.string(), out / "results.jsonl", reports_dirs, summary);
+  write_run_reports(exp.reports(), first_config.string(), out / "results.jsonl", reports_dirs, summary);
 }
 
 int shard_verb(int argc, char** argv) {

@@ -82,7 +82,7 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
   return v;
 }
 
-// env.<field>: what a record's env holds (capture_environment in results.cpp; launcher,
+// env.<field>: what a record's env holds (capture_environment in environment.cpp; launcher,
 // world_size and backend from run_output.cpp in multi-process runs).
 bool is_environment_field(const std::string& name) {
   static const std::set<std::string> fields = {"env.device",     "env.gpu",        "env.cpu",        "env.libtorch",
@@ -91,114 +91,16 @@ bool is_environment_field(const std::string& name) {
   return fields.count(name) > 0;
 }
 
-struct Checker {
-  const SourceMap& src;
-  const std::string& scope;  // "part matmul" or "this experiment"
-
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& path, const std::string& what) const {
-    throw ConfigError(src.where(node, path) + ": " + path + ": " + what);
+// Fails on a name that the records of `scope` ("part matmul" or "this experiment") lack.
+void check_name(const RecordName& n, const std::string& scope, const Vocabulary& v) {
+  if (n.metric) {
+    if (!v.metrics_known || v.metrics.count(n.name)) return;
+    throw ConfigError(n.where + ": " + n.path + ": no metric '" + n.name + "' in the records of " + scope +
+                      suggestion(n.name, std::vector<std::string>(v.metrics.begin(), v.metrics.end())));
   }
-
-  void key(const std::string& name, const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
-    if (name.empty() || v.keys.count(name) || !v.labels_known || is_environment_field(name)) return;
-    fail(node, path,
-         "no parameter or label '" + name + "' in the records of " + scope +
-             suggestion(name, std::vector<std::string>(v.keys.begin(), v.keys.end())));
-  }
-
-  // `node` is a scalar or a list of scalars naming keys.
-  void keys(const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
-    if (!node) return;
-    if (node.IsScalar()) return key(node.Scalar(), node, path, v);
-    for (size_t i = 0; i < node.size(); ++i)
-      if (node[i].IsScalar()) key(node[i].Scalar(), node[i], path + "[" + std::to_string(i) + "]", v);
-  }
-
-  void where(const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
-    if (!node || !node.IsMap()) return;
-    for (const auto& kv : node) key(kv.first.Scalar(), kv.first, path + "." + kv.first.Scalar(), v);
-  }
-
-  void metric(const YAML::Node& node, const std::string& path, const Vocabulary& v) const {
-    if (!node || !node.IsScalar() || !v.metrics_known || v.metrics.count(node.Scalar())) return;
-    fail(node, path,
-         "no metric '" + node.Scalar() + "' in the records of " + scope +
-             suggestion(node.Scalar(), std::vector<std::string>(v.metrics.begin(), v.metrics.end())));
-  }
-};
-
-}  // namespace
-
-namespace {
-
-// One report spec (`report:` is a map, or a list of them): `where` names it in messages.
-void validate_report_spec(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry,
-                          const YAML::Node& report_node, const std::string& where) {
-  try {
-    report::parse_report_spec(report_node, exp.source.file);  // shape, names, stats, formats
-  } catch (const report::SpecError& e) {
-    // A key that a --set wrote has no line in the file: the message names the --set.
-    const std::string text = e.what(), file = exp.source.file + ": ";
-    if (text.rfind(file, 0) == 0) {
-      const std::string rest = text.substr(file.size());
-      const std::string origin = exp.source.where(YAML::Node(), rest.substr(0, rest.find(": ")));
-      if (origin != exp.source.file) throw ConfigError(origin + ": " + rest);
-    }
-    throw;
-  }
-  std::vector<std::string> part_names;
-  for (const Point& p : points)
-    if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);
-
-  // The points a table or figure reads (its part, or all) and the names they offer.
-  const auto scope_of = [&](const YAML::Node& item, const std::string& path, Vocabulary& v) {
-    std::string part;
-    if (item["part"]) {
-      part = item["part"].Scalar();
-      if (std::find(part_names.begin(), part_names.end(), part) == part_names.end())
-        throw ConfigError(exp.source.where(item["part"], path + ".part") + ": " + path + ".part: no part named '" +
-                          part + "'" + suggestion(part, part_names));
-    }
-    std::vector<const Point*> members;
-    for (const Point& p : points)
-      if (part.empty() || p.part == part) members.push_back(&p);
-    v = vocabulary_of(members, registry);
-    return part.empty() ? std::string("this experiment") : "part " + part;
-  };
-
-  const YAML::Node tables = report_node["tables"];
-  for (size_t i = 0; tables && i < tables.size(); ++i) {
-    const YAML::Node table = tables[i];
-    const std::string path = where + ".tables[" + std::to_string(i) + "]";
-    Vocabulary v;
-    const std::string scope = scope_of(table, path, v);
-    const Checker check{exp.source, scope};
-    check.keys(table["rows"], path + ".rows", v);
-    check.keys(table["pivot"], path + ".pivot", v);
-    check.where(table["where"], path + ".where", v);
-    check.metric(table["metric"], path + ".metric", v);
-    const YAML::Node columns = table["columns"];
-    for (size_t c = 0; columns && c < columns.size(); ++c) {
-      const std::string at = path + ".columns[" + std::to_string(c) + "]";
-      check.metric(columns[c]["metric"], at + ".metric", v);
-      check.keys(columns[c]["key"], at + ".key", v);
-      check.where(columns[c]["where"], at + ".where", v);
-    }
-  }
-  const YAML::Node figures = report_node["figures"];
-  for (size_t i = 0; figures && i < figures.size(); ++i) {
-    const YAML::Node figure = figures[i];
-    const std::string path = where + ".figures[" + std::to_string(i) + "]";
-    Vocabulary v;
-    const std::string scope = scope_of(figure, path, v);
-    v.keys.insert("part");  // a figure may split its series by part
-    const Checker check{exp.source, scope};
-    check.keys(figure["x"], path + ".x", v);
-    check.keys(figure["series"], path + ".series", v);
-    check.keys(figure["panel"], path + ".panel", v);
-    check.where(figure["where"], path + ".where", v);
-    check.metric(figure["metric"], path + ".metric", v);
-  }
+  if (n.name.empty() || v.keys.count(n.name) || !v.labels_known || is_environment_field(n.name)) return;
+  throw ConfigError(n.where + ": " + n.path + ": no parameter or label '" + n.name + "' in the records of " + scope +
+                    suggestion(n.name, std::vector<std::string>(v.keys.begin(), v.keys.end())));
 }
 
 }  // namespace
@@ -268,12 +170,25 @@ std::vector<std::string> required_metrics(const std::string& task, const std::ma
   return required;
 }
 
-void validate_report(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry) {
-  const YAML::Node report_node = exp.document["report"];
-  if (!report_node) return;
-  if (!report_node.IsSequence()) return validate_report_spec(exp, points, registry, report_node, "report");
-  for (size_t k = 0; k < report_node.size(); ++k)
-    validate_report_spec(exp, points, registry, report_node[k], "report[" + std::to_string(k) + "]");
+void validate_report(const ExperimentSpec& exp, const std::vector<Point>& points, const PluginRegistry& registry) {
+  std::vector<std::string> part_names;
+  for (const Point& p : points)
+    if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);
+  for (const ReportReader& reader : exp.report_readers) {
+    // The points a table or figure reads (its part, or all) and the names they offer.
+    if (!reader.part_where.empty() &&
+        std::find(part_names.begin(), part_names.end(), reader.part) == part_names.end())
+      throw ConfigError(reader.part_where + ": " + reader.path + ".part: no part named '" + reader.part + "'" +
+                        suggestion(reader.part, part_names));
+    std::vector<const Point*> members;
+    for (const Point& p : points)
+      if (reader.part_where.empty() || p.part == reader.part) members.push_back(&p);
+    Vocabulary v = vocabulary_of(members, registry);
+    if (reader.figure) v.keys.insert("part");  // a figure may split its series by part
+    const std::string scope = reader.part_where.empty() ? std::string("this experiment") : "part " + reader.part;
+    for (const RecordName& name : reader.names) check_name(name, scope, v);
+  }
+  exp.reports();  // a malformed report after those checked throws its error now
 }
 
 }  // namespace runner

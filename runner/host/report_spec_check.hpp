@@ -9,16 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "sweep.hpp"
 
 namespace runner {
 
 class PluginRegistry;
 
-// Parses the spec (a report::SpecError on a malformed one) and checks it against
-// the expanded points; does nothing when the experiment has no report.
-void validate_report(const Experiment& exp, const std::vector<Point>& points, const PluginRegistry& registry);
+// Checks the names the experiment's reports look records up by (parsed with the
+// experiment, ExperimentSpec::report_readers) against the expanded points; does
+// nothing when the experiment has no report.
+void validate_report(const ExperimentSpec& exp, const std::vector<Point>& points, const PluginRegistry& registry);
 
 // The metrics the records of `task` run with `params` may carry: the task's own and
 // those its nested plugins add (a ddp strategy's report()), as their manifests

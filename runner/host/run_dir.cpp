@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "report/report.hpp"
-#include "results.hpp"
+#include "environment.hpp"
 
 namespace runner {
 namespace {
@@ -101,13 +101,13 @@ std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, 
   });
 }
 
-RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+RunDirectory prepare_run_directory(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume,
                                    const std::string& extra_header) {
   namespace fs = std::filesystem;
   std::error_code ec;
   RunDirectory run;
-  const std::string resolved = resolved_text(exp.document);
+  const std::string& resolved = exp.resolved;
   if (!resume.empty()) {
     const fs::path config = resume / "config.yaml";
     if (!fs::exists(config, ec))

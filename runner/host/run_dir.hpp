@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 
 namespace runner {
 
@@ -33,7 +33,7 @@ std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, 
 // disk) is dropped from results.jsonl so appends start after the last whole point.
 // Either way the directory is locked (lock_run_directory). Throws ConfigError.
 // `extra_header`: comment lines a new run's config.yaml also carries (a shard's).
-RunDirectory prepare_run_directory(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+RunDirectory prepare_run_directory(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume,
                                    const std::string& extra_header = "");
 

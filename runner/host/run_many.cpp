@@ -8,7 +8,7 @@
 #include <string>
 
 #include "catalog.hpp"
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "errors.hpp"
 
 namespace runner {
@@ -39,7 +39,7 @@ int run_experiments(const std::vector<std::filesystem::path>& files, const RunOp
   std::vector<std::string> names;
   std::set<std::string> stems;
   for (const auto& file : files) {
-    const Experiment exp = load_experiment(file, common.overrides, common.smoke);  // throws on bad input
+    const ExperimentSpec exp = load_experiment(file, common.overrides, common.smoke);  // throws on bad input
     names.push_back(exp.name);
     if (!common.out.empty() && !stems.insert(file.stem().string()).second)
       throw ConfigError("--out " + common.out.string() + ": two experiment files named " + file.stem().string() +

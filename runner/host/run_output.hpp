@@ -1,7 +1,6 @@
-// Where one run writes, and how a point's records get there. A single process
-// appends them to results.jsonl and the run history itself. In a multi-process
-// run every rank sends them to rank 0, which merges them (merge_rank_records) and
-// alone writes; each rank keeps its own log.
+// Where one run writes: its directory, results.jsonl (rank 0), the run history, each
+// rank's log, the environment every record carries and how to resume it. Recording a
+// point into it is point_record.hpp.
 #pragma once
 #include <filesystem>
 #include <fstream>
@@ -14,13 +13,11 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "distributed.hpp"
 #include "history/run_recorder.hpp"
-#include "point.hpp"
-#include "point_guard.hpp"
 #include "registry.hpp"
-#include "results.hpp"
+#include "results_writer.hpp"
 #include "runner/context.hpp"
 
 namespace runner {
@@ -54,23 +51,8 @@ std::filesystem::path log_file_of(const std::filesystem::path& dir, int rank);
 
 // How to finish a run that stopped: the same file, --set, --smoke and --device
 // (a different resolved config is refused).
-std::string resume_hint(const Experiment& exp, const std::vector<std::string>& overrides, bool smoke,
+std::string resume_hint(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                         const std::string& device, const std::filesystem::path& dir);
-
-// What the run writes if plugin code ends the process during this point
-// (point_guard.hpp); `label` names the point as log lines do.
-PointDeathNote death_note(const Experiment& exp, const Point& point, const c10::Device& device, const RunOutput& run,
-                          const std::string& label);
-
-// The files of the task and profiler plugins the points use, by kind/name.
-std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Point>& points,
-                                                          const PluginRegistry& registry);
-
-// Writes the records of point number `point_index` of the sweep. A rank whose point
-// failed (not ok, skipped or invalid) cannot wait for its peers, which may sit in a
-// collective it will never join: it writes what it can and leaves (leave_peers).
-void record_point(const Experiment& exp, const Point& point, int point_index, const c10::Device& device,
-                  PointOutcome& outcome, RunOutput& run);
 
 // Leaves a multi-process run for good: the launcher's note, the process group
 // aborted, exit code 1 (the launcher then stops the other ranks).

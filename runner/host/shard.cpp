@@ -3,7 +3,7 @@
 #include <charconv>
 #include <fstream>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "errors.hpp"
 
 namespace runner {

@@ -14,7 +14,7 @@
 
 #include "errors.hpp"
 #include "merge.hpp"
-#include "results.hpp"
+#include "environment.hpp"
 
 namespace runner {
 namespace fs = std::filesystem;

@@ -8,10 +8,6 @@
 namespace runner {
 namespace {
 
-// One factor of the product: a list of alternatives, each setting one or more paths.
-using Alternative = std::vector<std::pair<std::string, YAML::Node>>;
-using Factor = std::vector<Alternative>;
-
 const std::vector<OptionSpec>& measure_options() {
   static const std::vector<OptionSpec> options = {
       opt_int("warmup_steps", 5, "untimed steps before measuring").in_range(0, 1e9),
@@ -44,57 +40,6 @@ const std::vector<OptionSpec>& point_options() {
       opt_int("seed", 0, "random seed set before each point").at_least(0),
   };
   return options;
-}
-
-Factor axis_factor(const std::string& path, const YAML::Node& values, const SourceMap& src) {
-  if (!values.IsSequence() || values.size() == 0)
-    throw ConfigError(src.where(values, "sweep." + path) + ": sweep." + path +
-                      ": an axis needs a non-empty list of values, e.g. [a, b]");
-  Factor f;
-  for (const auto& v : values) f.push_back({{path, v}});
-  return f;
-}
-
-Factor zip_factor(const YAML::Node& group, const SourceMap& src) {
-  if (!group.IsMap()) throw ConfigError(src.where(group, "sweep.zip") + ": sweep.zip: expected a map of axis: [values]");
-  Factor f;
-  size_t length = 0;
-  bool first = true;
-  for (const auto& kv : group) {
-    const std::string path = kv.first.as<std::string>();
-    if (!kv.second.IsSequence())
-      throw ConfigError(src.where(kv.second, "sweep.zip." + path) + ": sweep.zip." + path + ": expected a list");
-    if (first) {
-      length = kv.second.size();
-      f.resize(length);
-      first = false;
-    } else if (kv.second.size() != length) {
-      throw ConfigError(src.where(kv.second, "sweep.zip." + path) + ": sweep.zip." + path + ": has " +
-                        std::to_string(kv.second.size()) + " values but the zip's first axis has " +
-                        std::to_string(length) + "; zipped axes pair up and need equal lengths");
-    }
-    for (size_t i = 0; i < length; ++i) f[i].push_back({path, kv.second[i]});
-  }
-  return f;
-}
-
-std::vector<Factor> factors_of(const YAML::Node& sweep, const SourceMap& src) {
-  std::vector<Factor> out;
-  if (!sweep || sweep.IsNull()) return out;
-  if (!sweep.IsMap()) throw ConfigError(src.where(sweep, "sweep") + ": sweep: expected a map of axis: [values]");
-  for (const auto& kv : sweep) {
-    const std::string key = kv.first.as<std::string>();
-    if (key == "zip") {
-      if (kv.second.IsSequence()) {
-        for (const auto& g : kv.second) out.push_back(zip_factor(g, src));
-      } else {
-        out.push_back(zip_factor(kv.second, src));
-      }
-    } else {
-      out.push_back(axis_factor(key, kv.second, src));
-    }
-  }
-  return out;
 }
 
 void check_measure(const MeasureSettings& m, const YAML::Node& node, const SourceMap& src) {
@@ -134,29 +79,18 @@ std::vector<Params> resolve_profilers(const YAML::Node& list, const PluginRegist
   return out;
 }
 
-std::size_t saturating_product(std::size_t a, std::size_t b) {
-  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) return std::numeric_limits<std::size_t>::max();
-  return a * b;
-}
-
-std::size_t count_of(const std::vector<Factor>& factors) {
-  std::size_t n = 1;
-  for (const Factor& f : factors) n = saturating_product(n, f.size());
-  return n;
-}
-
 }  // namespace
 
-std::size_t count_points(const Experiment& exp, bool include_disabled) {
+std::size_t count_points(const ExperimentSpec& exp, bool include_disabled) {
   std::size_t total = 0;
-  for (const PartNode& part : experiment_parts(exp, include_disabled)) {
-    const std::size_t n = count_of(factors_of(part.node["sweep"], exp.source));
+  for (const PartSpec* part : exp.parts_to_run(include_disabled)) {
+    const std::size_t n = part->point_count();
     total = n > std::numeric_limits<std::size_t>::max() - total ? std::numeric_limits<std::size_t>::max() : total + n;
   }
   return total;
 }
 
-std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry, std::size_t max_points,
+std::vector<Point> expand_points(const ExperimentSpec& exp, const PluginRegistry& registry, std::size_t max_points,
                                  bool include_disabled) {
   // Counted from the axis lengths before anything is expanded: a sweep of 10^7
   // points must be refused in microseconds, not after gigabytes of points.
@@ -167,16 +101,15 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
   }
   std::vector<Point> points;
   const SourceMap& src = exp.source;
-  for (const PartNode& part : experiment_parts(exp, include_disabled)) {
-    const YAML::Node& node = part.node;
-    const std::string task = node["task"].as<std::string>();
+  for (const PartSpec* part : exp.parts_to_run(include_disabled)) {
+    const std::string& task = part->task;
     const PluginManifest* manifest = registry.find(PluginKind::Task, task);
     if (manifest == nullptr) {
-      throw ConfigError(src.where(node["task"], "task") + ": task: no task plugin named '" + task + "'" +
+      throw ConfigError(part->task_where + ": task: no task plugin named '" + task + "'" +
                         suggestion(task, registry.names(PluginKind::Task)) + " (see `runner plugins`)");
     }
-    const auto profilers = resolve_profilers(node["profilers"], registry, src);
-    const std::vector<Factor> factors = factors_of(node["sweep"], src);
+    const auto profilers = resolve_profilers(part->profilers, registry, src);
+    const std::vector<SweepFactor>& factors = part->sweep;
 
     std::vector<size_t> counter(factors.size(), 0);
     int index = 0;
@@ -191,12 +124,12 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
           else param_values[path] = value;
         }
       }
-      p.part = part.name;
+      p.part = part->name;
       p.index = index++;
       p.task = task;
-      p.params = resolve_options(node["params"], manifest->options, registry, "params", src, param_values);
+      p.params = resolve_options(part->params, manifest->options, registry, "params", src, param_values);
       p.params.set_plugin_name(task);
-      const Params m = resolve_options(node["measure"], measure_options(), registry, "measure", src, measure_values);
+      const Params m = resolve_options(part->measure, measure_options(), registry, "measure", src, measure_values);
       p.measure.warmup_steps = static_cast<int>(m.integer("warmup_steps"));
       p.measure.warmup_seconds = m.number("warmup_seconds");
       p.measure.measured_steps = static_cast<int>(m.integer("measured_steps"));
@@ -209,11 +142,8 @@ std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& re
       p.measure.repetitions = static_cast<int>(m.integer("repetitions"));
       p.measure.cache = m.text("cache");
       p.timeout_s = m.number("timeout_s");
-      check_measure(p.measure, node["measure"], src);
-      YAML::Node top(YAML::NodeType::Map);
-      for (const char* key : {"precision", "seed"})
-        if (node[key]) top[key] = node[key];
-      const Params pp = resolve_options(top, point_options(), registry, "", src, point_values);
+      check_measure(p.measure, part->measure, src);
+      const Params pp = resolve_options(part->precision_seed, point_options(), registry, "", src, point_values);
       p.precision = Precision::parse(pp.text("precision"));
       p.seed = static_cast<std::uint64_t>(pp.integer("seed"));
       p.profilers = profilers;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "runner/context.hpp"
 #include "runner/measure.hpp"
 #include "runner/params.hpp"
@@ -40,12 +40,12 @@ inline constexpr std::size_t kMaxPointsCeiling = 1000000;
 
 // Points the sweep of every part makes (product of axis lengths), without
 // expanding them; saturates at SIZE_MAX.
-std::size_t count_points(const Experiment& exp, bool include_disabled = false);
+std::size_t count_points(const ExperimentSpec& exp, bool include_disabled = false);
 
 // Expands every enabled part of `exp` (with include_disabled, every part). Throws
 // ConfigError on any invalid key or value, and when the sweep has more than
 // `max_points` points (before expanding any).
-std::vector<Point> expand_points(const Experiment& exp, const PluginRegistry& registry,
+std::vector<Point> expand_points(const ExperimentSpec& exp, const PluginRegistry& registry,
                                  std::size_t max_points = kDefaultMaxPoints, bool include_disabled = false);
 
 // --max-points N: a whole number from 1 to kMaxPointsCeiling (ConfigError

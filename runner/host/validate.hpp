@@ -26,6 +26,10 @@ struct SourceMap {
   std::string where(const YAML::Node& node, const std::string& path) const;
 };
 
+// An option value or map of options as the experiment writes it (YAML, with its line
+// and column for messages): what resolve_options turns into typed Params.
+using OptionTree = YAML::Node;
+
 // Values that replace entries of `node` by dotted path (a sweep point's axis values).
 using PathValues = std::map<std::string, YAML::Node>;
 

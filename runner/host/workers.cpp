@@ -26,7 +26,7 @@
 #include "errors.hpp"
 #include "execute.hpp"
 #include "interrupt.hpp"
-#include "results.hpp"
+#include "point_record.hpp"
 #include "runner/stored_record.hpp"
 
 extern char** environ;
@@ -143,7 +143,7 @@ std::string describe_worker(const Worker& w) {
 
 class Pool {
  public:
-  Pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+  Pool(const ExperimentSpec& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
        std::vector<size_t> order)
       : exp_(exp), points_(points), device_(device), run_(run), order_(std::move(order)) {}
 
@@ -226,7 +226,7 @@ class Pool {
     ready_.erase(position);
   }
 
-  const Experiment& exp_;
+  const ExperimentSpec& exp_;
   const std::vector<Point>& points_;
   const c10::Device& device_;
   RunOutput& run_;
@@ -275,7 +275,7 @@ std::vector<int> parse_gpus(const std::string& text, int available) {
   return gpus;
 }
 
-PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+PoolResult run_pool(const ExperimentSpec& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
                     const std::set<std::pair<std::string, int>>& finished, const PoolSpec& spec,
                     const std::function<void()>& render) {
   PoolResult result;
@@ -487,31 +487,22 @@ PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, con
 
 namespace {
 
-int processes_value(const Experiment& exp, const YAML::Node& node, const std::string& key) {
-  int n = 0;
-  try {
-    n = node.as<int>();
-  } catch (const std::exception&) {
-  }
-  if (n < 1) throw ConfigError(exp.source.where(node, key) + ": " + key + ": expected an integer >= 1");
+int checked_processes(int n, const std::string& where, const std::string& key) {
+  if (n < 1) throw ConfigError(where + ": " + key + ": expected an integer >= 1");
   return n;
 }
 
 // Where the part's process count comes from, for messages: "x.yaml:9:5: parts.pair.processes: 2".
-std::string processes_said(const Experiment& exp, const std::string& part, int n) {
-  for (const PartNode& p : experiment_parts(exp, true))
-    if (p.name == part && p.node["processes"])
-      return exp.source.where(p.node["processes"], "parts." + part + ".processes") + ": parts." + part +
-             ".processes: " + std::to_string(n);
-  if (exp.document["processes"])
-    return exp.source.where(exp.document["processes"], "processes") + ": processes: " + std::to_string(n);
-  return exp.source.file + ": part " + part + " (no processes: key, so 1 process)";
+std::string processes_said(const ExperimentSpec& exp, const std::string& part, int n) {
+  for (const PartSpec& p : exp.parts)
+    if (p.name == part && p.has_processes)
+      return p.processes_where + ": parts." + part + ".processes: " + std::to_string(n);
+  if (exp.has_processes) return exp.processes_where + ": processes: " + std::to_string(n);
+  return exp.file.string() + ": part " + part + " (no processes: key, so 1 process)";
 }
 
-bool parts_set_processes(const Experiment& exp) {
-  for (const PartNode& p : experiment_parts(exp, true))
-    if (p.node["processes"]) return true;
-  return false;
+bool parts_set_processes(const ExperimentSpec& exp) {
+  return std::any_of(exp.parts.begin(), exp.parts.end(), [](const PartSpec& p) { return p.has_processes; });
 }
 
 std::vector<int> int_list(const char* text) {
@@ -523,19 +514,19 @@ std::vector<int> int_list(const char* text) {
 
 }  // namespace
 
-std::vector<int> point_processes(const Experiment& exp, const std::vector<Point>& points) {
-  const int whole = exp.document["processes"] ? processes_value(exp, exp.document["processes"], "processes") : 1;
+std::vector<int> point_processes(const ExperimentSpec& exp, const std::vector<Point>& points) {
+  const int whole = exp.has_processes ? checked_processes(exp.processes, exp.processes_where, "processes") : 1;
   std::map<std::string, int> per_part;
-  for (const PartNode& part : experiment_parts(exp, true))
-    per_part[part.name] = part.node["processes"]
-                              ? processes_value(exp, part.node["processes"], "parts." + part.name + ".processes")
-                              : whole;
+  for (const PartSpec& part : exp.parts)
+    per_part[part.name] = part.has_processes ? checked_processes(part.processes, part.processes_where,
+                                                                 "parts." + part.name + ".processes")
+                                             : whole;
   std::vector<int> out;
   for (const Point& p : points) out.push_back(per_part.count(p.part) ? per_part[p.part] : whole);
   return out;
 }
 
-void check_point_processes(const Experiment& exp, const std::vector<Point>& points, const PoolSpec& pool,
+void check_point_processes(const ExperimentSpec& exp, const std::vector<Point>& points, const PoolSpec& pool,
                            int world_size) {
   if (pool.workers == 0) check_processes_key(exp, world_size);  // the experiment's own count
   const std::vector<int> need = point_processes(exp, points);
@@ -565,7 +556,7 @@ void check_point_processes(const Experiment& exp, const std::vector<Point>& poin
   }
 }
 
-std::vector<Point> one_process_points(const Experiment& exp, const std::vector<Point>& points) {
+std::vector<Point> one_process_points(const ExperimentSpec& exp, const std::vector<Point>& points) {
   const std::vector<int> need = point_processes(exp, points);
   std::vector<Point> out;
   for (size_t i = 0; i < points.size(); ++i)

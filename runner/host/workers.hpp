@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "run_output.hpp"
 #include "sweep.hpp"
 
@@ -46,17 +46,17 @@ struct PoolResult {
 
 // How many processes each point runs on: its part's `processes:`, else the experiment's,
 // else 1. A value that is not an integer >= 1 is a ConfigError naming the file and key.
-std::vector<int> point_processes(const Experiment& exp, const std::vector<Point>& points);
+std::vector<int> point_processes(const ExperimentSpec& exp, const std::vector<Point>& points);
 
 // `processes:` checked against where the points run (ConfigError naming the file, key and
 // fix): on a pool each point takes that many workers, so none may need more than the pool
 // has; a launched run of `world_size` ranks runs every point on all of them, so a part's
 // own `processes:` must equal it; a single process runs 1-process points only.
-void check_point_processes(const Experiment& exp, const std::vector<Point>& points, const PoolSpec& pool,
+void check_point_processes(const ExperimentSpec& exp, const std::vector<Point>& points, const PoolSpec& pool,
                            int world_size);
 
 // The points of `points` that run in one process.
-std::vector<Point> one_process_points(const Experiment& exp, const std::vector<Point>& points);
+std::vector<Point> one_process_points(const ExperimentSpec& exp, const std::vector<Point>& points);
 
 // What the ranks of a pool's multi-process point learn from their environment: which
 // point (its sweep position), and which of the pool's workers and GPUs they hold.
@@ -79,7 +79,7 @@ void name_worker(nlohmann::json& env, int index, const std::optional<WorkerGroup
 // `run` (results.jsonl, history); `render` writes the reports of the records so far when
 // a signal stops the run. Points whose worker died mid-point get an error record.
 // Points start in sweep order, each once as many workers as it needs are free.
-PoolResult run_pool(const Experiment& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
+PoolResult run_pool(const ExperimentSpec& exp, const std::vector<Point>& points, const c10::Device& device, RunOutput& run,
                     const std::set<std::pair<std::string, int>>& finished, const PoolSpec& spec,
                     const std::function<void()>& render);
 

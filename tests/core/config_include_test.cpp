@@ -1,7 +1,7 @@
 // `include:`: an experiment file written as a few lines over a shared base.
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -47,8 +47,10 @@ TEST(Include, MapsMergeAndNamedListEntriesMergeByName) {
                                "  - {name: three, task: echo}\n"
                                "report:\n"
                                "  - {id: second, enabled: false}\n");
-  const Experiment exp = load_experiment(file, {}, false);
-  const YAML::Node& d = exp.document;
+  const ExperimentSpec exp = load_experiment(file, {}, false);
+  // The document as loaded (includes merged), before the spec is parsed from it.
+  ExperimentDocument loaded = load_document(file);
+  const YAML::Node d = resolve_document(loaded, {}, false).document;
   EXPECT_EQ(exp.name, "derived");
   EXPECT_FALSE(d["include"]);
   EXPECT_EQ(d["device"].as<std::string>(), "cuda");
@@ -62,9 +64,11 @@ TEST(Include, MapsMergeAndNamedListEntriesMergeByName) {
   // The report switched off is left out; the other keeps no `enabled` key.
   ASSERT_EQ(d["report"].size(), 1u);
   EXPECT_EQ(d["report"][0]["id"].as<std::string>(), "first");
-  EXPECT_EQ(experiment_parts(exp).size(), 3u);
+  EXPECT_EQ(exp.parts.size(), 3u);
+  EXPECT_EQ(exp.device, "cuda");
+  EXPECT_TRUE(exp.has_report);
   // The stored config is self-contained: no include left, the base's values written out.
-  const std::string stored = resolved_text(d);
+  const std::string& stored = exp.resolved;
   EXPECT_EQ(stored.find("include"), std::string::npos);
   EXPECT_NE(stored.find("warmup_steps: 3"), std::string::npos);
 }
@@ -73,9 +77,9 @@ TEST(Include, SmokeOverridesOfTheBaseApply) {
   const auto dir = fresh_dir("include");
   write_file(dir / "base.yaml", kBase);
   const auto file = write_file(dir / "d.yaml", "include: [base.yaml]\nexperiment: d\n");
-  const Experiment exp = load_experiment(file, {"parts.two.params.value=7"}, true);
-  EXPECT_EQ(exp.document["measure"]["measured_steps"].as<int>(), 1);
-  EXPECT_EQ(exp.document["parts"][1]["params"]["value"].as<int>(), 7);
+  const ExperimentSpec exp = load_experiment(file, {"parts.two.params.value=7"}, true);
+  EXPECT_EQ(exp.parts.at(0).measure["measured_steps"].as<int>(), 1);
+  EXPECT_EQ(exp.parts.at(1).params["value"].as<int>(), 7);
 }
 
 TEST(Include, LaterIncludesAndTheFileItselfWin) {
@@ -83,11 +87,11 @@ TEST(Include, LaterIncludesAndTheFileItselfWin) {
   write_file(dir / "a.yaml", "device: cpu\nseed: 1\n");
   write_file(dir / "b.yaml", "seed: 2\n");
   const auto file = write_file(dir / "c.yaml", "include: [a.yaml, b.yaml]\nexperiment: c\ntask: echo\n");
-  const Experiment exp = load_experiment(file, {}, false);
-  EXPECT_EQ(exp.document["seed"].as<int>(), 2);
-  EXPECT_EQ(exp.document["device"].as<std::string>(), "cpu");
+  const ExperimentSpec exp = load_experiment(file, {}, false);
+  EXPECT_EQ(exp.parts.at(0).precision_seed["seed"].as<int>(), 2);
+  EXPECT_EQ(exp.device, "cpu");
   const auto over = write_file(dir / "d.yaml", "include: [a.yaml, b.yaml]\nexperiment: d\ntask: echo\nseed: 3\n");
-  EXPECT_EQ(load_experiment(over, {}, false).document["seed"].as<int>(), 3);
+  EXPECT_EQ(load_experiment(over, {}, false).parts.at(0).precision_seed["seed"].as<int>(), 3);
 }
 
 TEST(Include, NestedIncludesResolveRelativeToEachFile) {
@@ -96,9 +100,9 @@ TEST(Include, NestedIncludesResolveRelativeToEachFile) {
   write_file(dir / "base" / "root.yaml", "task: echo\nseed: 4\n");
   write_file(dir / "base" / "mid.yaml", "include: root.yaml\nseed: 5\n");
   const auto file = write_file(dir / "top.yaml", "include: base/mid.yaml\nexperiment: top\n");
-  const Experiment exp = load_experiment(file, {}, false);
-  EXPECT_EQ(exp.document["seed"].as<int>(), 5);
-  EXPECT_EQ(exp.document["task"].as<std::string>(), "echo");
+  const ExperimentSpec exp = load_experiment(file, {}, false);
+  EXPECT_EQ(exp.parts.at(0).precision_seed["seed"].as<int>(), 5);
+  EXPECT_EQ(exp.parts.at(0).task, "echo");
 }
 
 TEST(Include, CyclesAreRefusedWithTheChain) {
@@ -146,12 +150,12 @@ TEST(Include, EveryQuestionFileOfTheProjectLoads) {
                          "ddp_overlap_individual_parameters", "ddp_overlap_individual_parameters_benchmarking",
                          "ddp_overlap_bucketed", "ddp_bucketed_benchmarking", "optimizer_state_sharding"}) {
     const auto file = std::filesystem::path(RUNNER_SOURCE_DIR) / "experiments" / (std::string(id) + ".yaml");
-    const Experiment exp = load_experiment(file, {}, false);
+    const ExperimentSpec exp = load_experiment(file, {}, false);
     EXPECT_EQ(exp.name, id);
-    ASSERT_TRUE(exp.document["report"]) << id;
+    ASSERT_FALSE(exp.reports().empty()) << id;
     bool has_own_report = false;
-    for (const auto& r : exp.document["report"])
-      if (r["id"].Scalar() == id && !(r["enabled"] && !r["enabled"].as<bool>())) has_own_report = true;
+    for (const auto& r : exp.reports())
+      if (r.id == id) has_own_report = true;
     EXPECT_TRUE(has_own_report || std::string(id).find("benchmarking") != std::string::npos) << id;
   }
 }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "config.hpp"
+#include "config_overrides.hpp"
+#include "experiment_spec.hpp"
 #include "test_support.hpp"
 
 namespace runner {
@@ -57,10 +58,10 @@ TEST(SetPath, PluginNameGainsOptions) {
 TEST(LoadExperiment, SetOverridesWinOverSmokeOverrides) {
   const auto file = write_file(fresh_dir("cfg") / "e.yaml",
                                "experiment: e\ntask: echo\nparams: {value: 1}\nsmoke: {params.value: 2}\n");
-  const Experiment exp = load_experiment(file, {"params.value=3"}, true);
-  EXPECT_EQ(exp.document["params"]["value"].as<int>(), 3);
-  EXPECT_EQ(load_experiment(file, {}, true).document["params"]["value"].as<int>(), 2);
-  EXPECT_EQ(load_experiment(file, {}, false).document["params"]["value"].as<int>(), 1);
+  const ExperimentSpec exp = load_experiment(file, {"params.value=3"}, true);
+  EXPECT_EQ(exp.parts.at(0).params["value"].as<int>(), 3);
+  EXPECT_EQ(load_experiment(file, {}, true).parts.at(0).params["value"].as<int>(), 2);
+  EXPECT_EQ(load_experiment(file, {}, false).parts.at(0).params["value"].as<int>(), 1);
 }
 
 TEST(LoadExperiment, UnknownTopLevelKeyNamesFileLineAndClosestKey) {
@@ -96,17 +97,17 @@ TEST(ExperimentParts, PartsInheritTopLevelMeasureAndMergeTheirOwn) {
                                "experiment: e\nmeasure: {warmup_steps: 2, measured_steps: 4}\n"
                                "parts:\n  - {name: a, task: echo, measure: {measured_steps: 9}}\n"
                                "  - {name: b, task: echo}\n");
-  const auto parts = experiment_parts(load_experiment(file, {}, false));
+  const auto parts = load_experiment(file, {}, false).parts;
   ASSERT_EQ(parts.size(), 2u);
-  EXPECT_EQ(parts[0].node["measure"]["warmup_steps"].as<int>(), 2);
-  EXPECT_EQ(parts[0].node["measure"]["measured_steps"].as<int>(), 9);
-  EXPECT_EQ(parts[1].node["measure"]["measured_steps"].as<int>(), 4);
+  EXPECT_EQ(parts[0].measure["warmup_steps"].as<int>(), 2);
+  EXPECT_EQ(parts[0].measure["measured_steps"].as<int>(), 9);
+  EXPECT_EQ(parts[1].measure["measured_steps"].as<int>(), 4);
 }
 
 TEST(ExperimentParts, UnknownPartKeyIsRejected) {
   const auto file = write_file(fresh_dir("cfg") / "e.yaml",
                                "experiment: e\nparts:\n  - {name: a, task: echo, parms: {}}\n");
-  EXPECT_EQ(error_of([&] { experiment_parts(load_experiment(file, {}, false)); }),
+  EXPECT_EQ(error_of([&] { load_experiment(file, {}, false); }),
             file.string() + ":3:27: parts.0.parms: unknown key; did you mean 'params'?");
 }
 

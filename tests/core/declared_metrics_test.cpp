@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "report_spec_check.hpp"
 #include "sweep.hpp"
 #include "test_support.hpp"
@@ -111,7 +111,7 @@ TEST(DeclaredMetrics, EveryEntryParsesAtEveryPointOfEveryExperiment) {
   int points = 0, experiments = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(RUNNER_SOURCE_DIR) / "experiments")) {
     if (entry.path().extension() != ".yaml") continue;
-    const Experiment exp = load_experiment(entry.path(), {}, false);
+    const ExperimentSpec exp = load_experiment(entry.path(), {}, false);
     ++experiments;
     for (const Point& point : expand_points(exp, registry, kDefaultMaxPoints, true)) {
       EXPECT_NO_THROW(required_metrics(point.task, point.params, registry))

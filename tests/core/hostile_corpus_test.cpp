@@ -38,7 +38,7 @@ std::string refusal(const std::filesystem::path& file) {
     if (line == "#smoke") smoke = true;
   }
   try {
-    const Experiment exp = load_experiment(file, overrides, smoke);
+    const ExperimentSpec exp = load_experiment(file, overrides, smoke);
     validate_report(exp, expand_points(exp, test_registry()), test_registry());
   } catch (const ConfigError& e) {
     return e.what();
@@ -122,7 +122,7 @@ TEST(HostileCorpus, ANumberPastDoublesRangeIsNamedWithFileAndLine) {
 TEST(HostileCorpus, ResumeRefusesASymlinkedResultsFile) {
   const auto dir = fresh_dir("hostile-symlink");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");
-  const Experiment exp = load_experiment(file, {}, false);
+  const ExperimentSpec exp = load_experiment(file, {}, false);
   RunDirectory run = prepare_run_directory(exp, {}, false, dir / "run", {});
   run.lock.reset();  // that run has ended: its directory is free to resume
   const auto victim = write_file(dir / "victim.txt", "precious\n");
@@ -156,7 +156,7 @@ int with_file_size_limit(rlim_t max_bytes, const std::function<bool()>& body) {
 TEST(HostileCorpus, AFullDiskLeavesNoEmptyConfigAndSaysWhy) {
   const auto dir = fresh_dir("hostile-full");
   const auto file = write_file(dir / "e.yaml", "experiment: e\ntask: echo\n");
-  const Experiment exp = load_experiment(file, {}, false);
+  const ExperimentSpec exp = load_experiment(file, {}, false);
   const auto out = dir / "run";
   EXPECT_EQ(with_file_size_limit(0, [&] {
               try {

@@ -23,7 +23,7 @@ using testing::write_file;
 std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   const auto file = write_file(fresh_dir("hostile") / "e.yaml", yaml);
   try {
-    const Experiment exp = load_experiment(file, overrides, false);
+    const ExperimentSpec exp = load_experiment(file, overrides, false);
     validate_report(exp, expand_points(exp, test_registry()), test_registry());
   } catch (const std::exception& e) {
     std::string msg = e.what();

@@ -15,7 +15,7 @@
 #include <torch/torch.h>
 
 #include "observation.hpp"
-#include "results.hpp"
+#include "point_record.hpp"
 #include "runner/context.hpp"
 #include "runner/measure.hpp"
 #include "sweep.hpp"

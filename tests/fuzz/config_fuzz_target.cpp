@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "registry.hpp"
 #include "report/report.hpp"
 #include "report_spec_check.hpp"
@@ -106,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (line == "#smoke") smoke = true;
   }
   try {
-    const Experiment exp = load_experiment_text(text, "fuzz.yaml", overrides, smoke);
+    const ExperimentSpec exp = load_experiment_text(text, "fuzz.yaml", overrides, smoke);
     // A small limit keeps each input fast; the count itself must not overflow.
     const std::vector<Point> points = expand_points(exp, fuzz_registry(), 2000);
     validate_report(exp, points, fuzz_registry());

@@ -2,8 +2,9 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 
-#include "config.hpp"
+#include "experiment_spec.hpp"
 #include "shard.hpp"
 #include "sweep.hpp"
 
@@ -26,17 +27,6 @@ std::string run_name(const std::filesystem::path& run_dir) {
   if (dir.parent_path().filename() == "runs")
     return (dir.parent_path().parent_path().filename() / "runs" / dir.filename()).string();
   return dir.filename().string();
-}
-
-// `report:` is one report or a list of them (one run answering several questions).
-std::vector<report::ReportSpec> parse_report_specs(const YAML::Node& node, const std::string& file) {
-  std::vector<report::ReportSpec> specs;
-  if (node.IsSequence()) {
-    for (const auto& item : node) specs.push_back(report::parse_report_spec(item, file));
-  } else {
-    specs.push_back(report::parse_report_spec(node, file));
-  }
-  return specs;
 }
 
 }  // namespace
@@ -79,11 +69,10 @@ void write_reports(const std::vector<report::ReportSpec>& specs, const std::vect
 
 }  // namespace
 
-void write_run_reports(const YAML::Node& report_node, const std::string& experiment_file,
+void write_run_reports(const std::vector<report::ReportSpec>& specs, const std::string& experiment_file,
                        const std::filesystem::path& results, const std::vector<std::filesystem::path>& reports_dirs,
                        const report::RunSummary& run) {
-  if (!report_node) return;
-  const std::vector<report::ReportSpec> specs = parse_report_specs(report_node, experiment_file);
+  if (specs.empty()) return;
   const auto records = report::read_results(results);
   if (const std::string about = report::run_sentence(run, records); !about.empty())
     std::cerr << "warning: " << results.parent_path().string() << ": " << lower_first(about) << "\n";
@@ -96,13 +85,14 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
   // Several runs of one experiment (e.g. `runner launch` with 2, 4 and 6 processes)
   // fill one report: same experiment, same report spec; the first run's spec renders
   // unless --spec names the experiment file whose report spec renders all of them.
-  YAML::Node first_report;
+  std::optional<ExperimentSpec> spec;
+  std::optional<StoredRunConfig> first;
   std::string first_name, first_config;
   if (!spec_file.empty()) {
-    const YAML::Node spec = load_experiment(spec_file, {}, false).document;
-    if (!spec["report"]) throw ConfigError("--spec " + spec_file.string() + ": the experiment declares no report: tables");
-    first_report = spec["report"];
-    first_name = YAML::Dump(spec["experiment"]);
+    spec = load_experiment(spec_file, {}, false);
+    if (!spec->has_report)
+      throw ConfigError("--spec " + spec_file.string() + ": the experiment declares no report: tables");
+    first_name = spec->name;
     first_config = spec_file.string();
   }
   std::vector<StoredRecord> records;
@@ -116,19 +106,17 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
     const auto results = run_dir / "results.jsonl";
     if (!std::filesystem::exists(config) || !std::filesystem::exists(results))
       throw ConfigError(run_dir.string() + ": not a run directory (needs config.yaml and results.jsonl)");
-    const YAML::Node doc = load_yaml_file(config);
-    if (!doc["report"] && spec_file.empty())
+    const StoredRunConfig stored(config);
+    if (!stored.has_report && spec_file.empty())
       throw ConfigError(config.string() + ": the experiment declares no report: tables");
-    const std::string name = doc["experiment"] ? YAML::Dump(doc["experiment"]) : "";
     if (!spec_file.empty()) {
-      if (name != first_name)
+      if (stored.experiment_name != first_name)
         throw ConfigError(config.string() + ": a run of another experiment than --spec " + spec_file.string() +
                           " (experiment: " + first_name + "); pass the experiment file that made it");
     } else if (i == 0) {
-      first_report = doc["report"];
-      first_name = name;
+      first = stored;
       first_config = config.string();
-    } else if (name != first_name || YAML::Dump(doc["report"]) != YAML::Dump(first_report)) {
+    } else if (stored.experiment_text != first->experiment_text || stored.report_text != first->report_text) {
       throw ConfigError(config.string() + ": not the experiment or report spec of " + first_config +
                         "; only runs of one experiment with the same report merge into one report (or render "
                         "them all with --spec experiments/<name>.yaml)");
@@ -147,7 +135,7 @@ int render_reports(const std::vector<std::filesystem::path>& run_dirs, const std
       records.push_back(std::move(r));
     }
   }
-  write_reports(parse_report_specs(first_report, first_config), records, {reports_dir}, summary, first_config, from);
+  write_reports(spec ? spec->reports() : first->report_specs(), records, {reports_dir}, summary, first_config, from);
   return 0;
 }
 

@@ -6,15 +6,13 @@
 #include <string>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
-
 #include "report/report.hpp"
 
 namespace runner {
 
-// Every report of `report_node` (an experiment's `report:`, one report or a list;
-// nothing when it is null) from the records in `results`, into each of `reports_dirs`.
-void write_run_reports(const YAML::Node& report_node, const std::string& experiment_file,
+// Every report of `specs` (an experiment's, ExperimentSpec::reports) from the records in
+// `results`, into each of `reports_dirs`; `experiment_file` is named by a value's mistake.
+void write_run_reports(const std::vector<report::ReportSpec>& specs, const std::string& experiment_file,
                        const std::filesystem::path& results, const std::vector<std::filesystem::path>& reports_dirs,
                        const report::RunSummary& run);
 

@@ -1,22 +1,21 @@
-#include "results.hpp"
+// What a run records about where it ran: the device, driver, CUDA and LibTorch, the host,
+// the runner's commit, and the commit and content hash of every plugin the points load.
+#include "environment.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <stdexcept>
+#include <set>
 
 #include <torch/version.h>
 
+#include "registry.hpp"
 #include "runner/device.hpp"
 
 #ifdef RUNNER_WITH_CUDA
@@ -25,31 +24,6 @@
 
 namespace runner {
 namespace {
-
-nlohmann::json value_json(const Value& v) {
-  struct Visitor {
-    nlohmann::json operator()(std::monostate) const { return nullptr; }
-    nlohmann::json operator()(bool b) const { return b; }
-    nlohmann::json operator()(std::int64_t i) const { return i; }
-    nlohmann::json operator()(double d) const { return d; }
-    nlohmann::json operator()(const std::string& s) const { return s; }
-    nlohmann::json operator()(const Value::List& l) const {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& e : l) a.push_back(value_json(e));
-      return a;
-    }
-    nlohmann::json operator()(const std::shared_ptr<Params>& p) const { return p ? p->plugin_name() : ""; }
-  };
-  return std::visit(Visitor{}, v.data);
-}
-
-void flatten_into(const Params& params, const std::string& prefix, nlohmann::json& out) {
-  for (const auto& [key, value] : params.values()) {
-    const std::string path = prefix.empty() ? key : prefix + "." + key;
-    out[path] = value_json(value);
-    if (const auto* p = std::get_if<std::shared_ptr<Params>>(&value.data); p && *p) flatten_into(**p, path, out);
-  }
-}
 
 std::string command_output(const char* cmd) {
   std::array<char, 256> buf{};
@@ -90,6 +64,8 @@ std::string utc_timestamp(bool for_path) {
   return buf;
 }
 
+namespace {
+
 // The commit of the git repository at `dir` (its working tree, "-dirty" when
 // tracked files changed), or "" outside one.
 std::string commit_of(const std::string& dir) {
@@ -120,6 +96,8 @@ std::string plugin_commit(const std::filesystem::path& file) {
   }
   return commit_of(dir);
 }
+
+}  // namespace
 
 nlohmann::json plugin_commits(const std::map<std::string, std::filesystem::path>& plugin_files) {
   nlohmann::json out = nlohmann::json::object();
@@ -169,90 +147,18 @@ nlohmann::json capture_environment(const c10::Device& device) {
   return env;
 }
 
-nlohmann::json point_params_json(const Point& point, const c10::Device& device) {
-  nlohmann::json out = nlohmann::json::object();
-  flatten_into(point.params, "", out);
-  out["precision"] = point.precision.name;
-  out["seed"] = point.seed;
-  out["device"] = device.is_cuda() ? "cuda" : "cpu";
-  out["measure.warmup_steps"] = point.measure.warmup_steps;
-  if (point.measure.warmup_seconds > 0) out["measure.warmup_seconds"] = point.measure.warmup_seconds;
-  out["measure.measured_steps"] = point.measure.measured_steps;
-  out["measure.sync_each_step"] = point.measure.sync_each_step;
-  if (point.measure.hold_stream) out["measure.hold_stream"] = true;
-  out["measure.target_rel_stderr"] = point.measure.target_rel_stderr;
-  if (point.measure.adaptive()) {
-    out["measure.min_steps"] = point.measure.min_steps;
-    out["measure.max_steps"] = point.measure.max_steps;
-    out["measure.max_seconds"] = point.measure.max_seconds;
+std::map<std::string, std::filesystem::path> plugin_files(const std::vector<Point>& points,
+                                                          const PluginRegistry& registry) {
+  std::set<std::pair<PluginKind, std::string>> used;
+  for (const Point& p : points) {
+    used.emplace(PluginKind::Task, p.task);
+    for (const Params& profiler : p.profilers) used.emplace(PluginKind::Profiler, profiler.plugin_name());
   }
-  out["measure.repetitions"] = point.measure.repetitions;
-  out["measure.cache"] = point.measure.cache;
-  // Only when set: records of points under the default compare equal to older ones.
-  if (point.timeout_s != kDefaultPointTimeoutS) out["measure.timeout_s"] = point.timeout_s;
-  return out;
-}
-
-StoredRecord point_record(const std::string& experiment, const Point& point, RecordStatus status,
-                          const std::string& message, const Record& record, const nlohmann::json& params,
-                          const nlohmann::json& env, const nlohmann::json& observed) {
-  StoredRecord r;
-  try {
-    r = stored_record(record);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(e.what() + std::string(" of ") + point.part + "[" + std::to_string(point.index) + "]");
-  }
-  r.experiment = experiment;
-  r.part = point.part;
-  r.point = point.index;
-  r.task = point.task;
-  r.status = status;
-  r.message = message;
-  r.params = params;
-  if (observed.is_object()) r.observed = observed;
-  r.env = env;
-  r.time = utc_timestamp(false);
-  return r;
-}
-
-ResultsWriter::ResultsWriter(const std::filesystem::path& file) : file_(file) {
-  fd_ = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open " + file.string() + " for writing: " + std::strerror(errno));
-}
-
-ResultsWriter::~ResultsWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void mark_point_records(std::vector<StoredRecord>& records) {
-  const auto n = static_cast<std::int64_t>(records.size());
-  for (std::int64_t i = 0; i < n; ++i) records[static_cast<size_t>(i)].point_record.emplace(i + 1, n);
-}
-
-void ResultsWriter::append_point(std::vector<StoredRecord> records) {
-  mark_point_records(records);
-  std::string text;
-  for (const StoredRecord& r : records) text += record_line(r) + '\n';
-  struct stat before {};
-  const bool sized = ::fstat(fd_, &before) == 0;
-  const char* at = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, at, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "nothing written";
-      // Only this process appends (the run directory is locked): what it wrote of
-      // the point is cut off again. Should that fail too, the point is torn, which
-      // every reader skips.
-      if (sized) {
-        [[maybe_unused]] const int cut = ::ftruncate(fd_, before.st_size);
-      }
-      throw std::runtime_error("writing " + file_.string() + " failed (" + why + "; disk full?)");
-    }
-    at += n;
-    left -= static_cast<size_t>(n);
-  }
+  std::map<std::string, std::filesystem::path> files;
+  for (const auto& loaded : registry.plugins())
+    if (used.count({loaded.manifest->kind, loaded.manifest->name}))
+      files[std::string(to_string(loaded.manifest->kind)) + "/" + loaded.manifest->name] = loaded.file;
+  return files;
 }
 
 }  // namespace runner
