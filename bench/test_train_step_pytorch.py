@@ -9,16 +9,17 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_step_pytorch.py")
 
 
-def run(layers, *extra):
+def run(layers, *extra, env=None):
     cmd = [sys.executable, SCRIPT, "--device", "cpu", "--model.size", "custom", "--model.d_model", "32",
            "--model.d_ff", "64", "--model.num_layers", str(layers), "--model.num_heads", "2",
            "--model.context_length", "16", "--model.vocab_size", "256", "--warmup", "2", "--steps", "3",
            "--sdpa", "--fused-adamw", *extra]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     record = json.loads(out.strip().splitlines()[-1])
     return record["labels"]["pytorch_variant"], {k: v.get("value") for k, v in record["metrics"].items()}
 
@@ -27,8 +28,16 @@ def main():
     failures = []
     rules = os.path.join(os.path.dirname(SCRIPT), "..", "plugins", "profiler", "kernels", "step_classes.yaml")
     eager_variant, eager = run(5, "--kernel-classes", rules, "--profile-steps", "1")
-    blocks_variant, blocks = run(5, "--compile", "--compile-scope", "blocks")
-    _, deeper = run(9, "--compile", "--compile-scope", "blocks")
+    # The two compiled runs share Inductor's caches in a fresh directory of this test: the 5-layer
+    # run compiles cold, the 9-layer one reuses its kernels (the same block, norm and loss graphs),
+    # which saves a cold compile of the same graphs. Dynamo still traces every layer, so
+    # compiled_graphs counts what it made at 9 layers. (The default --compile-cache cold runs in
+    # smoke.torch_compile_model.)
+    with tempfile.TemporaryDirectory(prefix="compile-scope-test-") as cache:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
+        shared = ("--compile", "--compile-scope", "blocks", "--compile-cache", "shared")
+        blocks_variant, blocks = run(5, *shared, env=env)
+        _, deeper = run(9, *shared, env=env)
     if blocks_variant != "compile(default,blocks)+sdpa+fused_adamw" or eager_variant != "eager+sdpa+fused_adamw":
         failures.append(f"variant labels: {eager_variant!r}, {blocks_variant!r}")
     # After 5 steps (2 warm-up, 3 measured) of AdamW the compiled step's loss is the eager one's.

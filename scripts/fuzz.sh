@@ -2,6 +2,7 @@
 # Builds the fuzzers with clang (libFuzzer, AddressSanitizer, UBSan) into $bd/
 # and runs each for SECONDS on a copy of its committed corpus.
 #   scripts/fuzz.sh [SECONDS=600] [TARGETS=config,records,history] [extra libFuzzer flags]
+#                                e.g. -runs=N: stop after N executions (or SECONDS, if first)
 #   scripts/fuzz.sh --merge      minimize tests/fuzz/corpus/* with -merge=1 (seeds:
 #                                the corpus, experiments/*.yaml, tests/hostile)
 # Targets: config (YAML experiments, --set, --smoke, report specs), records (the
@@ -77,7 +78,8 @@ for t in "${names[@]}"; do
     status=1
     echo "fuzz: $t FOUND A CRASH: $bd/crashes-$t/ (log: $bd/fuzz-$t.log)" >&2
   fi
-  echo "fuzz: $t: $(grep -E 'stat::number_of_executed_units' "$bd/fuzz-$t.log" | tail -1 | awk '{print $2}') executions in ${seconds}s"
+  # libFuzzer's own count and time ("Done N runs in S second(s)"): -runs=N may stop it before SECONDS.
+  echo "fuzz: $t: $(grep -E '^Done [0-9]+ runs in' "$bd/fuzz-$t.log" | tail -1 | awk '{print $2 " executions in " $5 " s"}')"
 done
 if [[ $merge == 1 ]]; then
   for c in "${!merged[@]}"; do
