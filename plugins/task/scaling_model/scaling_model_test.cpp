@@ -180,7 +180,7 @@ TEST_F(ScalingTask, PredictsBesideTheMeasuredTwoGpuStep) {
                                        data("ddp_benchmarking/data") +
                                        "', calibration_part: bucketed, calibration_where: ['ddp.bucket_size_mb=100', "
                                        "'rank='], calibration_baseline_part: single_gpu, calibration_baseline_where: "
-                                       "['rank='], measured_file: '" + data("ddp_benchmarking/runs/second_full_run") +
+                                       "['rank='], measured_file: '" + data("ddp_benchmarking/runs/held_out") +
                                        "', measured_part: bucketed, measured_where: ['ddp.bucket_size_mb={bucket_mb}', "
                                        "'rank=']"));
   EXPECT_EQ(metric_number(r, "buckets"), metric_number(r, "measured_buckets"));
