@@ -43,53 +43,59 @@ def tally(done, command):
     return int(c["regression"]), len(rows), sum(r["verdict"] == "slower" for r in rows)
 
 
-def through_runner(build, pairs, work, effects=EFFECTS):
-    """A/A and A/B pairs of experiments/regression_detection.yaml, judged by runner compare."""
+def runner_setup(build):
+    """The runner, its environment (the echo test plugin, no history) and the experiment."""
     runner = pathlib.Path(build) / "runner"
     env = dict(os.environ, RUNNER_PLUGIN_PATH=str(pathlib.Path(build) / "test_plugins/extra"), RUNNER_HISTORY="off")
-    exp = ROOT / "experiments/regression_detection.yaml"
+    return runner, env, ROOT / "experiments/regression_detection.yaml"
+
+
+def effect_rows(records, effects, pairs, judge, **extra):
+    """For each effect, `pairs` verdicts of judge(effect, i) -> (flagged, points, slower) summed into a row."""
     rows = []
     for effect, name in effects:
         flagged = points = slower = 0
         for i in range(pairs):
-            dirs = []
-            for side, extra in (("a", 0), ("b", round(effect * 2000))):
-                out = pathlib.Path(work) / f"{effect}-{i}-{side}"
-                shutil.rmtree(out, ignore_errors=True)
-                subprocess.run([str(runner), str(exp), "--device", "cpu", "--out", str(out)], check=True,
-                               env=dict(env, RUNNER_ECHO_EXTRA_SLEEP_US=str(extra)), capture_output=True)
-                dirs.append(str(out))
-            done = subprocess.run([str(runner), "compare", *dirs, "--format", "json"], env=env, capture_output=True,
-                                  text=True)
-            f, p, s = tally(done, "runner compare")
+            f, p, s = judge(effect, i)
             flagged, points, slower = flagged + f, points + p, slower + s
-        rows.append({"records": "runner", "effect": effect, "effect_name": name, "compares": pairs, "points": points,
-                     "slower_points": slower, "flagged_compares": flagged,
+        rows.append({"records": records, "effect": effect, "effect_name": name, "compares": pairs, "points": points,
+                     "slower_points": slower, "flagged_compares": flagged, **extra,
                      "point_rate": slower / points if points else 0, "compare_rate": flagged / pairs if pairs else 0})
         print(json.dumps(rows[-1]), flush=True)
     return rows
+
+
+def through_runner(build, pairs, work, effects=EFFECTS):
+    """A/A and A/B pairs of experiments/regression_detection.yaml, judged by runner compare."""
+    runner, env, exp = runner_setup(build)
+
+    def judge(effect, i):
+        dirs = []
+        for side, extra in (("a", 0), ("b", round(effect * 2000))):
+            out = pathlib.Path(work) / f"{effect}-{i}-{side}"
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run([str(runner), str(exp), "--device", "cpu", "--out", str(out)], check=True,
+                           env=dict(env, RUNNER_ECHO_EXTRA_SLEEP_US=str(extra)), capture_output=True)
+            dirs.append(str(out))
+        done = subprocess.run([str(runner), "compare", *dirs, "--format", "json"], env=env, capture_output=True,
+                              text=True)
+        return tally(done, "runner compare")
+
+    return effect_rows("runner", effects, pairs, judge)
 
 
 def through_ab(build, pairs, work, effects=EFFECTS):
     """A/A and A/B of experiments/regression_detection.yaml by `runner ab` (3 rounds a side, interleaved)."""
-    runner = pathlib.Path(build) / "runner"
-    env = dict(os.environ, RUNNER_PLUGIN_PATH=str(pathlib.Path(build) / "test_plugins/extra"), RUNNER_HISTORY="off")
-    exp = ROOT / "experiments/regression_detection.yaml"
-    rows = []
-    for effect, name in effects:
-        flagged = points = slower = 0
-        for i in range(pairs):
-            b = f"env RUNNER_ECHO_EXTRA_SLEEP_US={round(effect * 2000)} {runner}"
-            done = subprocess.run([str(runner), "ab", str(exp), "--a", str(runner), "--b", b, "--device", "cpu",
-                                   "--work", str(pathlib.Path(work) / f"ab-{effect}-{i}"), "--format", "json"],
-                                  env=env, capture_output=True, text=True)
-            f, p, s = tally(done, "runner ab")
-            flagged, points, slower = flagged + f, points + p, slower + s
-        rows.append({"records": "runner ab", "effect": effect, "effect_name": name, "compares": pairs, "points": points,
-                     "slower_points": slower, "flagged_compares": flagged, "rounds": 3,
-                     "point_rate": slower / points if points else 0, "compare_rate": flagged / pairs if pairs else 0})
-        print(json.dumps(rows[-1]), flush=True)
-    return rows
+    runner, env, exp = runner_setup(build)
+
+    def judge(effect, i):
+        b = f"env RUNNER_ECHO_EXTRA_SLEEP_US={round(effect * 2000)} {runner}"
+        done = subprocess.run([str(runner), "ab", str(exp), "--a", str(runner), "--b", b, "--device", "cpu",
+                               "--work", str(pathlib.Path(work) / f"ab-{effect}-{i}"), "--format", "json"],
+                              env=env, capture_output=True, text=True)
+        return tally(done, "runner ab")
+
+    return effect_rows("runner ab", effects, pairs, judge, rounds=3)
 
 
 def check(rows):
