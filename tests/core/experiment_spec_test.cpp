@@ -112,6 +112,27 @@ TEST(ExperimentSpec, AFileWithoutPartsIsOnePartNamedMain) {
   EXPECT_TRUE(exp.reports().empty());
 }
 
+// A part's own processes: (a sweep mixing 1-rank and N-rank points, run on a pool) is the
+// part's; a file without parts has only the experiment's.
+TEST(ExperimentSpec, APartsOwnProcessesIsThePartsAndTheTopLevelOneIsTheExperiments) {
+  const auto dir = fresh_dir("spec-processes");
+  const ExperimentSpec mixed = load_experiment(
+      write_file(dir / "mixed.yaml", "experiment: m\nparts:\n  - {name: one, task: echo}\n"
+                                     "  - {name: pair, processes: 2, task: echo}\n  - {name: bad, processes: x, task: echo}\n"),
+      {}, false);
+  ASSERT_EQ(mixed.parts.size(), 3u);
+  EXPECT_FALSE(mixed.parts[0].has_processes);
+  EXPECT_TRUE(mixed.parts[1].has_processes);
+  EXPECT_EQ(mixed.parts[1].processes, 2);
+  EXPECT_NE(mixed.parts[1].processes_where.find("mixed.yaml:4:"), std::string::npos) << mixed.parts[1].processes_where;
+  EXPECT_EQ(mixed.parts[2].processes, 0);  // not an integer >= 1: the pool's check names it
+  const ExperimentSpec whole =
+      load_experiment(write_file(dir / "whole.yaml", "experiment: w\nprocesses: 2\ntask: echo\n"), {}, false);
+  EXPECT_TRUE(whole.has_processes);
+  EXPECT_EQ(whole.processes, 2);
+  EXPECT_FALSE(whole.parts[0].has_processes);
+}
+
 TEST(ExperimentSpec, MalformedFieldsNameFileLineAndKey) {
   const auto dir = fresh_dir("spec");
   const auto enabled = write_file(dir / "enabled.yaml",
