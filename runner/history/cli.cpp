@@ -16,7 +16,7 @@
 #include "history/store.hpp"
 #include "history/time_text.hpp"
 #include "history/trends.hpp"
-#include "host/printable.hpp"
+#include "runner/printable.hpp"
 
 namespace runner::history {
 namespace po = boost::program_options;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "printable.hpp"
+#include "runner/printable.hpp"
 
 namespace runner {
 

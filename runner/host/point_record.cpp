@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "environment.hpp"
-#include "printable.hpp"
+#include "runner/printable.hpp"
 #include "run_output.hpp"
 #include "stderr_line.hpp"
 

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "environment.hpp"
-#include "printable.hpp"
+#include "runner/printable.hpp"
 
 namespace runner {
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <string>
 
-#include "printable.hpp"
+#include "runner/printable.hpp"
 
 namespace runner {
 

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "printable.hpp"
+#include "runner/printable.hpp"
 #include "runner/stored_record.hpp"
 
 namespace runner::report {
