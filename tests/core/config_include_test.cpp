@@ -2,22 +2,15 @@
 #include <gtest/gtest.h>
 
 #include "experiment_spec.hpp"
+#include "error_of.hpp"
 #include "test_support.hpp"
 
 namespace runner {
 namespace {
 
+using testing::error_of;
 using testing::fresh_dir;
 using testing::write_file;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 const char* kBase =
     "experiment: base\n"
