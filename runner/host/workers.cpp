@@ -528,7 +528,9 @@ std::vector<int> point_processes(const ExperimentSpec& exp, const std::vector<Po
 
 void check_point_processes(const ExperimentSpec& exp, const std::vector<Point>& points, const PoolSpec& pool,
                            int world_size) {
-  if (pool.workers == 0) check_processes_key(exp, world_size);  // the experiment's own count
+  // The experiment's own count, where no part sets one: where parts do, each point is held to
+  // its own count below (so a --filter'ed serial run of 1-process parts runs).
+  if (pool.workers == 0 && !parts_set_processes(exp)) check_processes_key(exp, world_size);
   const std::vector<int> need = point_processes(exp, points);
   const int most = need.empty() ? 1 : *std::max_element(need.begin(), need.end());
   const std::string on_pool = "--workers " + std::to_string(most) + " or more (--gpus on a GPU host)";

@@ -115,6 +115,27 @@ TEST(WorkersRanks, TwoRankPointOnOneWorkerIsRefusedUpFront) {
       << launched.output;
 }
 
+// A part that sets `processes: 1` under an experiment-wide `processes: 2` runs serially when
+// the filter leaves only its points (the experiment's count binds only the parts without one).
+TEST(WorkersRanks, OneProcessPartOfATwoRankExperimentRunsSerially) {
+  const auto dir = fresh_dir("workers-ranks-serial-part");
+  const auto file = write_file(dir / "ranked.yaml", R"(experiment: ranked
+device: cpu
+processes: 2
+measure: {warmup_steps: 0, measured_steps: 1}
+parts:
+  - {name: alone, processes: 1, task: echo, sweep: {value: [1, 2]}}
+  - {name: pair, task: echo, sweep: {value: [3]}}
+)");
+  const auto r = run_runner(file.string() + " --filter '^alone ' --out " + (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(part_records(dir / "run", "alone").size(), 2u) << r.output;
+  // The part without its own count still needs the experiment's two ranks.
+  const auto pair = run_runner(file.string() + " --filter '^pair ' --out " + (dir / "pair").string());
+  EXPECT_EQ(pair.exit_code, 2) << pair.output;
+  EXPECT_NE(pair.output.find("processes: 2: its points run on 2 ranks"), std::string::npos) << pair.output;
+}
+
 // First come, first served: a 2-rank point waiting for both workers is not overtaken by
 // the 1-process points after it (which could keep one worker busy forever), so on two
 // workers it finishes third, after the two points before it and before any after it.
