@@ -1,7 +1,7 @@
 """Kernel tables side by side: the runner's per-phase kernel records (profiler/kernels)
 against another tool's breakdown of the same work (HTA, torch.profiler).
 
-Shared by scripts/hta_kernel_check.py and bench/kernels_torch_profiler.py.
+Shared by scripts/hta_kernel_check.py and pytorch/kernels_torch_profiler.py.
 Standard library only.
 """
 import os

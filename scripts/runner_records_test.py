@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from runner_records import read_records  # noqa: E402
+from runner_records import parse_records, read_records  # noqa: E402
 
 
 def rec(part, point, i=None, n=None, value=0):
@@ -41,6 +41,11 @@ class ReadRecords(unittest.TestCase):
     def test_files_without_point_record_read_line_by_line(self):
         rows = self.read([rec("a", 0), "", rec("a", 0)])
         self.assertEqual(len(rows), 2)
+
+    def test_lines_in_memory_read_as_the_file_would(self):
+        lines = [rec("a", 0, 1, 1, value=1), rec("a", 0, 1, 1, value=2), '{"part": "b", "poi', "[1, 2]"]
+        self.assertEqual(parse_records(lines), self.read(lines))
+        self.assertEqual([r["metrics"]["v"]["value"] for r in parse_records(lines)], [2])
 
 
 if __name__ == "__main__":

@@ -58,11 +58,36 @@ std::vector<fs::path> run_dirs_under(const fs::path& root) {
   return dirs;
 }
 
+// runner history --rekey PARAM: one line of counts, or one line of why not (exit 2).
+int rekey_command(const po::variables_map& vm, HistoryStore& store) {
+  Rekey r{opt(vm, "experiment"), opt(vm, "rekey"), opt(vm, "from"), opt(vm, "to"), vm.count("merge") > 0};
+  if (r.experiment.empty() || !vm.count("from") || !vm.count("to")) {
+    std::cerr << "runner history --rekey " << r.param
+              << ": give --experiment X, --from OLD and --to NEW (e.g. --rekey script --from bench/ --to pytorch/)\n";
+    return 2;
+  }
+  const bool dry = vm.count("dry-run") > 0;
+  try {
+    const RekeyCount n = store.rekey(r, dry);
+    std::cout << (dry ? "would rekey " : "rekeyed ") << n.records << " record(s) (" << n.points << " point(s) in "
+              << n.runs << " run(s)) of experiment " << printable(r.experiment) << ": " << printable(r.param) << " "
+              << printable(r.from) << " -> " << printable(r.to) << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "runner history --rekey " << printable(r.param) << ": " << printable(e.what()) << "\n";
+    return 2;
+  }
+}
+
 const char* kHistoryUsage =
     "usage: runner history [--experiment X] [--since 7d|2026-11-01] [--device NAME] [--limit N]\n"
     "       runner history --import DIR...   add run directories (or directories of runs) to the history\n"
     "       runner history --html DIR        write a static trends site (one page per experiment)\n"
-    "       runner history --mark-good ID    accept a run flagged as a regression as the new baseline\n";
+    "       runner history --mark-good ID    accept a run flagged as a regression as the new baseline\n"
+    "       runner history --rekey PARAM --experiment X --from OLD --to NEW [--dry-run] [--merge]\n"
+    "                                        rename a parameter's value in the stored points (a moved script:\n"
+    "                                        --rekey script --from bench/ --to pytorch/; a value ending in /\n"
+    "                                        is a folder), so their history goes on under the new name\n";
 
 }  // namespace
 
@@ -77,6 +102,11 @@ int history_command(const std::vector<std::string>& args) {
       ("import", "import the run directories given as arguments")
       ("html", po::value<std::string>(), "write the trends site into this directory")
       ("mark-good", po::value<std::int64_t>(), "clear the regression verdict of this run")
+      ("rekey", po::value<std::string>(), "rename a value of this parameter in the stored points of --experiment")
+      ("from", po::value<std::string>(), "--rekey: the old value (ending in /: a folder, every value under it)")
+      ("to", po::value<std::string>(), "--rekey: the new value")
+      ("dry-run", "--rekey: count the records it would change, change nothing")
+      ("merge", "--rekey: allow joining a point already stored under the new value (runs made after the rename)")
       ("json", "list runs as JSON lines");
   ParsedCommandLine p;
   int code = 0;
@@ -96,8 +126,9 @@ int history_command(const std::vector<std::string>& args) {
     return 2;
   }
   // Listing and the trends site only read: a history on a read-only mount serves them.
-  const bool writes = p.vm.count("import") || p.vm.count("mark-good");
+  const bool writes = p.vm.count("import") || p.vm.count("mark-good") || p.vm.count("rekey");
   HistoryStore store(file, writes ? HistoryAccess::write : HistoryAccess::read);
+  if (p.vm.count("rekey")) return rekey_command(p.vm, store);
   if (p.vm.count("import")) {
     if (p.positional.empty()) {
       std::cerr << "runner history --import: give run directories (or a directory of runs, e.g. runs/)\n";

@@ -103,6 +103,22 @@ std::string unwritable_reason(const std::filesystem::path& file);
 // cannot be written (a read-only mount) is opened read-only, and read_only() says so.
 enum class HistoryAccess { write, read };
 
+// A parameter value renamed in one experiment's stored points (a script moved:
+// `script` bench/ -> pytorch/): `from` names one string value, or a folder when it
+// ends in '/' (every value under it moves, `to` must end in '/' too). The points
+// it rewrites keep their history: their params and point key read as if they
+// had always had the new value.
+struct Rekey {
+  std::string experiment, param, from, to;
+  // Joining a point the history already holds under the new value (runs made after
+  // the rename, before the rekey) is allowed only when asked: the same values can
+  // name two different points.
+  bool merge = false;
+};
+struct RekeyCount {
+  std::int64_t records = 0, points = 0, runs = 0;
+};
+
 class HistoryStore {
  public:
   explicit HistoryStore(const std::filesystem::path& file, HistoryAccess access = HistoryAccess::write);
@@ -143,6 +159,13 @@ class HistoryStore {
   // run id, or 0 when that directory is already in the store whole. A run the store
   // holds in part gets the points it lacks and is marked finished (its id returned).
   std::int64_t import_run_dir(const std::filesystem::path& run_dir);
+
+  // Rewrites the params and point key of every record of `r.experiment` whose `r.param`
+  // the rename matches, in one transaction (with `dry_run`, counts and writes nothing).
+  // Throws, writing nothing, on an invalid rename or when it would merge two different
+  // points: into a point stored under the new value (unless `r.merge`), or two points of
+  // one run (always).
+  RekeyCount rekey(const Rekey& r, bool dry_run = false);
 
  private:
   void exec(const char* sql) const;

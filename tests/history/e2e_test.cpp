@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -256,6 +257,41 @@ TEST(HistoryEndToEnd, AbRunsBothBuildsAlternatelyAndFlagsTheSlowerOne) {
   const Result broken = sh(dir, "ab sleepy.yaml --device cpu --work broken --a " RUNNER_EXE " --b false");
   EXPECT_EQ(broken.code, 2);
   EXPECT_NE(broken.output.find("B round 1 recorded nothing"), std::string::npos) << broken.output;
+}
+
+// A script moved (bench/ -> pytorch/) splits a point's history at the rename: the
+// runs before and after share no point. `runner history --rekey` joins them again.
+TEST(HistoryEndToEnd, RekeyJoinsAPointsHistoryAcrossAMovedScript) {
+  const auto dir = fresh_dir("e2e-rekey");
+  {
+    HistoryStore store(dir / "history.sqlite");
+    for (const std::string script : {"bench/train.py", "pytorch/train.py"}) {
+      nlohmann::json j = testing::record(0, 64, testing::around(1.0));
+      j["params"]["script"] = script;
+      const auto id = store.begin_run("demo", dir / script, testing::env_json(), false);
+      store.add_point(id, testing::stored({j}));
+      store.finish_run(id);
+    }
+  }
+  const std::string rekey = "history --rekey script --experiment demo --from bench/ --to pytorch/";
+  const Result split = sh(dir, "compare run:1 run:2");
+  EXPECT_EQ(split.code, 2);
+  EXPECT_NE(split.output.find("nothing comparable"), std::string::npos) << split.output;
+  const Result dry = sh(dir, rekey + " --dry-run --merge");
+  EXPECT_EQ(dry.code, 0) << dry.output;
+  EXPECT_EQ(dry.output, "would rekey 1 record(s) (1 point(s) in 1 run(s)) of experiment demo: script bench/ -> pytorch/\n");
+  const Result refused = sh(dir, rekey);  // run 2 already holds the point under pytorch/
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_EQ(std::count(refused.output.begin(), refused.output.end(), '\n'), 1) << refused.output;
+  EXPECT_NE(refused.output.find("add --merge"), std::string::npos) << refused.output;
+  const Result incomplete = sh(dir, "history --rekey script --experiment demo --from bench/");
+  EXPECT_EQ(incomplete.code, 2);
+  EXPECT_NE(incomplete.output.find("give --experiment X, --from OLD and --to NEW"), std::string::npos);
+  const Result done = sh(dir, rekey + " --merge");
+  EXPECT_EQ(done.code, 0) << done.output;
+  EXPECT_NE(done.output.find("rekeyed 1 record(s)"), std::string::npos) << done.output;
+  const Result joined = sh(dir, "compare run:1 run:2");
+  EXPECT_EQ(joined.code, 0) << joined.output;
 }
 
 }  // namespace

@@ -36,11 +36,14 @@ Exit 1 with one line per number that fails; --list prints every checked number.
 """
 import csv
 import glob
-import json
 import math
 import os
 import re
 import sys
+
+# Records are read as the runner reads them: torn and superseded writes do not count.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from runner_records import parse_records, read_records  # noqa: E402
 
 SMALL_INTEGER = 16
 RENDERED_BLOCK = re.compile(
@@ -180,11 +183,8 @@ def git_numbers(root, commit, path, cache={}):
             blob = subprocess.run(["git", "-C", root, "show", f"{commit}:{name}"], capture_output=True, text=True,
                                   errors="replace").stdout
             if name.endswith(".jsonl"):
-                for line in blob.split("\n"):
-                    try:
-                        json_numbers(json.loads(line), out)
-                    except json.JSONDecodeError:
-                        pass
+                for record in parse_records(blob.split("\n")):
+                    json_numbers(record, out)
             else:
                 out.extend(v for v, _, _, _ in numbers_in(blob))
         cache[key] = out
@@ -229,14 +229,8 @@ class Reports:
             # (base-1, new-1, ...) inside the folder the prose names.
             for path in glob.glob(os.path.join(self.reports, run, "results.jsonl")) + sorted(
                     glob.glob(os.path.join(self.reports, run, "*", "results.jsonl"))):
-                with open(path, encoding="utf-8") as f:
-                    for line in f:
-                        line = line.strip()
-                        if line:
-                            try:
-                                json_numbers(json.loads(line), out)
-                            except json.JSONDecodeError:
-                                pass
+                for record in read_records(path):
+                    json_numbers(record, out)
             self.record_cache[run] = out
         return self.record_cache[run]
 
@@ -245,16 +239,11 @@ class Reports:
         out = set()
         for path in glob.glob(os.path.join(self.reports, run, "results.jsonl")) + sorted(
                 glob.glob(os.path.join(self.reports, run, "*", "results.jsonl"))):
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    for key in ("params", "labels"):
-                        for v in (record.get(key) or {}).values():
-                            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                                out.add(abs(float(v)))
+            for record in read_records(path):
+                for key in ("params", "labels"):
+                    for v in (record.get(key) or {}).values():
+                        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                            out.add(abs(float(v)))
         return out
 
     def configured(self, text, report_id=None):

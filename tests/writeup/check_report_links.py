@@ -22,7 +22,7 @@ import sys
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 UNDRAWN_FIGURE = re.compile(r"<!-- runner:figure (\S+) begin -->.*?No matching records yet\..*?"
                             r"<!-- runner:figure \1 end -->", re.S)
-QUOTED = re.compile(r"`((?:reports|experiments|kernels|scripts|plugins|bench|tests)/[^`\s]*)`")
+QUOTED = re.compile(r"`((?:reports|experiments|kernels|scripts|plugins|bench|pytorch|tests)/[^`\s]*)`")
 BRACES = re.compile(r"\{([^{}]*)\}")
 
 

@@ -1,8 +1,8 @@
 """PyTorch DistributedDataParallel twin of task/train_step with a ddp plugin.
 
 Run by task/external_python on every rank of a multi-process run (the Python
-copies meet through the runner's store, see bench/torch_dist.py). Same model
-(bench/train_step_pytorch.py's reference LM and init), the same global batch split
+copies meet through the runner's store, see pytorch/torch_dist.py). Same model
+(pytorch/train_step_pytorch.py's reference LM and init), the same global batch split
 over ranks, torch.optim.AdamW with the C++ defaults, torch.nn.parallel.
 DistributedDataParallel with its defaults (bucket_cap_mb 25 unless
 --bucket-cap-mb, gradient_as_bucket_view False unless --gradient-as-bucket-view),
@@ -11,7 +11,7 @@ NCCL on the rank's GPU (Gloo on the CPU with --device cpu, for smoke tests).
 task does; --sdpa swaps in F.scaled_dot_product_attention and --fused-adamw
 torch.optim.AdamW(fused=True); --compile-blocks compiles every transformer block, the
 final norm and the loss (torch.compile, default mode) before DDP wraps the model, as
-bench/train_step_pytorch.py's fastest single-GPU step does. --cuda-graph captures the
+pytorch/train_step_pytorch.py's fastest single-GPU step does. --cuda-graph captures the
 whole data-parallel step (forward, backward with DDP's all-reduces, optimizer) in one
 CUDA graph, following PyTorch's CUDA-graphs notes for DDP: DDP constructed on a side
 stream, 11 eager iterations there before capture, AdamW(fused=True, capturable=True),

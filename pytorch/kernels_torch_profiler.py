@@ -2,7 +2,7 @@
 """The Python side of profiler/kernels: the same Transformer LM step profiled by
 torch.profiler, its top kernels per phase set beside the runner's.
 
-The model is bench/train_step_pytorch.py's (the reference LM with the C++ init,
+The model is pytorch/train_step_pytorch.py's (the reference LM with the C++ init,
 batch of random tokens reused every step, AdamW with the C++ defaults, forward
 under no_grad in --mode forward, as task/train_step). --warmup steps run
 unprofiled, then --steps steps under torch.profiler (CPU, and CUDA when on the GPU),
@@ -17,7 +17,7 @@ profilers: [kernels] and the same model options), each phase's top list is
 compared with the runner's: exit 1 unless at least --min-overlap of the top
 --top names agree and the top kernel is the same (--report-only: print only).
 
-  python bench/kernels_torch_profiler.py --device cuda --model.size small --model.context_length 128 \\
+  python pytorch/kernels_torch_profiler.py --device cuda --model.size small --model.context_length 128 \\
       --mode train_step --runner-results reports/nsys_profile/data/results.jsonl --point train_step-0
 """
 import argparse

@@ -1,8 +1,8 @@
 """Kernel classes of a profiled step, as profiler/kernels' C++ plugin counts them: its class
 rules (kernel_classes.yaml, step_classes.yaml), the units of device work in a torch.profiler
 profile, and the per-step metrics (kernel_ms, kernels_per_step, <class>_kernel_ms,
-<class>_kernels, share_<class>). Shared by bench/train_step_pytorch.py (--profile-steps) and
-bench/kernels_torch_profiler.py, neither of which imports the other for it.
+<class>_kernels, share_<class>). Shared by pytorch/train_step_pytorch.py (--profile-steps) and
+pytorch/kernels_torch_profiler.py, neither of which imports the other for it.
 """
 import re
 

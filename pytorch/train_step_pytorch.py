@@ -52,14 +52,14 @@ Kernel classes (experiments/step_kernel_diff.yaml):
   --kernel-classes RULES  after the measurement, --profile-steps more steps under torch.profiler;
                     every kernel, memcpy and memset they ran (a CUDA graph's too; on a CPU every
                     aten op's self time) is sorted by profiler/kernels' class rules file RULES
-                    (bench/kernel_classes.py's class_metrics), and the record gets
+                    (pytorch/kernel_classes.py's class_metrics), and the record gets
                     kernel_ms, kernels_per_step and <class>_kernel_ms, <class>_kernels, share_<class>
                     per step, as profiler/kernels records for the runner's step (the record is
                     labelled table: phases, phase: step, as that profiler's)
 --model.fused_kernels is accepted (the runner passes every model option) and has no
 effect here: PyTorch's fusion is --compile.
 
-Standalone: python bench/train_step_pytorch.py --device cuda --model.size small --precision bf16 \
+Standalone: python pytorch/train_step_pytorch.py --device cuda --model.size small --precision bf16 \
             --compile --sdpa --fused-adamw
 """
 import argparse

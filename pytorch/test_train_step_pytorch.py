@@ -1,9 +1,9 @@
-"""bench/train_step_pytorch.py --compile-scope blocks on the CPU: the regionally compiled
+"""pytorch/train_step_pytorch.py --compile-scope blocks on the CPU: the regionally compiled
 step computes what the eager step computes, and Dynamo makes the same few graphs however
 deep the model is (one block graph reused by every layer, the final norm, the loss).
 --kernel-classes: the profiled step's ops are split into step_classes.yaml's classes.
 
-Run by ctest (bench.train_step_pytorch_compile_scope); about a minute on 2 cores.
+Run by ctest (pytorch.train_step_compile_scope); about a minute on 2 cores.
 """
 import json
 import os

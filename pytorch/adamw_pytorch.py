@@ -8,7 +8,7 @@ random gradients (std 0.01, --grad-dtype) made once and reused, AdamW lr 1e-3, b
 forloop). Each step timed with CUDA events, device synchronized after every step.
 Prints one JSON record line (task/external_python's protocol).
 
-  python bench/adamw_pytorch.py --device cuda --model.size 2.7B --impl fused
+  python pytorch/adamw_pytorch.py --device cuda --model.size 2.7B --impl fused
 """
 import argparse
 import json

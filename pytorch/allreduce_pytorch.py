@@ -1,7 +1,7 @@
 """torch.distributed.all_reduce twin of the runner's task/allreduce_bench.
 
 Run by task/external_python on every rank of a multi-process run (see
-bench/torch_dist.py). One float32 tensor of --size-mb MB (10^6 bytes), SUM over
+pytorch/torch_dist.py). One float32 tensor of --size-mb MB (10^6 bytes), SUM over
 all ranks; each iteration timed alone after warm-up: CUDA events around the
 all_reduce (NCCL, the rank's GPU) or perf_counter (Gloo, CPU); the device is
 synchronized after every iteration. Prints one record line per size (labels
