@@ -82,8 +82,8 @@ Vocabulary vocabulary_of(const std::vector<const Point*>& points, const PluginRe
   return v;
 }
 
-// env.<field>: what a record's env holds (capture_environment in environment.cpp; launcher,
-// world_size and backend from run_output.cpp in multi-process runs).
+// env.<field>: what a record's env holds (capture_environment in output/environment.cpp; launcher,
+// world_size and backend from run/run_output.cpp in multi-process runs).
 bool is_environment_field(const std::string& name) {
   static const std::set<std::string> fields = {"env.device",     "env.gpu",        "env.cpu",        "env.libtorch",
                                                "env.cuda_runtime", "env.driver",   "env.host",       "env.git_commit",

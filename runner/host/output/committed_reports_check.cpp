@@ -40,7 +40,7 @@ std::string first_difference(const std::string& committed, const std::string& re
 }
 
 // POSIX, not std::filesystem::remove_all: libtorch.so exports an incompatible copy of that
-// symbol, which the dynamic linker may bind here (it crashes; see launch.cpp).
+// symbol, which the dynamic linker may bind here (it crashes; see distributed/launch.cpp).
 void remove_tree(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return;

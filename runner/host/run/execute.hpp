@@ -27,7 +27,7 @@ struct RunOptions {
   bool allow_dirty = false;            // --allow-dirty: an unclean commit may fill the project's reports
   std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
   std::filesystem::path resume;        // --resume: a run directory to complete
-  std::string shard;                   // --shard I/N: only that 1/N of the sweep (shard.hpp)
+  std::string shard;                   // --shard I/N: only that 1/N of the sweep (config/shard.hpp)
   int workers = -1;                    // --workers N (-1: not given): points spread over N processes (workers.hpp)
   std::string gpus;                    // --gpus LIST|all: one worker per GPU
   std::filesystem::path worker_of;     // set in a worker the pool started: the run's directory

@@ -23,7 +23,7 @@ struct PointOutcome {
 };
 
 // Runs `point` with its profilers in `ctx`, the point's own Context. A point whose
-// task records lack one of `required` (required_metrics, report_spec_check.hpp) is invalid.
+// task records lack one of `required` (required_metrics, config/report_spec_check.hpp) is invalid.
 PointOutcome run_point(const Point& point, Context& ctx, const std::vector<std::string>& required = {});
 
 }  // namespace runner

@@ -2,7 +2,7 @@
 // a finished point (point.hpp's outcome) written to results.jsonl and the run history
 // (through rank 0 in a multi-process run), the single record of a point that stopped
 // early (interrupted, timed out, its worker lost), and the record left behind should
-// plugin code end the process during the point (point_guard.hpp).
+// plugin code end the process during the point (output/point_guard.hpp).
 #pragma once
 #include <string>
 
@@ -44,7 +44,7 @@ void record_point(const ExperimentSpec& exp, const Point& point, int point_index
                   PointOutcome& outcome, RunOutput& run);
 
 // What the run writes if plugin code ends the process during this point
-// (point_guard.hpp); `label` names the point as log lines do.
+// (output/point_guard.hpp); `label` names the point as log lines do.
 PointDeathNote death_note(const ExperimentSpec& exp, const Point& point, const c10::Device& device,
                           const RunOutput& run, const std::string& label);
 
