@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "config_overrides.hpp"
-#include "experiment_spec.hpp"
+#include "config/config_overrides.hpp"
+#include "config/experiment_spec.hpp"
 #include "error_of.hpp"
 #include "test_support.hpp"
 

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiment_spec.hpp"
-#include "report_spec_check.hpp"
-#include "sweep.hpp"
+#include "config/experiment_spec.hpp"
+#include "config/report_spec_check.hpp"
+#include "config/sweep.hpp"
 #include "test_support.hpp"
 
 namespace runner {

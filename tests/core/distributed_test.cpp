@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "distributed.hpp"
-#include "launch.hpp"
-#include "validate.hpp"
+#include "distributed/distributed.hpp"
+#include "distributed/launch.hpp"
+#include "config/validate.hpp"
 
 namespace runner {
 namespace {

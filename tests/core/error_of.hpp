@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "errors.hpp"
+#include "base/errors.hpp"
 #include "report/report.hpp"
 
 namespace runner::testing {

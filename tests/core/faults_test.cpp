@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "report/report.hpp"
-#include "environment.hpp"
+#include "output/environment.hpp"
 #include "record_lines.hpp"
 #include "test_support.hpp"
 

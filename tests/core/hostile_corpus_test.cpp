@@ -13,9 +13,9 @@
 
 #include "report/report.hpp"
 #include "record_lines.hpp"
-#include "report_spec_check.hpp"
-#include "run_dir.hpp"
-#include "sweep.hpp"
+#include "config/report_spec_check.hpp"
+#include "output/run_dir.hpp"
+#include "config/sweep.hpp"
 #include "test_support.hpp"
 
 namespace runner {

@@ -7,8 +7,8 @@
 #include <chrono>
 
 #include "report/report.hpp"
-#include "report_spec_check.hpp"
-#include "sweep.hpp"
+#include "config/report_spec_check.hpp"
+#include "config/sweep.hpp"
 #include "test_support.hpp"
 
 namespace runner {

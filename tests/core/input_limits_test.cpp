@@ -81,7 +81,7 @@ TEST(InputLimits, ALongReportIdIsRefusedBeforeAnythingRuns) {
 }
 
 // `runner submit --help` printed the general usage and exit 0, before `submit` existed
-// (it is a command now: merge.hpp); any other unknown word still must not.
+// (it is a command now: output/merge.hpp); any other unknown word still must not.
 TEST(InputLimits, HelpForAnUnknownCommandIsAnError) {
   const auto r = run_runner("resubmit --help");
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -14,11 +14,11 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "observation.hpp"
-#include "point_record.hpp"
+#include "run/observation.hpp"
+#include "run/point_record.hpp"
 #include "runner/context.hpp"
 #include "runner/measure.hpp"
-#include "sweep.hpp"
+#include "config/sweep.hpp"
 #include "test_support.hpp"
 
 namespace runner {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runner/gpu_state.hpp"
-#include "observation.hpp"
+#include "run/observation.hpp"
 
 namespace runner {
 namespace {

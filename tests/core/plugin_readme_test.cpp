@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "catalog.hpp"
+#include "config/catalog.hpp"
 #include "test_support.hpp"
 
 namespace runner {

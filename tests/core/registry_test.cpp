@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "test_support.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace runner {
 namespace {

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 
 namespace runner::testing {
 

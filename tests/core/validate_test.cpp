@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "sweep.hpp"
+#include "config/sweep.hpp"
 #include "test_support.hpp"
 
 namespace runner {

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "experiment_spec.hpp"
-#include "registry.hpp"
+#include "config/experiment_spec.hpp"
+#include "config/registry.hpp"
 #include "report/report.hpp"
-#include "report_spec_check.hpp"
-#include "sweep.hpp"
+#include "config/report_spec_check.hpp"
+#include "config/sweep.hpp"
 
 namespace {
 

@@ -15,11 +15,11 @@
 #include <torch/torch.h>
 
 #include "naive_attention.hpp"
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/attention.hpp"
 #include "runner/context.hpp"
 #include "test_random.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace attention_check {
 

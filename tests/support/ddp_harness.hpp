@@ -12,9 +12,9 @@
 #include <torch/torch.h>
 
 #include "gloo_ranks.hpp"
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/ddp.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace runner::testing {
 

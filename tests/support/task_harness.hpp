@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "registry.hpp"
-#include "report_spec_check.hpp"
+#include "config/registry.hpp"
+#include "config/report_spec_check.hpp"
 #include "runner/task.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace runner::testing {
 

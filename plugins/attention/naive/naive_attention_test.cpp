@@ -10,10 +10,10 @@
 #include <torch/torch.h>
 
 #include "naive_attention.hpp"
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "runner/range.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

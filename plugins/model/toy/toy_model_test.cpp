@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "toy_model.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

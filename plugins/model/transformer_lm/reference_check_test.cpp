@@ -14,11 +14,11 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "runner/model.hpp"
 #include "tensor_files.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

@@ -7,13 +7,13 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "runner/range.hpp"
 #include "runner/weight_copies.hpp"
 #include "test_support.hpp"
 #include "transformer_lm_dims.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

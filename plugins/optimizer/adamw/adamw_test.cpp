@@ -7,10 +7,10 @@
 
 #include "adamw_optimizer.hpp"
 #include "optimizer_state.hpp"
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "runner/optimizer.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

@@ -7,11 +7,11 @@
 
 #include "fused_optimizer.hpp"
 #include "optimizer_state.hpp"
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "runner/optimizer.hpp"
 #include "runner/weight_copies.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/context.hpp"
 #include "runner/optimizer.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

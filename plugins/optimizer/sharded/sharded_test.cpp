@@ -8,9 +8,9 @@
 #include <torch/torch.h>
 
 #include "gloo_ranks.hpp"
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/optimizer.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace runner::testing {
 namespace {

@@ -10,11 +10,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/profiler.hpp"
 #include "runner/range.hpp"
 #include "runner/task.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

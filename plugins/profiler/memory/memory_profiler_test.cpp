@@ -11,12 +11,12 @@
 #include <sstream>
 #include <variant>
 
-#include "registry.hpp"
+#include "config/registry.hpp"
 #include "runner/device.hpp"
 #include "runner/profiler.hpp"
 #include "runner/range.hpp"
 #include "svg_check.hpp"
-#include "validate.hpp"
+#include "config/validate.hpp"
 
 namespace {
 

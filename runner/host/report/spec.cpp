@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "base/text_distance.hpp"
 #include "report/report.hpp"
-#include "text_distance.hpp"
 
 namespace runner::report {
 namespace {

@@ -12,8 +12,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "base/text_distance.hpp"
 #include "report/report.hpp"
-#include "text_distance.hpp"
 
 namespace runner::report {
 namespace {
