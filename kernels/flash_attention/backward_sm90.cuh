@@ -81,7 +81,7 @@ struct StepPlace {
   int r0;    // the step's first query
   int step;  // index from the block's first step (dS^T buffer step & 1)
   int d;
-  Mask mask;  // none or causal: the wgmma kernels are not built for windows
+  Mask mask;  // any kind: the window is a runtime test on the tiles that need a mask
   float scale_log2;
   int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused, dS^T from shared memory: stored)
 };
@@ -152,9 +152,9 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
   const int r0 = at.r0, key0 = at.key0;
   const Mask& mask = at.mask;
-  if (mask.needs_mask_dkdv(r0, Q, key0, 64))  // rows are keys here, columns queries
+  if (mask.needs_mask_dkdv<true>(r0, Q, key0, 64))  // rows are keys here, columns queries
     mask_fragment<Q>(st, key0 + 16 * warp + g, r0, t, 0.f,
-                     [&](int key, int query) { return mask.hidden_dkdv(query, key); });
+                     [&](int key, int query) { return mask.hidden_dkdv<true>(query, key); });
   sm90::wgmma_wait<0>();
   sm90::pin(dpt);
 #pragma unroll

@@ -30,16 +30,16 @@ bool supports_head_dim(std::int64_t d);
 //    CUDA GPU the build targets; inputs are copied to [bh, seq, d] first.
 //  * wgmma: Hopper warpgroup MMAs from swizzled shared memory (flash_*_sm90.cu); sm_90
 //    GPUs; reads strided inputs in place; asking for it elsewhere is an error.
-//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d > 32, no sliding window), else mma_sync.
-// The wgmma kernels are built for none and causal masks; a sliding window runs mma_sync.
+//  * automatic: wgmma where it runs (sm_90, bf16/fp16, d > 32), else mma_sync.
+// Both run every mask (none, causal, sliding window).
 enum class KernelFamily { automatic, mma_sync, wgmma };
 // Parses "auto", "mma_sync" or "wgmma"; throws c10::Error naming the choices otherwise.
 KernelFamily parse_kernel_family(const std::string& name);
 const char* to_string(KernelFamily family);
 // Empty when the wgmma kernels can run these inputs, else why not (one line).
 std::string wgmma_unsupported_reason(const at::Tensor& q);
-// The family that runs q under `mask`: automatic resolved (mma_sync or wgmma), others unchanged.
-KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q, const Mask& mask);
+// The family that runs q: automatic resolved (mma_sync or wgmma), others unchanged.
+KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q);
 
 // The wgmma forward's schedule:
 //  * serial: per key tile S = Q K^T, softmax, O += P V, one after another;

@@ -261,9 +261,9 @@ TEST(FlashKernelFamily, WgmmaSaysWhyItCannotRun) {
 
 TEST(FlashKernelFamily, AutoResolvesToMmaSyncWhereWgmmaCannotRun) {
   const auto cpu = torch::zeros({1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16));
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, cpu, kCausal), flash::KernelFamily::mma_sync);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::wgmma, cpu, kCausal), flash::KernelFamily::wgmma);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::mma_sync, cpu, kCausal), flash::KernelFamily::mma_sync);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, cpu), flash::KernelFamily::mma_sync);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::wgmma, cpu), flash::KernelFamily::wgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::mma_sync, cpu), flash::KernelFamily::mma_sync);
 }
 
 // The wgmma kernels' tile loader and descriptors must agree on where every element lives.
@@ -355,7 +355,8 @@ TEST_F(FlashKernel, Bf16AndFp16MatchTheTextbookFormula) {
   }
 }
 
-// The sliding-window kernels (mma_sync and fp32; auto picks mma_sync for a window).
+// The sliding-window kernels: mma_sync, fp32 and auto (wgmma on sm_90, which FlashWgmmaKernel
+// checks schedule by schedule).
 TEST_F(FlashKernel, SlidingWindowsMatchTheTextbookFormula) {
   const auto seed = fresh_seed();
   for (const Case& c : kWindowCases) {
@@ -682,12 +683,67 @@ TEST_F(FlashWgmmaKernel, SavesTheRowLogSumExpAndRepeatsBitForBit) {
   EXPECT_LT(rel_err(e.dq, a.dq), 1e-2);
 }
 
+// Sliding windows in every wgmma schedule: shorter than a key tile, crossing the 128-key tiles,
+// a whole tile, longer than the sequence, two keys, lq != lk, and key blocks whose queries all
+// sit past the window (dK = dV = 0 there).
+TEST_F(FlashWgmmaKernel, SlidingWindowsMatchTheTextbookFormula) {
+  const auto seed = fresh_seed();
+  const Case cases[] = {{2, 2, 129, 129, 64, true, 64},  {1, 2, 190, 190, 128, true, 33}, {1, 1, 70, 70, 64, true, 500},
+                        {1, 2, 300, 300, 128, true, 130}, {1, 2, 400, 400, 64, true, 2},   {1, 2, 50, 83, 64, true, 20},
+                        {1, 2, 83, 50, 128, true, 40},    {1, 2, 300, 300, 96, true, 128}, {1, 2, 40, 300, 64, true, 17}};
+  for (const flash::Options& o : schedules())
+    for (auto dtype : {torch::kBFloat16, torch::kHalf})
+      for (const Case& c : cases) {
+        Inputs in = random_inputs(c, seed, dtype, torch::kCUDA);
+        const Result got = run_kernels(in, mask_of(c), o);
+        expect_close(got, textbook_given_out(in, got.out, mask_of(c)), 2e-2,
+                     name(c) + (dtype == torch::kHalf ? " fp16" : " bf16") + " wgmma " + schedule_name(o) + " seed " +
+                         std::to_string(seed));
+      }
+}
+
+// Query tiles whose rows see no key under the window (queries past lk + window - 1): the forward
+// writes zeros and L = +inf without loading a key, and every backward gives the mma_sync kernels'
+// gradients (zero dQ for those rows).
+TEST_F(FlashWgmmaKernel, RowsThatSeeNoKeyUnderAWindowGiveZeros) {
+  const Case c{1, 2, 420, 40, 64, true, 8};  // rows 47.. see nothing: query tiles 128.. are empty
+  Inputs in = random_inputs(c, 3, torch::kBFloat16, torch::kCUDA);
+  const Result want = run_kernels(in, mask_of(c), flash::KernelFamily::mma_sync);
+  for (const flash::Options& o : schedules()) {
+    const auto fwd = flash::forward(in.q, in.k, in.v, mask_of(c), o);
+    EXPECT_TRUE(fwd.out.narrow(2, 47, 373).eq(0).all().item<bool>()) << schedule_name(o);
+    EXPECT_TRUE(torch::isinf(fwd.lse.narrow(2, 47, 373)).all().item<bool>()) << schedule_name(o);
+    expect_close(run_kernels(in, mask_of(c), o), want, 2e-2, "wgmma " + schedule_name(o));
+  }
+}
+
+// Long windowed sequences: every wgmma backward against the mma_sync kernels on the same inputs;
+// the persistent forward as one block per tile, bit for bit.
+TEST_F(FlashWgmmaKernel, LongSlidingWindowsMatchTheMmaSyncKernels) {
+  const auto seed = fresh_seed();
+  for (const Case& c : {Case{1, 4, 2048, 2048, 128, true, 256}, Case{2, 3, 2100, 2100, 64, true, 700},
+                        Case{1, 2, 1531, 1531, 96, true, 100}}) {
+    Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
+    const Result want = run_kernels(in, mask_of(c), flash::KernelFamily::mma_sync);
+    for (auto schedule : {flash::BackwardSchedule::fused, flash::BackwardSchedule::deterministic,
+                          flash::BackwardSchedule::warp_specialized, flash::BackwardSchedule::warp_specialized_bulk_dq}) {
+      flash::Options o = warp_specialized_forward(true, flash::Options::Persistent::off);
+      o.backward_schedule = schedule;
+      expect_close(run_kernels(in, mask_of(c), o), want, 2e-2,
+                   name(c) + " " + schedule_name(o) + " seed " + std::to_string(seed));
+    }
+    const auto tile = flash::forward(in.q, in.k, in.v, mask_of(c), warp_specialized_forward(true, flash::Options::Persistent::off));
+    const auto persistent = flash::forward(in.q, in.k, in.v, mask_of(c), warp_specialized_forward(true, flash::Options::Persistent::on));
+    EXPECT_TRUE(torch::equal(tile.out, persistent.out) && torch::equal(tile.lse, persistent.lse)) << name(c);
+  }
+}
+
 // On a Hopper GPU, auto runs the wgmma kernels where they apply and mma_sync elsewhere.
 TEST_F(FlashWgmmaKernel, AutoPicksWgmmaWhereItRuns) {
   const auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 128}, opts), kCausal), kWgmma);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 80}, opts), kCausal), kWgmma);
-  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 32}, opts), kCausal),
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 128}, opts)), kWgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 80}, opts)), kWgmma);
+  EXPECT_EQ(flash::resolve_kernel_family(flash::KernelFamily::automatic, torch::zeros({1, 8, 32}, opts)),
             flash::KernelFamily::mma_sync);
   Inputs in = random_inputs({1, 2, 200, 200, 128, true}, 5, torch::kBFloat16, torch::kCUDA);
   EXPECT_TRUE(torch::equal(flash::forward(in.q, in.k, in.v, kCausal).out, flash::forward(in.q, in.k, in.v, kCausal, kWgmma).out));

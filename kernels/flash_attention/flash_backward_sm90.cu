@@ -125,9 +125,10 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
   auto wg_key0 = [&] { return static_cast<int>(sSlot[1]) + 64 * wg; };
   const float scale_log2 = a.scale * kLog2e;
 
-  const TileRange queries = a.mask.query_tiles(k0, kDkvKeys, kDkvQ);  // before k0 none sees these keys
+  // Before k0 no query sees these keys (causal), nor after the window of the last one.
+  const TileRange queries = a.mask.query_tiles<true>(k0, kDkvKeys, kDkvQ);
   const int first = queries.begin;
-  const int steps = queries.end - first;  // >= 0 without a window
+  const int steps = queries.size();
 
   auto load_q_tile = [&](int stage, int qt) {
     const int r0 = qt * kDkvQ;
@@ -240,7 +241,11 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
     dlt[r] = row < lq ? a.delta[bh * lq + row] : 0.f;
   }
 
-  const int key_tiles = a.mask.key_tiles(q0, kDqQ, kDqKeys).end;  // from 0: no window
+  const TileRange keys = a.mask.key_tiles<true>(q0, kDqQ, kDqKeys);
+  const int key_tiles = keys.size();
+  kg += static_cast<long long>(keys.begin) * kDqKeys * ldk;  // the range's first tile
+  vg += static_cast<long long>(keys.begin) * kDqKeys * ldv;
+  const int lk_left = lk - keys.begin * kDqKeys;  // keys from there on
 
   sm90::load_tile_sw128<kDqQ, D, kThreads>(
       sQ, static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row, a.q_at.row, lq - q0, a.d,
@@ -249,13 +254,13 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
       sDO, static_cast<const std::uint16_t*>(a.dout) + a.dout_at.head_start(bh) + q0 * a.dout_at.row, a.dout_at.row,
       lq - q0, a.d, tid);
   if (key_tiles > 0) {
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(0), kg, ldk, lk, a.d, tid);
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(0), vg, ldv, lk, a.d, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(0), kg, ldk, lk_left, a.d, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(0), vg, ldv, lk_left, a.d, tid);
   }
   cp_async_commit();
   if (key_tiles > 1) {
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(1), kg + kDqKeys * ldk, ldk, lk - kDqKeys, a.d, tid);
-    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(1), vg + kDqKeys * ldv, ldv, lk - kDqKeys, a.d, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(1), kg + kDqKeys * ldk, ldk, lk_left - kDqKeys, a.d, tid);
+    sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(1), vg + kDqKeys * ldv, ldv, lk_left - kDqKeys, a.d, tid);
     cp_async_commit();
   }
 
@@ -265,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
   const std::uint32_t q_addr = smem_addr(sQ), do_addr = smem_addr(sDO);
 
   for (int kt = 0; kt < key_tiles; ++kt) {
-    const int stage = kt & 1, k0 = kt * kDqKeys;
+    const int stage = kt & 1, k0 = (keys.begin + kt) * kDqKeys;
     if (kt + 1 < key_tiles) sm90::cp_async_wait<1>();
     else sm90::cp_async_wait<0>();
     sm90::fence_proxy_async();
@@ -289,8 +294,9 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
     // P for every element, the mask only on tiles that need it (no branch per element).
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] = exp2f(s[i] * scale_log2 - l2[(i >> 1) & 1]);
-    if (a.mask.needs_mask(wg_row0, 64, k0, kDqKeys))
-      mask_fragment<kDqKeys>(s, wg_row0 + 16 * warp + g, k0, t, 0.f, [&](int r, int c) { return a.mask.hidden(r, c); });
+    if (a.mask.needs_mask<true>(wg_row0, 64, k0, kDqKeys))
+      mask_fragment<kDqKeys>(s, wg_row0 + 16 * warp + g, k0, t, 0.f,
+                             [&](int r, int c) { return a.mask.hidden<true>(r, c); });
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] *= dp[i] - dlt[(i >> 1) & 1];
 
@@ -307,9 +313,9 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
 
     __syncthreads();
     if (kt + 2 < key_tiles) {
-      const int next = k0 + 2 * kDqKeys;
-      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(stage), kg + next * ldk, ldk, lk - next, a.d, tid);
-      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(stage), vg + next * ldv, ldv, lk - next, a.d, tid);
+      const int next = (kt + 2) * kDqKeys;  // from the range's first key
+      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sK(stage), kg + next * ldk, ldk, lk_left - next, a.d, tid);
+      sm90::load_tile_sw128<kDqKeys, D, kThreads>(sV(stage), vg + next * ldv, ldv, lk_left - next, a.d, tid);
       cp_async_commit();
     }
   }

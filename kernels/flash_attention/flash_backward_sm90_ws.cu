@@ -99,7 +99,7 @@ struct Params {
 
 // A tile's fields in its shared-memory slot, written by the loading warp's lane 0 before the
 // tile's K/V arrive.expect_tx; read by the consumers and the dQ writer once K and V have landed.
-enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kDkHead, kDvHead, kTileFields };
+enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTileFields };
 
 template <int D, bool kBulkDq>
 struct Ring {
@@ -130,7 +130,7 @@ struct Ring {
   __device__ float* dq(int wg) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes<D> + wg * kDqTileBytes); }
   __device__ float* lse(int s) const { return reinterpret_cast<float*>(ds() + 2 * kDsBytes<D> + kDqBytes) + s * kQ; }
   __device__ float* delta(int s) const { return lse(kStages) + s * kQ; }
-  // Tile t's block of the order, head offsets and first key and query tile (TileField; re-read,
+  // Tile t's block of the order, head offsets, first key, its query tiles (TileField; re-read,
   // not kept in registers, as in flash_dkdv_sm90_kernel); tile t + 2 reuses tile t's set.
   __device__ volatile long long* slot(int t) const {
     return reinterpret_cast<long long*>(delta(kStages)) + (t & 1) * kTileFields;
@@ -144,8 +144,9 @@ struct Ring {
   __device__ std::uint64_t* kv_empty(int t) const { return bar(kKvBuffers + 2 * kStages + kv_buffer(t)); }
 };
 
-// A tile of work: the 128 keys at k0 of head bh, against query tiles first.. (all of them, or
-// under a causal mask those that see a key of the tile). Block `block` of the key_blocks x bh
+// A tile of work: the 128 keys at k0 of head bh, against query tiles first .. first + steps - 1
+// (all of them, or under a causal mask or a window those that see a key of the tile). Block
+// `block` of the key_blocks x bh
 // order of tile_scheduler.hpp; block >= blocks is the end.
 struct Tile {
   int block;
@@ -161,9 +162,10 @@ __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
   w.block = block;
   w.k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
   w.bh = slot.head;
-  const TileRange queries = a.mask.query_tiles(w.k0, kDkvKeys, kQ);  // before k0 none sees these keys
+  // Before k0 no query sees these keys (causal), nor after the window of the last one.
+  const TileRange queries = a.mask.query_tiles<true>(w.k0, kDkvKeys, kQ);
   w.first = queries.begin;
-  w.steps = queries.end - w.first;  // >= 0 without a window
+  w.steps = queries.size();
   return w;
 }
 
@@ -230,6 +232,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
       slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
       slot[kKey0] = w.k0;
       slot[kFirst] = w.first;
+      slot[kSteps] = w.steps;
       slot[kDkHead] = a.dk_at.head_start(w.bh);
       slot[kDvHead] = a.dv_at.head_start(w.bh);
       sm90::mbarrier_arrive_expect_tx(ring.kv_full(t), 2 * R::kKBytes);  // releases the slot's writes
@@ -251,7 +254,7 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   constexpr int kQ = kStepQ<D>, kTileFloats = kDqTileBytes / 4;
   const int lane = threadIdx.x % 32;
   // dq_accum's tiles are 64 rows x 64 columns (dq_tiled_offset); a step covers kQ / 64 x D / 64.
-  const int q_steps = (a.lq + kQ - 1) / kQ, row_tiles = (a.lq + 63) / 64;
+  const int row_tiles = (a.lq + 63) / 64;
   const std::uint32_t buf0 = smem_addr(ring.dq(0));
   // Warpgroup w adds the next tile of the step: columns 64w.. at D = 128, queries 64w.. at D = 64
   // (DqSplit::kColumns, kQueries); a 128-query step's second tile may lie past the last row.
@@ -262,11 +265,10 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
     sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
     volatile long long* slot = ring.slot(t);
     const long long block = slot[kBlock], head_row0 = slot[kHeadRow0];
-    const int first = static_cast<int>(slot[kFirst]);
+    const int first = static_cast<int>(slot[kFirst]), steps = static_cast<int>(slot[kSteps]);
     __syncwarp();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(t));
     if (block >= blocks) break;
-    const int steps = q_steps - first;
     if (steps == 0) continue;
     dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
     dq_barrier_arrive(kDqEmptyBarrier + 1);
@@ -325,7 +327,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
   constexpr int kQ = kStepQ<D>;
-  const int lq = a.lq, q_tiles = (lq + kQ - 1) / kQ;
+  const int lq = a.lq;
   // A warpgroup's dQ reads both warpgroups' dS^T rows of the step before (bwd90::DqSplit), so
   // they meet once a step: those rows are stored, and the buffer this step overwrites is free.
   // (Split by keys, dQ would read only its own rows, and with ping-pong they need not meet.)
@@ -342,7 +344,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
     if (slot[kBlock] >= blocks) break;
-    const int first = static_cast<int>(slot[kFirst]), steps = q_tiles - first;
+    const int first = static_cast<int>(slot[kFirst]), steps = static_cast<int>(slot[kSteps]);
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
     auto wg_key0 = [&] { return static_cast<int>(slot[kKey0]) + 64 * wg; };
     auto dq_dst = [&](int r0) {

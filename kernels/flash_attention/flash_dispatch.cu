@@ -46,11 +46,6 @@ void with_wgmma_head_dim(int d_kernel, const char* what, F f) {
 }
 #undef RUNNER_FLASH_CASE
 
-// The wgmma kernels are built for none and causal masks only (mask.hpp: kWindow = false).
-void check_wgmma_mask(const Mask& mask, const char* what) {
-  if (mask.windowed()) throw std::invalid_argument(std::string(what) + ": sliding-window masks run the mma_sync kernels");
-}
-
 }  // namespace
 
 void launch_forward(const ForwardArgs& a, cudaStream_t stream) {
@@ -62,7 +57,6 @@ void launch_forward(const ForwardArgs& a, cudaStream_t stream) {
     using T = typename decltype(type)::type;
     if (!a.wgmma)
       return with_mma_sync_head_dim(a.d_kernel, what, [&](auto d) { forward_mma_sync<T, decltype(d)::value>(a, stream); });
-    check_wgmma_mask(a.mask, what);
     with_wgmma_head_dim(a.d_kernel, what, [&](auto d) {
       constexpr int D = decltype(d)::value;
       if (a.warp_specialized) return forward_wgmma_ws<T, D>(a, stream);
@@ -80,7 +74,6 @@ void launch_backward(const BackwardArgs& a, cudaStream_t stream) {
     using T = typename decltype(type)::type;
     if (!a.wgmma)
       return with_mma_sync_head_dim(a.d_kernel, what, [&](auto d) { backward_mma_sync<T, decltype(d)::value>(a, stream); });
-    check_wgmma_mask(a.mask, what);
     with_wgmma_head_dim(a.d_kernel, what, [&](auto d) { backward_wgmma<T, decltype(d)::value>(a, stream); });
   });
 }

@@ -25,7 +25,9 @@
 // one is used), stored in the 128-byte swizzled layout the descriptors name.
 // Shared memory at d = 128: Q 32 KiB + 2 x (K 32 + V 32) = 160 KiB, one block per SM.
 // Causal: key tiles past the query tile's last row are skipped; tiles straddling the
-// diagonal or the sequence end are masked per warpgroup (mask.cuh).
+// diagonal or the sequence end are masked per warpgroup (mask.cuh). A sliding window skips the
+// key tiles before the tile's first row's window too; a tile whose rows see no key at all
+// (queries past the keys and their window) writes zeros and L = +inf without loading any.
 // Measured speed and what limits it: README.md, version log.
 #include <cuda_runtime.h>
 
@@ -56,7 +58,8 @@ struct Block {
   const ForwardArgs& a;
   std::uint8_t* sQ;
   const std::uint16_t *kg, *vg;  // this head's first key row
-  int q0, tid, wg, key_tiles;
+  int q0, tid, wg;
+  int first, key_tiles;  // key tiles first .. first + key_tiles - 1 (mask.hpp)
   fwd90::RowPlace at;
   long bh;
   float scale_log2;
@@ -72,7 +75,9 @@ struct Block {
     at = fwd90::row_place(q0 + 64 * wg, tid % 128);
     kg = static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh);
     vg = static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh);
-    key_tiles = a.mask.key_tiles(q0, kTileQ, kTileK).end;  // >= 1: every row sees key 0 (no window)
+    const TileRange keys = a.mask.key_tiles<true>(q0, kTileQ, kTileK);
+    first = keys.begin;
+    key_tiles = keys.size();
   }
   __device__ std::uint8_t* sK(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes; }
   __device__ std::uint8_t* sV(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes + kKBytes; }
@@ -80,15 +85,16 @@ struct Block {
     const auto* q = static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row;
     sm90::load_tile_sw128<kTileQ, D, kThreads>(sQ, q, a.q_at.row, a.lq - q0, a.d, tid);
   }
-  __device__ void load_k(int stage, int tile) const {
-    sm90::load_tile_sw128<kTileK, D, kThreads>(sK(stage), kg + tile * kTileK * a.k_at.row, a.k_at.row,
-                                               a.lk - tile * kTileK, a.d, tid);
+  // Key tile first + j (the j-th of the block's range).
+  __device__ void load_k(int stage, int j) const {
+    const int k0 = (first + j) * kTileK;
+    sm90::load_tile_sw128<kTileK, D, kThreads>(sK(stage), kg + k0 * a.k_at.row, a.k_at.row, a.lk - k0, a.d, tid);
   }
-  __device__ void load_v(int stage, int tile) const {
-    sm90::load_tile_sw128<kTileK, D, kThreads>(sV(stage), vg + tile * kTileK * a.v_at.row, a.v_at.row,
-                                               a.lk - tile * kTileK, a.d, tid);
+  __device__ void load_v(int stage, int j) const {
+    const int k0 = (first + j) * kTileK;
+    sm90::load_tile_sw128<kTileK, D, kThreads>(sV(stage), vg + k0 * a.v_at.row, a.v_at.row, a.lk - k0, a.d, tid);
   }
-  __device__ void mask(float (&s)[kTileK / 2], int tile) const { fwd90::mask_scores(s, at, tile, a.mask); }
+  __device__ void mask(float (&s)[kTileK / 2], int j) const { fwd90::mask_scores(s, at, first + j, a.mask); }
   __device__ void issue_scores(float (&s)[kTileK / 2], int stage) const {
     fwd90::issue_scores<T, D>(s, smem_addr(sQ), 64 * wg, smem_addr(sK(stage)));
   }
@@ -97,6 +103,14 @@ struct Block {
   }
   __device__ void write_output(const float (&o)[D / 2], const float (&m)[2], const float (&l)[2]) const {
     fwd90::write_output<T, D>(a, bh, at, o, m, l);
+  }
+  // Rows that see no key (key_tiles == 0, the whole block alike): zeros and L = +inf.
+  __device__ void write_empty() const {
+    float o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    const float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    write_output(o, m, l);
   }
 };
 
@@ -111,6 +125,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_serial(const _
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   const Block<T, D> b(smem_raw, a);
   const int key_tiles = b.key_tiles;
+  if (key_tiles == 0) return b.write_empty();
 
   b.load_q();
   b.load_k(0, 0);
@@ -177,6 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_pipelined(cons
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
   const Block<T, D> b(smem_raw, a);
   const int key_tiles = b.key_tiles;
+  if (key_tiles == 0) return b.write_empty();
 
   b.load_q();
   b.load_k(0, 0);

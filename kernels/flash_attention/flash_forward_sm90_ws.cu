@@ -117,12 +117,13 @@ struct Ring {
   __device__ volatile int* tile(int t) const { return reinterpret_cast<volatile int*>(bar(kBarriers)) + (t & 1); }
 };
 
-// One tile of work: query rows q0.. of head bh against key_tiles key tiles. Block `block` of the
+// One tile of work: query rows q0.. of head bh against key tiles first .. first + key_tiles - 1
+// (none when no row of the tile sees a key: a sliding window's queries past the keys). Block `block` of the
 // tiles x bh order of tile_scheduler.hpp; a persistent block takes blocks blockIdx.x,
 // blockIdx.x + gridDim.x, ... in turn, and the producer and the consumers walk the same list.
 struct Work {
   long bh;
-  int q0, key_tiles;
+  int q0, first, key_tiles;
 };
 
 template <int D, int C, int KT>
@@ -132,7 +133,9 @@ __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int til
   Work w;
   w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
   w.bh = slot.head;
-  w.key_tiles = a.mask.key_tiles(w.q0, kTileQ, KT).end;  // >= 1: every row sees key 0 (no window)
+  const TileRange keys = a.mask.key_tiles<true>(w.q0, kTileQ, KT);
+  w.first = keys.begin;
+  w.key_tiles = keys.size();
   return w;
 }
 
@@ -210,7 +213,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C, KT>& r
         sm90::mbarrier_arrive_expect_tx(full, R::kTileBytes);
 #pragma unroll
         for (int panel = 0; panel < D / 64; ++panel)
-          sm90::tma_load_4d(dst + panel * KT * 128, map, full, 64 * panel, j * KT, head, batch);
+          sm90::tma_load_4d(dst + panel * KT * 128, map, full, 64 * panel, (w.first + j) * KT, head, batch);
       }
     } else {
       if (keys) {
@@ -224,8 +227,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C, KT>& r
         std::uint64_t* full;
         std::uint8_t* dst;
         stage(pos + j, full, dst);
-        copy_tile_by_warp<KT, D>(dst, g + static_cast<long long>(j) * KT * at.row, at.row, a.lk - j * KT, a.d,
-                                 lane);
+        const int k0 = (w.first + j) * KT;
+        copy_tile_by_warp<KT, D>(dst, g + static_cast<long long>(k0) * at.row, at.row, a.lk - k0, a.d, lane);
         sm90::cp_async_arrive(full);
       }
     }
@@ -293,6 +296,11 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::fence_proxy_async();
       release(ring.q_empty());
     }
+    if (key_tiles == 0) {  // no row sees a key: zeros and L = +inf (no K or V was loaded)
+      if (!kQInRegisters) release(ring.q_empty());
+      fwd90::write_output<T, DH>(a, w.bh, at, o, m, l);
+      continue;
+    }
     const int s0 = pos % R::kStages;
     wait_full(ring.k_full(s0), pos);
     float s[KT / 2];
@@ -305,7 +313,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
     sm90::pin(s);
     release(ring.k_empty(s0));
     if (!kQInRegisters && key_tiles == 1) release(ring.q_empty());  // the tile's last S has landed
-    fwd90::mask_scores<KT>(s, at, 0, a.mask);
+    fwd90::mask_scores<KT>(s, at, w.first, a.mask);
     softmax_step<KT>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
     std::uint32_t p[KT / 16][4];
     sm90::to_a_fragments<T, KT>(p, s);
@@ -327,7 +335,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::pin(s);
       release(ring.k_empty(sk));
       if (!kQInRegisters && j == key_tiles - 1) release(ring.q_empty());
-      fwd90::mask_scores<KT>(s, at, j, a.mask);
+      fwd90::mask_scores<KT>(s, at, w.first + j, a.mask);
       softmax_step<KT>(s, m, l, alpha, scale_log2);
       sm90::wgmma_wait<0>();
       sm90::pin(o);

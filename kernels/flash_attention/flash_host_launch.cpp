@@ -91,12 +91,9 @@ at::Tensor gradient_like(const at::Tensor& x) {
   return readable_in_place(g) ? g : at::empty_like(x, at::MemoryFormat::Contiguous);
 }
 
-bool use_wgmma(KernelFamily family, const at::Tensor& q, const Mask& mask) {
-  if (family == KernelFamily::automatic) return resolve_kernel_family(family, q, mask) == KernelFamily::wgmma;
+bool use_wgmma(KernelFamily family, const at::Tensor& q) {
+  if (family == KernelFamily::automatic) return resolve_kernel_family(family, q) == KernelFamily::wgmma;
   if (family != KernelFamily::wgmma) return false;
-  TORCH_CHECK(!mask.windowed(),
-              "flash attention: kernel family wgmma is built for none and causal masks; a sliding window runs "
-              "mma_sync (use mma_sync or auto)");
   const std::string why = wgmma_unsupported_reason(q);
   TORCH_CHECK(why.empty(), "flash attention: kernel family wgmma: ", why, "; use mma_sync or auto");
   return true;
@@ -135,7 +132,7 @@ ForwardResult forward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const
   const c10::cuda::CUDAGuard guard(q_in.device());
   const std::int64_t batch = q_in.size(0), lq = q_in.size(1), heads = q_in.size(2), d = q_in.size(3),
                      lk = k_in.size(1);
-  const bool wgmma = use_wgmma(options.family, q_in, mask);
+  const bool wgmma = use_wgmma(options.family, q_in);
   const int dk = kernel_head_dim(d, wgmma);
   ForwardResult r;
   r.out = at::empty({batch, lq, heads * d}, q_in.options());
@@ -209,7 +206,7 @@ Gradients backward_bshd(const at::Tensor& q_in, const at::Tensor& k_in, const at
   } else {
     g = {gradient_like(q_in), gradient_like(k_in), gradient_like(v_in)};
   }
-  const bool wgmma = use_wgmma(options.family, q_in, mask);
+  const bool wgmma = use_wgmma(options.family, q_in);
   const BackwardSchedule schedule = options.backward_schedule;
   const bool fuse_dq = wgmma && schedule != BackwardSchedule::deterministic;
   const bool warp_specialized =

@@ -134,11 +134,10 @@ std::string wgmma_unsupported_reason(const at::Tensor& q) {
 #endif
 }
 
-KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q, const Mask& mask) {
+KernelFamily resolve_kernel_family(KernelFamily family, const at::Tensor& q) {
   if (family != KernelFamily::automatic) return family;
   // At d <= 32 the wgmma kernels would pad to 64 columns: mma_sync has kernels of that size.
-  return q.size(-1) > 32 && !mask.windowed() && wgmma_unsupported_reason(q).empty() ? KernelFamily::wgmma
-                                                                                      : KernelFamily::mma_sync;
+  return q.size(-1) > 32 && wgmma_unsupported_reason(q).empty() ? KernelFamily::wgmma : KernelFamily::mma_sync;
 }
 
 void check_mask(const Mask& mask) {

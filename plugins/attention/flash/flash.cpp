@@ -32,14 +32,12 @@ class FlashAttention : public runner::Attention {
       throw runner::SkipPoint(std::string("attention/flash: dtype ") + c10::toString(dtype) +
                               " is not supported; use float32, bfloat16 or float16");
     if (options_.family == flash::KernelFamily::wgmma) {
-      const std::string why = mask.windowed() ? "the wgmma kernels are built for none and causal masks, not a "
-                                                "sliding window (kernel mma_sync or auto runs it)"
-                                              : flash::wgmma_unsupported_reason(q);
+      const std::string why = flash::wgmma_unsupported_reason(q);
       if (!why.empty()) throw runner::SkipPoint("attention/flash kernel=wgmma: " + why);
     }
     flash::check_inputs(q, k, v);
     last_dtype_ = dtype;
-    last_family_ = flash::resolve_kernel_family(options_.family, q, mask);
+    last_family_ = flash::resolve_kernel_family(options_.family, q);
     // [..., seq, d] as [batch, seq, heads, d]: a 4-D [batch, heads, seq, d] view transposes
     // its strides; other ranks fold their leading dims into the batch.
     const bool four_d = q.dim() == 4;
@@ -112,7 +110,7 @@ runner::PluginManifest make_manifest() {
                        "wave"),
       runner::opt_int("window", 0,
                       "sliding window: under a causal mask each query sees only itself and the window - 1 keys "
-                      "before it (mma_sync and fp32 kernels); 0 = the caller's mask as it is")
+                      "before it (every kernel family); 0 = the caller's mask as it is")
           .in_range(0, 1 << 30),
       runner::opt_int("head_group", 0, "heads per group of the kernels' block order; 0 sizes groups to the L2 (without a causal mask, at most the heads the resident blocks cover)")
           .in_range(0, 65535)};

@@ -89,29 +89,17 @@ TEST_F(FlashAttentionPlugin, WindowOptionNarrowsACausalMask) {
             2e-3);
 }
 
-// The wgmma kernels are built for none and causal masks: a window under kernel: wgmma is a
-// skipped point that says so (checked before anything touches a device).
-TEST(FlashAttentionPluginSkips, WgmmaWithASlidingWindowSkipsThePoint) {
-  runner::PluginRegistry registry;
-  auto wgmma = attention_check::load(registry, "flash", "{kernel: wgmma}");
-  const auto q = torch::randn({1, 2, 16, 64}, torch::kBFloat16);
-  try {
-    wgmma->forward(q, q, q, runner::AttentionMask::sliding_window(8));
-    FAIL() << "a sliding window was accepted by kernel: wgmma";
-  } catch (const runner::SkipPoint& e) {
-    EXPECT_NE(std::string(e.what()).find("sliding window"), std::string::npos) << e.what();
-  }
-}
-
 // kernel: wgmma, the Hopper kernels, in the default and the warp-specialized forward schedule
-// (and the fused and bulk-dQ backwards beside the default warp-specialized one):
+// (and the fused and bulk-dQ backwards beside the default warp-specialized one), every mask:
 // checked where they run (sm_90), skipped points elsewhere.
 TEST_F(FlashAttentionPlugin, WgmmaKernelsMatchNaiveInBf16AndFp16) {
   const auto probe = torch::zeros({1, 1, 8, 64}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
   if (!kernels::flash::wgmma_unsupported_reason(probe).empty()) GTEST_SKIP() << "not an sm_90 GPU";
   // Not seq 1: softmax over one key is constant, so the exact dQ and dK are zero and have no relative error.
-  const Case cases[] = {{1, 2, 2, 64, true},    {2, 3, 37, 64, false}, {1, 2, 129, 64, true}, {1, 2, 190, 128, true},
-                        {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}};
+  // The last two: sliding windows (crossing the 128-key tiles, and of two keys).
+  const Case cases[] = {{1, 2, 2, 64, true},    {2, 3, 37, 64, false},  {1, 2, 129, 64, true},    {1, 2, 190, 128, true},
+                        {1, 2, 17, 128, false}, {1, 1, 300, 128, true}, {2, 0, 257, 128, false}, {1, 2, 300, 128, true, 130},
+                        {2, 3, 190, 64, true, 2}};
   const auto seed = attention_check::fresh_seed();
   for (const char* options : {"{kernel: wgmma}", "{kernel: wgmma, forward_schedule: warp_specialized}",
                               "{kernel: wgmma, forward_schedule: warp_specialized, backward: fused}",
