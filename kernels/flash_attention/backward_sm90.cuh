@@ -81,7 +81,7 @@ struct StepPlace {
   int r0;    // the step's first query
   int step;  // index from the block's first step (dS^T buffer step & 1)
   int d;
-  Mask mask;  // any kind: the window is a runtime test on the tiles that need a mask
+  Mask mask;  // a sliding window only in the kernels built for one (dkdv_step's kWindow)
   float scale_log2;
   int ds_barrier;  // named barrier of the warpgroup's 128 threads (fused, dS^T from shared memory: stored)
 };
@@ -113,8 +113,8 @@ struct NoTurns {
 // the warpgroup's K and V rows in registers for S^T and dP^T at D = 64 with 64-query steps; the
 // 128-query steps of version 21 read each K/V byte once per 128 queries and have no registers
 // left for them.)
-template <typename T, int D, bool kFuseDq, int Q = kDkvQ, bool kDsInRegisters = false, int DH = D, typename DqSink,
-          typename Turn = NoTurns, int KSteps = 0>
+template <typename T, int D, bool kFuseDq, int Q = kDkvQ, bool kDsInRegisters = false, int DH = D,
+          bool kWindow = false, typename DqSink, typename Turn = NoTurns, int KSteps = 0>
 __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv)[D / 2], const StepTiles& tiles,
                                           const StepPlace& at, DqSink dq_sink, const Turn& turns = {},
                                           bool last = false, const KRows<KSteps>& k_rows = {}) {
@@ -152,9 +152,9 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   }
   const int r0 = at.r0, key0 = at.key0;
   const Mask& mask = at.mask;
-  if (mask.needs_mask_dkdv<true>(r0, Q, key0, 64))  // rows are keys here, columns queries
+  if (mask.needs_mask_dkdv<kWindow>(r0, Q, key0, 64))  // rows are keys here, columns queries
     mask_fragment<Q>(st, key0 + 16 * warp + g, r0, t, 0.f,
-                     [&](int key, int query) { return mask.hidden_dkdv<true>(query, key); });
+                     [&](int key, int query) { return mask.hidden_dkdv<kWindow>(query, key); });
   sm90::wgmma_wait<0>();
   sm90::pin(dpt);
 #pragma unroll

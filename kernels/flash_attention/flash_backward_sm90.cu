@@ -84,7 +84,7 @@ constexpr int dkdv_shared_bytes() {
 //   fused: dQ_{j-1} = dS_{j-1} K, issued before dV += P^T dO, dK += dS^T Q, so the atomics of
 //          dQ_{j-1} run while dV and dK are on the tensor cores
 // The step's MMAs all finish before the next barrier, so stage j is free at step j + 1.
-template <typename T, int D, bool kFuseDq>
+template <typename T, int D, bool kFuseDq, bool kWindow>
 __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __grid_constant__ BackwardArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kDkvQ * D * 2;
@@ -126,9 +126,9 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
   const float scale_log2 = a.scale * kLog2e;
 
   // Before k0 no query sees these keys (causal), nor after the window of the last one.
-  const TileRange queries = a.mask.query_tiles<true>(k0, kDkvKeys, kDkvQ);
+  const TileRange queries = a.mask.query_tiles<kWindow>(k0, kDkvKeys, kDkvQ);
   const int first = queries.begin;
-  const int steps = queries.size();
+  const int steps = kWindow ? queries.size() : queries.end - first;  // >= 0 without a window
 
   auto load_q_tile = [&](int stage, int qt) {
     const int r0 = qt * kDkvQ;
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
     }
     const bwd90::StepTiles tiles{k_addr,        v_addr,         smem_addr(sQ(stage)), smem_addr(sDO(stage)),
                                  sL + stage * kDkvQ, sDelta + stage * kDkvQ, sDS};
-    bwd90::dkdv_step<T, D, kFuseDq>(acc_dk, acc_dv, tiles, place(step), add_dq);
+    bwd90::dkdv_step<T, D, kFuseDq, kDkvQ, false, D, kWindow>(acc_dk, acc_dv, tiles, place(step), add_dq);
   }
   if constexpr (kFuseDq) {
     if (steps > 0) {  // the last step's dQ
@@ -211,7 +211,7 @@ constexpr int dq_shared_bytes() {
   return (2 * kDqQ + 4 * kDqKeys) * D * 2 + 1024;
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid_constant__ BackwardArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kQBytes = kDqQ * D * 2, kKBytes = kDqKeys * D * 2;
@@ -241,11 +241,12 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
     dlt[r] = row < lq ? a.delta[bh * lq + row] : 0.f;
   }
 
-  const TileRange keys = a.mask.key_tiles<true>(q0, kDqQ, kDqKeys);
-  const int key_tiles = keys.size();
-  kg += static_cast<long long>(keys.begin) * kDqKeys * ldk;  // the range's first tile
-  vg += static_cast<long long>(keys.begin) * kDqKeys * ldv;
-  const int lk_left = lk - keys.begin * kDqKeys;  // keys from there on
+  const TileRange keys = a.mask.key_tiles<kWindow>(q0, kDqQ, kDqKeys);
+  const int first = kWindow ? keys.begin : 0;              // from 0 without a window
+  const int key_tiles = kWindow ? keys.size() : keys.end;  // may be 0 with one (rows see no key)
+  kg += static_cast<long long>(first) * kDqKeys * ldk;
+  vg += static_cast<long long>(first) * kDqKeys * ldv;
+  const int lk_left = lk - first * kDqKeys;  // keys from there on
 
   sm90::load_tile_sw128<kDqQ, D, kThreads>(
       sQ, static_cast<const std::uint16_t*>(a.q) + a.q_at.head_start(bh) + q0 * a.q_at.row, a.q_at.row, lq - q0, a.d,
@@ -270,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
   const std::uint32_t q_addr = smem_addr(sQ), do_addr = smem_addr(sDO);
 
   for (int kt = 0; kt < key_tiles; ++kt) {
-    const int stage = kt & 1, k0 = (keys.begin + kt) * kDqKeys;
+    const int stage = kt & 1, k0 = (first + kt) * kDqKeys;
     if (kt + 1 < key_tiles) sm90::cp_async_wait<1>();
     else sm90::cp_async_wait<0>();
     sm90::fence_proxy_async();
@@ -294,9 +295,9 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
     // P for every element, the mask only on tiles that need it (no branch per element).
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] = exp2f(s[i] * scale_log2 - l2[(i >> 1) & 1]);
-    if (a.mask.needs_mask<true>(wg_row0, 64, k0, kDqKeys))
+    if (a.mask.needs_mask<kWindow>(wg_row0, 64, k0, kDqKeys))
       mask_fragment<kDqKeys>(s, wg_row0 + 16 * warp + g, k0, t, 0.f,
-                             [&](int r, int c) { return a.mask.hidden<true>(r, c); });
+                             [&](int r, int c) { return a.mask.hidden<kWindow>(r, c); });
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] *= dp[i] - dlt[(i >> 1) & 1];
 
@@ -350,7 +351,8 @@ __global__ void dq_from_accum_kernel(const __grid_constant__ BackwardArgs a) {
   }
 }
 
-template <typename T, int D>
+// kWindow: the instances built for sliding windows (mask.hpp).
+template <typename T, int D, bool kWindow>
 void launch(const BackwardArgs& args, cudaStream_t stream) {
   BackwardArgs a = args;
   const int dkdv_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys * a.bh;
@@ -363,7 +365,7 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
         a.bulk_dq = false;
       }
       constexpr int smem = dkdv_shared_bytes<D, true>();
-      auto kernel = flash_dkdv_sm90_kernel<T, D, true>;
+      auto kernel = flash_dkdv_sm90_kernel<T, D, true, kWindow>;
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
       kernel<<<dkdv_blocks, kThreads, smem, stream>>>(a);
     }
@@ -375,13 +377,13 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
   }
   {
     constexpr int smem = dkdv_shared_bytes<D, false>();
-    auto kernel = flash_dkdv_sm90_kernel<T, D, false>;
+    auto kernel = flash_dkdv_sm90_kernel<T, D, false, kWindow>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     kernel<<<dkdv_blocks, kThreads, smem, stream>>>(a);
   }
   {
     constexpr int smem = dq_shared_bytes<D>();
-    auto kernel = flash_dq_sm90_kernel<T, D>;
+    auto kernel = flash_dq_sm90_kernel<T, D, kWindow>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     const int blocks = (a.lq + kDqQ - 1) / kDqQ * a.bh;
     a.head_group = head_group(a.bh, 2LL * a.lk * a.d * 2, args.head_group);  // K and V of a head
@@ -393,7 +395,8 @@ void launch(const BackwardArgs& args, cudaStream_t stream) {
 
 template <typename T, int D>
 void backward_wgmma(const BackwardArgs& a, cudaStream_t stream) {
-  launch<T, D>(a, stream);
+  if (a.mask.windowed()) return launch<T, D, true>(a, stream);
+  launch<T, D, false>(a, stream);
 }
 #define RUNNER_FLASH_INSTANTIATE(D)                                                    \
   template void backward_wgmma<__half, D>(const BackwardArgs&, cudaStream_t);         \

@@ -153,7 +153,7 @@ struct Tile {
   long bh;
   int k0, first, steps;
 };
-template <int D>
+template <int D, bool kWindow>
 __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
   constexpr int kQ = kStepQ<D>;
   const int key_blocks = (a.lk + kDkvKeys - 1) / kDkvKeys;
@@ -163,9 +163,9 @@ __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
   w.k0 = slot.rank * kDkvKeys;  // first tiles have the most query tiles under a causal mask
   w.bh = slot.head;
   // Before k0 no query sees these keys (causal), nor after the window of the last one.
-  const TileRange queries = a.mask.query_tiles<true>(w.k0, kDkvKeys, kQ);
+  const TileRange queries = a.mask.query_tiles<kWindow>(w.k0, kDkvKeys, kQ);
   w.first = queries.begin;
-  w.steps = queries.size();
+  w.steps = kWindow ? queries.size() : queries.end - w.first;  // >= 0 without a window
   return w;
 }
 
@@ -175,7 +175,7 @@ __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
 // done with the previous tile's K and V: the tile's slot, then K and V, then per step Q and dO
 // (TMA, lane 0) and L and delta (cp.async, every lane) into the ring, whose positions run on
 // from tile to tile. A block past the end goes into the slot with no data, and everyone stops.
-template <int D, bool kBulkDq>
+template <int D, bool kBulkDq, bool kWindow>
 __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>& ring, int blocks) {
   using R = Ring<D, kBulkDq>;
   const BackwardArgs& a = p.a;
@@ -211,7 +211,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
   for (int t = 0, block = blockIdx.x;; ++t) {
     if (t > 0) block = next_block(a.tile_counter, block, true);
     Tile w{block, 0, 0, 0, 0};
-    if (block < blocks) w = tile_of<D>(a, block);
+    if (block < blocks) w = tile_of<D, kWindow>(a, block);
     // The tile's first stages load while the consumers finish the previous tile (they free the
     // stages step by step); its K and V only once they are done with the previous tile's.
     const int early = w.steps < R::kStages ? w.steps : R::kStages;
@@ -232,7 +232,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
       slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
       slot[kKey0] = w.k0;
       slot[kFirst] = w.first;
-      slot[kSteps] = w.steps;
+      if (kWindow) slot[kSteps] = w.steps;  // else all query tiles from first on
       slot[kDkHead] = a.dk_at.head_start(w.bh);
       slot[kDvHead] = a.dv_at.head_start(w.bh);
       sm90::mbarrier_arrive_expect_tx(ring.kv_full(t), 2 * R::kKBytes);  // releases the slot's writes
@@ -249,12 +249,12 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
 // step) into dq_accum, in step order, with the copy engine; per tile of the block, read from its
 // slot once K and V have landed (it also arrives on K/V's empty barrier, so the loading warp
 // cannot publish tile t + 2 into that slot before it has been read).
-template <int D>
+template <int D, bool kWindow>
 __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, true>& ring, int blocks) {
   constexpr int kQ = kStepQ<D>, kTileFloats = kDqTileBytes / 4;
   const int lane = threadIdx.x % 32;
   // dq_accum's tiles are 64 rows x 64 columns (dq_tiled_offset); a step covers kQ / 64 x D / 64.
-  const int row_tiles = (a.lq + 63) / 64;
+  const int q_steps = (a.lq + kQ - 1) / kQ, row_tiles = (a.lq + 63) / 64;
   const std::uint32_t buf0 = smem_addr(ring.dq(0));
   // Warpgroup w adds the next tile of the step: columns 64w.. at D = 128, queries 64w.. at D = 64
   // (DqSplit::kColumns, kQueries); a 128-query step's second tile may lie past the last row.
@@ -265,7 +265,8 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
     sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
     volatile long long* slot = ring.slot(t);
     const long long block = slot[kBlock], head_row0 = slot[kHeadRow0];
-    const int first = static_cast<int>(slot[kFirst]), steps = static_cast<int>(slot[kSteps]);
+    // Without a window a key tile's query tiles run to the last (tile_of).
+    const int first = static_cast<int>(slot[kFirst]), steps = kWindow ? static_cast<int>(slot[kSteps]) : q_steps - first;
     __syncwarp();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(t));
     if (block >= blocks) break;
@@ -321,13 +322,13 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
 // step; the tile comes from its slot once K and V have landed, and K/V's empty barrier gets one
 // arrival per warp after the tile's last MMA (before dK and dV are stored, so the next tile's K
 // and V load under those stores).
-template <typename T, int D, bool kBulkDq, int DH>
+template <typename T, int D, bool kBulkDq, int DH, bool kWindow>
 __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
   using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
   constexpr int kQ = kStepQ<D>;
-  const int lq = a.lq;
+  const int lq = a.lq, q_tiles = (lq + kQ - 1) / kQ;
   // A warpgroup's dQ reads both warpgroups' dS^T rows of the step before (bwd90::DqSplit), so
   // they meet once a step: those rows are stored, and the buffer this step overwrites is free.
   // (Split by keys, dQ would read only its own rows, and with ping-pong they need not meet.)
@@ -344,7 +345,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
     if (slot[kBlock] >= blocks) break;
-    const int first = static_cast<int>(slot[kFirst]), steps = static_cast<int>(slot[kSteps]);
+    const int first = static_cast<int>(slot[kFirst]), steps = kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
     auto wg_key0 = [&] { return static_cast<int>(slot[kKey0]) + 64 * wg; };
     auto dq_dst = [&](int r0) {
@@ -378,7 +379,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
                                    ring.delta(s), ring.ds()};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
-      bwd90::dkdv_step<T, D, true, kQ, true, DH>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false, k_rows);
+      bwd90::dkdv_step<T, D, true, kQ, true, DH, kWindow>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false,
+                                                         k_rows);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
     }
     if (steps > 0) {  // the last step's dQ
@@ -401,7 +403,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   turns.finish();
 }
 
-template <typename T, int D, bool kBulkDq, int DH>
+template <typename T, int D, bool kBulkDq, int DH, bool kWindow>
 __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
@@ -434,20 +436,21 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
     // other's values live at the producer's registers.
     const int warp = threadIdx.x / 32;
     if (warp == 1 && kBulkDq) {
-      if constexpr (kBulkDq) write_dq<D>(a, ring, blocks);
+      if constexpr (kBulkDq) write_dq<D, kWindow>(a, ring, blocks);
     } else if (warp == 0) {
-      produce<D, kBulkDq>(p, ring, blocks);
+      produce<D, kBulkDq, kWindow>(p, ring, blocks);
     }
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume<T, D, kBulkDq, DH>(a, ring, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, kBulkDq, DH, kWindow>(a, ring, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D, bool kBulkDq, int DH = D>
+// kWindow: the instance built for sliding windows (mask.hpp).
+template <bool kWindow, typename T, int D, bool kBulkDq, int DH = D>
 bool launch(const BackwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D, kBulkDq>::bytes();
   static_assert(smem <= 232448, "over the 227 KiB of shared memory a Hopper block may opt into");
@@ -460,7 +463,7 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
     return false;
   // Q, dO, L, delta of a head stream through the kernel, and its fp32 dQ accumulator is added
   // to in the L2 (atomics or bulk reduce) by every key tile.
-  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq, DH>;
+  const auto kernel = flash_backward_sm90_ws<T, D, kBulkDq, DH, kWindow>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -477,20 +480,25 @@ bool launch(const BackwardArgs& args, cudaStream_t stream) {
   return true;
 }
 
+template <bool kWindow, typename T, int D>
+bool launch_shape(const BackwardArgs& a, cudaStream_t stream) {
+  if constexpr (D == 64) {
+    return a.bulk_dq ? launch<kWindow, T, 64, true>(a, stream) : launch<kWindow, T, 64, false>(a, stream);
+  } else {
+    static_assert(D == 128, "the warp-specialized backward is built for kernel head dims 64 and 128");
+    if (!a.bulk_dq) return launch<kWindow, T, 128, false>(a, stream);
+    // head dims 65..128 in the d 128 tiles; S^T and dP^T contract over 80, 96 or 128 columns
+    if (a.d <= 80) return launch<kWindow, T, 128, true, 80>(a, stream);
+    if (a.d <= 96) return launch<kWindow, T, 128, true, 96>(a, stream);
+    return launch<kWindow, T, 128, true>(a, stream);
+  }
+}
+
 }  // namespace
 
 template <typename T, int D>
 bool dkdv_wgmma_ws(const BackwardArgs& a, cudaStream_t stream) {
-  if constexpr (D == 64) {
-    return a.bulk_dq ? launch<T, 64, true>(a, stream) : launch<T, 64, false>(a, stream);
-  } else {
-    static_assert(D == 128, "the warp-specialized backward is built for kernel head dims 64 and 128");
-    if (!a.bulk_dq) return launch<T, 128, false>(a, stream);
-    // head dims 65..128 in the d 128 tiles; S^T and dP^T contract over 80, 96 or 128 columns
-    if (a.d <= 80) return launch<T, 128, true, 80>(a, stream);
-    if (a.d <= 96) return launch<T, 128, true, 96>(a, stream);
-    return launch<T, 128, true>(a, stream);
-  }
+  return a.mask.windowed() ? launch_shape<true, T, D>(a, stream) : launch_shape<false, T, D>(a, stream);
 }
 #define RUNNER_FLASH_INSTANTIATE(D)                                                   \
   template bool dkdv_wgmma_ws<__half, D>(const BackwardArgs&, cudaStream_t);         \

@@ -51,8 +51,9 @@ constexpr int shared_bytes() {
 }
 
 // What both schedules share: shared-memory carving, indices, tile loads, the mask, the two
-// MMAs and the epilogue. The arguments stay in the kernel's parameter space (a.*).
-template <typename T, int D>
+// MMAs and the epilogue. The arguments stay in the kernel's parameter space (a.*). kWindow:
+// built for sliding windows (mask.hpp); without it the key tiles start at 0 and none is empty.
+template <typename T, int D, bool kWindow>
 struct Block {
   static constexpr int kQBytes = kTileQ * D * 2, kKBytes = kTileK * D * 2;
   const ForwardArgs& a;
@@ -75,9 +76,9 @@ struct Block {
     at = fwd90::row_place(q0 + 64 * wg, tid % 128);
     kg = static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh);
     vg = static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh);
-    const TileRange keys = a.mask.key_tiles<true>(q0, kTileQ, kTileK);
-    first = keys.begin;
-    key_tiles = keys.size();
+    const TileRange keys = a.mask.key_tiles<kWindow>(q0, kTileQ, kTileK);
+    first = kWindow ? keys.begin : 0;
+    key_tiles = kWindow ? keys.size() : keys.end;  // >= 1 without a window: every row sees key 0
   }
   __device__ std::uint8_t* sK(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes; }
   __device__ std::uint8_t* sV(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes + kKBytes; }
@@ -94,7 +95,9 @@ struct Block {
     const int k0 = (first + j) * kTileK;
     sm90::load_tile_sw128<kTileK, D, kThreads>(sV(stage), vg + k0 * a.v_at.row, a.v_at.row, a.lk - k0, a.d, tid);
   }
-  __device__ void mask(float (&s)[kTileK / 2], int j) const { fwd90::mask_scores(s, at, first + j, a.mask); }
+  __device__ void mask(float (&s)[kTileK / 2], int j) const {
+    fwd90::mask_scores<kWindow>(s, at, first + j, a.mask);
+  }
   __device__ void issue_scores(float (&s)[kTileK / 2], int stage) const {
     fwd90::issue_scores<T, D>(s, smem_addr(sQ), 64 * wg, smem_addr(sK(stage)));
   }
@@ -119,13 +122,13 @@ __device__ __forceinline__ void shared_ready() {
   __syncthreads();
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_serial(const __grid_constant__ ForwardArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  const Block<T, D> b(smem_raw, a);
+  const Block<T, D, kWindow> b(smem_raw, a);
   const int key_tiles = b.key_tiles;
-  if (key_tiles == 0) return b.write_empty();
+  if (kWindow && key_tiles == 0) return b.write_empty();
 
   b.load_q();
   b.load_k(0, 0);
@@ -186,13 +189,13 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_serial(const _
 // K ring: K_j in stage j % 2; V ring: V_j in stage j % 2. At the top of iteration j, K_j and
 // V_{j-1} have landed (they were issued at the top of j - 1), and K_{j+1} and V_j are issued
 // into the stages K_{j-1} and V_{j-2} left (both consumed and waited for in iteration j - 1).
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_pipelined(const __grid_constant__ ForwardArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) std::uint8_t smem_raw[];
-  const Block<T, D> b(smem_raw, a);
+  const Block<T, D, kWindow> b(smem_raw, a);
   const int key_tiles = b.key_tiles;
-  if (key_tiles == 0) return b.write_empty();
+  if (kWindow && key_tiles == 0) return b.write_empty();
 
   b.load_q();
   b.load_k(0, 0);
@@ -257,10 +260,11 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_sm90_pipelined(cons
 #endif
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kWindow>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
   constexpr int smem = shared_bytes<D>();
-  const auto kernel = args.pipelined ? flash_forward_sm90_pipelined<T, D> : flash_forward_sm90_serial<T, D>;
+  const auto kernel =
+      args.pipelined ? flash_forward_sm90_pipelined<T, D, kWindow> : flash_forward_sm90_serial<T, D, kWindow>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const int tiles = (args.lq + kTileQ - 1) / kTileQ;
   ForwardArgs a = args;
@@ -272,7 +276,8 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
 
 template <typename T, int D>
 void forward_wgmma(const ForwardArgs& a, cudaStream_t stream) {
-  launch<T, D>(a, stream);
+  if (a.mask.windowed()) return launch<T, D, true>(a, stream);
+  launch<T, D, false>(a, stream);
 }
 #define RUNNER_FLASH_INSTANTIATE(D)                                                   \
   template void forward_wgmma<__half, D>(const ForwardArgs&, cudaStream_t);          \

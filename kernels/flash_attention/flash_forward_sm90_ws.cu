@@ -126,16 +126,16 @@ struct Work {
   int q0, first, key_tiles;
 };
 
-template <int D, int C, int KT>
+template <int D, int C, int KT, bool kWindow>
 __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int tiles) {
   constexpr int kTileQ = Shape<D, C>::kTileQ;
   const TileSlot slot = tile_slot(block, tiles, a.bh, a.head_group);
   Work w;
   w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
   w.bh = slot.head;
-  const TileRange keys = a.mask.key_tiles<true>(w.q0, kTileQ, KT);
-  w.first = keys.begin;
-  w.key_tiles = keys.size();
+  const TileRange keys = a.mask.key_tiles<kWindow>(w.q0, kTileQ, KT);
+  w.first = kWindow ? keys.begin : 0;
+  w.key_tiles = kWindow ? keys.size() : keys.end;  // >= 1 without a window: every row sees key 0
   return w;
 }
 
@@ -161,7 +161,7 @@ __device__ __forceinline__ void copy_tile_by_warp(std::uint8_t* tile, const std:
 // loads are issued, i.e. about kStages key tiles before the consumers finish that tile, and
 // publishes it in the tile slot with the Q load; warp 1 and the consumers read it there. A tile
 // at or past `blocks` is the end: Q's full barrier then completes without data.
-template <int D, int C, int KT>
+template <int D, int C, int KT, bool kWindow>
 __device__ __forceinline__ void produce(const Params& p, const Ring<D, C, KT>& ring, int tiles, int blocks) {
   using R = Ring<D, C, KT>;
   constexpr int kTileQ = R::kTileQ;
@@ -197,7 +197,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, C, KT>& r
       if (lane == 0) sm90::mbarrier_arrive(ring.q_empty());  // read: warp 0 may publish tile t + 2 there
       if (block >= blocks) return;
     }
-    const Work w = work_of<D, C, KT>(a, block, tiles);
+    const Work w = work_of<D, C, KT, kWindow>(a, block, tiles);
     if (a.tma) {
       const int head = static_cast<int>(w.bh % at.heads), batch = static_cast<int>(w.bh / at.heads);
       if (keys) {
@@ -242,7 +242,7 @@ constexpr int kTurnBarrier = 1;
 
 // One consumer warpgroup (wg 0 .. kConsumers - 1): its 64 query rows of each of the block's
 // tiles through every key tile. Ring positions run on across tiles as in produce().
-template <typename T, int D, int C, int KT, int DH>
+template <typename T, int D, int C, int KT, int DH, bool kWindow>
 __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, KT>& ring, int tiles, int blocks,
                                         int wg) {
   using R = Ring<D, C, KT>;
@@ -281,7 +281,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
     wait_parity(ring.q_full(), t & 1);
     const int block = *ring.tile(t);  // published by the producer before Q's barrier completed
     if (block >= blocks) break;
-    const Work w = work_of<D, C, KT>(a, block, tiles);
+    const Work w = work_of<D, C, KT, kWindow>(a, block, tiles);
     const fwd90::RowPlace at = fwd90::row_place(w.q0 + 64 * wg, thread);
     const int key_tiles = w.key_tiles;
     float o[DH / 2];
@@ -296,7 +296,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::fence_proxy_async();
       release(ring.q_empty());
     }
-    if (key_tiles == 0) {  // no row sees a key: zeros and L = +inf (no K or V was loaded)
+    if (kWindow && key_tiles == 0) {  // no row sees a key: zeros and L = +inf (no K or V was loaded)
       if (!kQInRegisters) release(ring.q_empty());
       fwd90::write_output<T, DH>(a, w.bh, at, o, m, l);
       continue;
@@ -313,7 +313,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
     sm90::pin(s);
     release(ring.k_empty(s0));
     if (!kQInRegisters && key_tiles == 1) release(ring.q_empty());  // the tile's last S has landed
-    fwd90::mask_scores<KT>(s, at, w.first, a.mask);
+    fwd90::mask_scores<kWindow, KT>(s, at, w.first, a.mask);
     softmax_step<KT>(s, m, l, alpha, scale_log2);  // O is still zero: nothing to rescale
     std::uint32_t p[KT / 16][4];
     sm90::to_a_fragments<T, KT>(p, s);
@@ -335,7 +335,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
       sm90::pin(s);
       release(ring.k_empty(sk));
       if (!kQInRegisters && j == key_tiles - 1) release(ring.q_empty());
-      fwd90::mask_scores<KT>(s, at, w.first + j, a.mask);
+      fwd90::mask_scores<kWindow, KT>(s, at, w.first + j, a.mask);
       softmax_step<KT>(s, m, l, alpha, scale_log2);
       sm90::wgmma_wait<0>();
       sm90::pin(o);
@@ -364,7 +364,7 @@ __device__ __forceinline__ void consume(const ForwardArgs& a, const Ring<D, C, K
 
 // setmaxnreg needs a register cap at entry (__launch_bounds__ with a minimum of blocks per SM)
 // and each warpgroup's role in one branch of a single if / else.
-template <typename T, int D, int C, int KT, int DH>
+template <typename T, int D, int C, int KT, int DH, bool kWindow>
 __global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPerSm)
     flash_forward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -394,17 +394,18 @@ __global__ void __launch_bounds__(Shape<D, C>::kThreads, Shape<D, C>::kBlocksPer
 
   if (threadIdx.x < 128) {
     sm90::setmaxnreg_dec<S::kProducerRegisters>();
-    produce<D, C, KT>(p, ring, tiles, blocks);
+    produce<D, C, KT, kWindow>(p, ring, tiles, blocks);
   } else {
     sm90::setmaxnreg_inc<S::kConsumerRegisters>();
-    consume<T, D, C, KT, DH>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, C, KT, DH, kWindow>(a, ring, tiles, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
 #endif
 }
 
-template <typename T, int D, int C, int KT, int DH = D>
+// kWindow: the instance built for sliding windows (mask.hpp).
+template <bool kWindow, typename T, int D, int C, int KT, int DH = D>
 void launch(const ForwardArgs& args, cudaStream_t stream) {
   constexpr int smem = Ring<D, C, KT>::bytes();
   constexpr int kTileQ = Shape<D, C>::kTileQ, kThreads = Shape<D, C>::kThreads;
@@ -413,7 +414,7 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   p.a.tma = args.tma && encode_tensor_map(&p.q, args.q, args.q_at, args.bh, args.lq, args.d, args.dtype, kTileQ) &&
             encode_tensor_map(&p.k, args.k, args.k_at, args.bh, args.lk, args.d, args.dtype, KT) &&
             encode_tensor_map(&p.v, args.v, args.v_at, args.bh, args.lk, args.d, args.dtype, KT);
-  const auto kernel = flash_forward_sm90_ws<T, D, C, KT, DH>;
+  const auto kernel = flash_forward_sm90_ws<T, D, C, KT, DH, kWindow>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   // Fixed for an instance on a device: asked once, not on every launch (small shapes are host-bound).
   static const int per_sm = [&] {
@@ -429,31 +430,38 @@ void launch(const ForwardArgs& args, cudaStream_t stream) {
   kernel<<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
 }
 
-template <typename T, int DH>
+template <bool kWindow, typename T, int DH>
 void launch_d128(const ForwardArgs& a, cudaStream_t stream) {
-  if (!a.mask.causal()) return launch<T, 128, 2, 176, DH>(a, stream);
-  return launch<T, 128, 2, 128, DH>(a, stream);
+  if constexpr (!kWindow)  // a window is causal: it never takes the 176-key tiles
+    if (!a.mask.causal()) return launch<false, T, 128, 2, 176, DH>(a, stream);
+  return launch<kWindow, T, 128, 2, 128, DH>(a, stream);
+}
+
+// The block shape for kernel head dim D: at 64 the query rows per block (consumer warpgroups), at
+// 128 the columns the MMAs run over (head dims 65..128 in the d 128 tiles: 80, 96 or 128).
+template <bool kWindow, typename T, int D>
+void launch_shape(const ForwardArgs& a, cudaStream_t stream) {
+  if constexpr (D == 64) {
+    static const int sms = multiprocessor_count();
+    switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
+      case 1: return launch<kWindow, T, 64, 1, 128>(a, stream);
+      case 3: return launch<kWindow, T, 64, 3, 128>(a, stream);
+      default: return launch<kWindow, T, 64, 2, 128>(a, stream);
+    }
+  } else {
+    static_assert(D == 128, "the warp-specialized forward is built for kernel head dims 64 and 128");
+    if (a.d <= 80) return launch_d128<kWindow, T, 80>(a, stream);
+    if (a.d <= 96) return launch_d128<kWindow, T, 96>(a, stream);
+    return launch_d128<kWindow, T, 128>(a, stream);
+  }
 }
 
 }  // namespace
 
-// The block shape for kernel head dim D: at 64 the query rows per block (consumer warpgroups), at
-// 128 the columns the MMAs run over (head dims 65..128 in the d 128 tiles: 80, 96 or 128).
 template <typename T, int D>
 void forward_wgmma_ws(const ForwardArgs& a, cudaStream_t stream) {
-  if constexpr (D == 64) {
-    static const int sms = multiprocessor_count();
-    switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
-      case 1: return launch<T, 64, 1, 128>(a, stream);
-      case 3: return launch<T, 64, 3, 128>(a, stream);
-      default: return launch<T, 64, 2, 128>(a, stream);
-    }
-  } else {
-    static_assert(D == 128, "the warp-specialized forward is built for kernel head dims 64 and 128");
-    if (a.d <= 80) return launch_d128<T, 80>(a, stream);
-    if (a.d <= 96) return launch_d128<T, 96>(a, stream);
-    return launch_d128<T, 128>(a, stream);
-  }
+  if (a.mask.windowed()) return launch_shape<true, T, D>(a, stream);
+  launch_shape<false, T, D>(a, stream);
 }
 #define RUNNER_FLASH_INSTANTIATE(D)                                                      \
   template void forward_wgmma_ws<__half, D>(const ForwardArgs&, cudaStream_t);          \

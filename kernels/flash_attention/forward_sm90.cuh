@@ -54,13 +54,12 @@ __device__ __forceinline__ RowPlace row_place(int wg_row0, int thread_in_wg) {
 }
 
 // Scores the warpgroup's rows may not see in key tile `tile` -> -inf (tiles that need it only).
-// One build serves every mask kind (kWindow = true: the window is a runtime test, made only on
-// tiles that need a mask), so a sliding window costs the wgmma kernels no instantiations.
-template <int KT = kTileK>
+// kWindow: the kernels built for sliding windows (mask.hpp); without it none and causal.
+template <bool kWindow, int KT = kTileK>
 __device__ __forceinline__ void mask_scores(float (&s)[KT / 2], const RowPlace& at, int tile, const Mask& mask) {
   const int k0 = tile * KT;
-  if (mask.needs_mask<true>(at.wg_row0, 64, k0, KT))
-    mask_fragment<KT>(s, at.row, k0, at.t, -INFINITY, [&](int r, int c) { return mask.hidden<true>(r, c); });
+  if (mask.needs_mask<kWindow>(at.wg_row0, 64, k0, KT))
+    mask_fragment<KT>(s, at.row, k0, at.t, -INFINITY, [&](int r, int c) { return mask.hidden<kWindow>(r, c); });
 }
 
 // O / l in the input type, and L, for the thread's rows.

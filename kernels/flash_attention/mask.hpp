@@ -8,10 +8,9 @@
 //   sliding_window:  i - window < j <= i (itself and the window - 1 keys before it).
 // A row that sees no key gives zeros and L = +inf.
 //
-// kWindow = false compiles the window terms below away (the mma_sync and fp32 kernels for none
-// and causal: their code is what it was with a `bool causal`). With kWindow = true they are read
-// at run time and still follow `kind`, so host code may pass true for any mask: the mma_sync and
-// fp32 window kernels, and the wgmma kernels, whose one build serves every mask.
+// Every kernel is built twice: kWindow = false compiles the window terms below away (none and
+// causal: the code is what it was with a `bool causal`); with kWindow = true they are read at run
+// time and still follow `kind`, so host code may pass true for any mask.
 #pragma once
 #include <cstdint>
 
