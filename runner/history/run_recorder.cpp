@@ -6,17 +6,8 @@
 
 namespace runner::history {
 
-void check_writable(const std::string& flag, const std::string& config_value) {
-  const auto file = resolve_history_path(flag, config_value);
-  if (file.empty()) return;
-  if (const std::string why = unwritable_reason(file); !why.empty())
-    throw std::runtime_error("history " + file.string() + ": cannot be written (" + why +
-                             "); set --history, RUNNER_HISTORY or `history:` to a writable file, or off");
-}
-
-RunRecorder::RunRecorder(const std::string& flag, const std::string& config_value, const std::string& experiment,
+RunRecorder::RunRecorder(const std::filesystem::path& file, const std::string& experiment,
                          const std::filesystem::path& run_dir, const nlohmann::json& env, bool smoke) {
-  const auto file = resolve_history_path(flag, config_value);
   if (file.empty()) return;
   try {
     store_ = std::make_unique<HistoryStore>(file);

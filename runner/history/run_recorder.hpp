@@ -1,6 +1,6 @@
 // The run's side of the history: execute.cpp opens one per run and hands it each
 // point's records. A history that cannot be written at all (a read-only mount) is
-// refused before the run starts (check_writable); one that fails later (locked,
+// refused before the run starts (check_writable, store.hpp); one that fails later (locked,
 // a full disk) costs a warning, never the run (results.jsonl stays the record of truth).
 #pragma once
 #include <cstdint>
@@ -17,15 +17,11 @@ namespace runner::history {
 
 class HistoryStore;
 
-// Throws std::runtime_error naming the history file, why it cannot be written and
-// the fix; nothing when the history is off or writable.
-void check_writable(const std::string& flag, const std::string& config_value);
-
 class RunRecorder {
  public:
-  // flag: --history; config_value: the experiment's `history:` key.
-  RunRecorder(const std::string& flag, const std::string& config_value, const std::string& experiment,
-              const std::filesystem::path& run_dir, const nlohmann::json& env, bool smoke);
+  // file: resolve_history_path's answer (store.hpp); empty: the history is off.
+  RunRecorder(const std::filesystem::path& file, const std::string& experiment, const std::filesystem::path& run_dir,
+              const nlohmann::json& env, bool smoke);
   ~RunRecorder();
   void add_point(const std::vector<StoredRecord>& records);
   void finish();

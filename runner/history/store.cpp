@@ -300,6 +300,13 @@ std::string unwritable_reason(const fs::path& file) {
   }
 }
 
+void check_writable(const fs::path& file) {
+  if (file.empty()) return;
+  if (const std::string why = unwritable_reason(file); !why.empty())
+    throw std::runtime_error("history " + file.string() + ": cannot be written (" + why +
+                             "); set --history, RUNNER_HISTORY or `history:` to a writable file, or off");
+}
+
 HistoryStore::HistoryStore(const fs::path& file, HistoryAccess access) : file_(file) {
   const std::string unwritable = unwritable_reason(file);
   std::error_code ec;
@@ -308,9 +315,7 @@ HistoryStore::HistoryStore(const fs::path& file, HistoryAccess access) : file_(f
     open_read_only();
     return;
   }
-  if (!unwritable.empty())
-    throw std::runtime_error("history " + file.string() + ": cannot be written (" + unwritable +
-                             "); set --history, RUNNER_HISTORY or `history:` to a writable file, or off");
+  if (!unwritable.empty()) check_writable(file);
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
   if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";

@@ -97,6 +97,9 @@ struct CompareLog {
 // system, no permission, or a parent that is not a directory. SQLite's WAL needs the
 // directory as well as the file (it creates <file>-wal and <file>-shm beside it).
 std::string unwritable_reason(const std::filesystem::path& file);
+// Throws std::runtime_error naming `file`, why it cannot be written and the fix; nothing
+// when it can, or when `file` is empty (the history is off).
+void check_writable(const std::filesystem::path& file);
 
 // write: the store must take writes (a run, --import, --mark-good); an unwritable
 // file is an error naming it and the fix. read: listing and comparing; a file that

@@ -17,6 +17,7 @@
 #include "config/registry.hpp"
 #include "config/sweep.hpp"
 #include "config/validate.hpp"
+#include "distributed/distributed.hpp"
 #include "distributed/launch.hpp"
 #include "distributed/submit.hpp"
 #include "output/committed_reports_check.hpp"
@@ -396,13 +397,18 @@ int main(int argc, char** argv) {
       if (vm.count("out")) throw runner::ConfigError("--resume and --out: give one; --resume continues the run it names");
       options.resume = vm["resume"].as<std::string>();
     }
-    if (vm.count("shard")) options.shard = vm["shard"].as<std::string>();
+    if (vm.count("shard")) {
+      // A shard is 1/N of the whole sweep, so that the N shards merge into it.
+      if (vm.count("filter"))
+        throw runner::ConfigError("--shard and --filter: a shard is 1/N of the whole sweep; narrow the sweep with --set instead");
+      options.shard = runner::parse_shard(vm["shard"].as<std::string>());
+    }
     if (vm.count("workers")) options.workers = vm["workers"].as<int>();
     if (vm.count("gpus")) options.gpus = vm["gpus"].as<std::string>();
     if (vm.count("worker-of")) options.worker_of = vm["worker-of"].as<std::string>();
     if (vm.count("worker-index")) options.worker_index = vm["worker-index"].as<int>();
     options.args.assign(argv + 1, argv + argc);
-    if (vm.count("backend")) options.backend = vm["backend"].as<std::string>();
+    if (vm.count("backend")) options.backend = runner::checked_backend(vm["backend"].as<std::string>());
     if (launch) {
       // Each rank gets this command line without `launch` and the launcher's flags.
       runner::LaunchSpec spec;

@@ -103,7 +103,7 @@ std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, 
 
 RunDirectory prepare_run_directory(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume,
-                                   const std::string& extra_header) {
+                                   const std::optional<Shard>& shard) {
   namespace fs = std::filesystem;
   std::error_code ec;
   RunDirectory run;
@@ -112,6 +112,11 @@ RunDirectory prepare_run_directory(const ExperimentSpec& exp, const std::vector<
     const fs::path config = resume / "config.yaml";
     if (!fs::exists(config, ec))
       throw ConfigError("--resume " + resume.string() + ": not a run directory (no config.yaml)");
+    if (const std::optional<Shard> stored = shard_of_run(resume); stored != shard)
+      throw ConfigError("--resume " + resume.string() + ": the run is " +
+                        (stored ? "shard " + stored->text() : std::string("not a shard")) + ", not " +
+                        (shard ? "shard " + shard->text() : std::string("the whole sweep")) + "; resume it with " +
+                        (stored ? "--shard " + stored->text() : std::string("no --shard")));
     run.lock = lock_run_directory(resume, "--resume");
     // A resumed run truncates and appends to these files: never through a link
     // to some other file.
@@ -166,7 +171,7 @@ RunDirectory prepare_run_directory(const ExperimentSpec& exp, const std::vector<
   const fs::path partial = run.path / "config.yaml.partial";
   errno = 0;
   std::ofstream config(partial);
-  config << config_header(exp.file, smoke) << extra_header;
+  config << config_header(exp.file, smoke) << (shard ? shard_header(*shard) : "");
   for (const auto& o : overrides) config << "# --set " << o << "\n";
   config << resolved << "\n";
   config.flush();

@@ -3,11 +3,13 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "config/experiment_spec.hpp"
+#include "config/shard.hpp"
 
 namespace runner {
 
@@ -32,10 +34,11 @@ std::shared_ptr<const int> lock_run_directory(const std::filesystem::path& dir, 
 // resolved document of `exp`; a point cut off while being written (a kill, a full
 // disk) is dropped from results.jsonl so appends start after the last whole point.
 // Either way the directory is locked (lock_run_directory). Throws ConfigError.
-// `extra_header`: comment lines a new run's config.yaml also carries (a shard's).
+// `shard`: a new run's config.yaml names it in its header; a resumed run must be that
+// same shard (or, without one, the whole sweep).
 RunDirectory prepare_run_directory(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
                                    const std::filesystem::path& out, const std::filesystem::path& resume,
-                                   const std::string& extra_header = "");
+                                   const std::optional<Shard>& shard = std::nullopt);
 
 // config.yaml's text without its leading comment lines: the resolved document.
 std::string stored_document(const std::string& config_text);

@@ -22,6 +22,7 @@
 #include "distributed/distributed.hpp"
 #include "distributed/launch.hpp"
 #include "history/run_recorder.hpp"
+#include "history/store.hpp"
 #include "output/environment.hpp"
 #include "output/point_guard.hpp"
 #include "output/run_dir.hpp"
@@ -88,12 +89,7 @@ Plan plan_run(const ExperimentSpec& exp, const RunOptions& options, const Plugin
   const bool all_enabled = exp.parts_to_run(true).size() == exp.parts_to_run().size();
   validate_report(exp, all_enabled ? plan.points : expand_points(exp, registry, options.max_points, true), registry);
   if (!options.filter.empty()) filter_points(plan.points, options.filter);
-  if (!options.shard.empty()) {
-    // A shard is 1/N of the whole sweep, so that the N shards merge into it.
-    if (!options.filter.empty())
-      throw ConfigError("--shard and --filter: a shard is 1/N of the whole sweep; narrow the sweep with --set instead");
-    keep_shard_points(plan.points, parse_shard(options.shard));
-  }
+  if (options.shard) keep_shard_points(plan.points, *options.shard);
   return plan;
 }
 
@@ -126,18 +122,8 @@ RunDirectory shared_run_directory(const ExperimentSpec& exp, const RunOptions& o
     shared.resumed = !options.resume.empty();
     return shared;
   }
-  const std::optional<Shard> shard =
-      options.shard.empty() ? std::nullopt : std::optional<Shard>(parse_shard(options.shard));
-  if (!options.resume.empty() && std::filesystem::exists(options.resume / "config.yaml")) {
-    const std::optional<Shard> stored = shard_of_run(options.resume);
-    if (stored != shard)
-      throw ConfigError("--resume " + options.resume.string() + ": the run is " +
-                        (stored ? "shard " + stored->text() : std::string("not a shard")) + ", not " +
-                        (shard ? "shard " + shard->text() : std::string("the whole sweep")) + "; resume it with " +
-                        (stored ? "--shard " + stored->text() : std::string("no --shard")));
-  }
-  RunDirectory prepared = prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume,
-                                                shard ? shard_header(*shard) : "");
+  RunDirectory prepared =
+      prepare_run_directory(exp, options.overrides, options.smoke, options.out, options.resume, options.shard);
   if (session) {
     session->agree("run_dir", prepared.path.string());
     std::ostringstream finished;
@@ -278,11 +264,11 @@ int run_as_worker(const ExperimentSpec& exp, Plan& plan, const PluginRegistry& r
   std::unique_ptr<DistributedSession> session;
   if (launch) {
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
-    session = std::make_unique<DistributedSession>(*launch, plan.device, checked_backend(options.backend));
+    session = std::make_unique<DistributedSession>(*launch, plan.device, options.backend);
   }
   RunOutput run(worker_dir(options.worker_of, options.worker_index, group), plan.device, session.get());
   run.env["plugin_commits"] = plugin_commits(plugin_files(plan.points, registry));
-  if (!options.shard.empty()) run.env["shard"] = options.shard;
+  if (options.shard) run.env["shard"] = options.shard->text();
   if (launch) run.env["launcher"] = launch->launcher;
   name_worker(run.env, options.worker_index, group, launch ? launch->local_rank : 0);
   run.resume_hint = "the run's parent process resumes it";
@@ -311,7 +297,7 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   adopt_orphaned_descendants();
   // Ranks (runner launch, torchrun, srun): each on its local GPU; rank 0 alone
   // owns the run directory's files.
-  const std::string backend = checked_backend(options.backend);
+  const std::string& backend = options.backend;
   const std::optional<LaunchEnv> launch = detect_launch_env();
   const PoolSpec pool = pool_spec(options, plan.device, launch.has_value());
   check_point_processes(exp, plan.points, pool, launch ? launch->world_size : 1);
@@ -323,12 +309,12 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     if (plan.device.is_cuda()) plan.device = use_local_gpu(launch->local_rank);
     session = std::make_unique<DistributedSession>(*launch, plan.device, backend);
   }
-  const std::string& history_key = exp.history;
+  const std::filesystem::path history_file = history::resolve_history_path(options.history, exp.history);
   // A history that cannot take the run (a read-only mount) is refused before the
   // run directory is made or touched: a resumed run's records stay as they were.
   if (!launch || launch->rank == 0) {
     try {
-      history::check_writable(options.history, history_key);
+      history::check_writable(history_file);
     } catch (const std::runtime_error& e) {
       throw ConfigError(e.what());
     }
@@ -341,14 +327,14 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
     run.resume_hint.replace(run.resume_hint.find("runner "), 7,
                             "runner launch --nproc-per-node " + std::to_string(ranks_per_node(*launch)) +
                                 (launch->world_size > ranks_per_node(*launch) ? " (and the same --nnodes flags) " : " "));
-  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && !options.shard.empty())
-    run.resume_hint.insert(at, " --shard " + options.shard);  // a shard resumes only as itself
+  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && options.shard)
+    run.resume_hint.insert(at, " --shard " + options.shard->text());  // a shard resumes only as itself
   if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && pool.workers > 0)
     run.resume_hint.insert(at, pool.gpus.empty() ? " --workers " + std::to_string(pool.workers) : " --gpus " + options.gpus);
   // --filter and --max-points leave points of the sweep out, so the run is partial: its report
   // renders a dash where a value's rows are missing, as `runner report` on it would (a shard
   // counts as whole: its shard's points are all it plans).
-  const std::size_t planned = options.shard.empty() ? count_points(exp) : plan.points.size();
+  const std::size_t planned = options.shard ? plan.points.size() : count_points(exp);
   const report::RunSummary summary{options.smoke, planned, options.allow_dirty};
   if (run.rank == 0 && !options.reports_dir.empty() && !options.dry_run) {
     // Before measuring, not after: the records this run will write name this commit.
@@ -363,14 +349,14 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   run.env["overrides"] = options.overrides;
   if (!options.filter.empty()) run.env["filter"] = options.filter;
   if (launch) run.env["launcher"] = launch->launcher;
-  if (!options.shard.empty()) run.env["shard"] = options.shard;
+  if (options.shard) run.env["shard"] = options.shard->text();
   run.log.info(std::string(run_dir.resumed ? "resumed" : "experiment") + " " + exp.name + " from " +
                exp.file.string() + ", " + std::to_string(plan.points.size()) + " points on " + plan.device.str() +
                (run_dir.resumed ? ", " + std::to_string(run_dir.finished.size()) + " already recorded" : ""));
   if (run.rank == 0) {
     std::cerr << "run directory: " << run.dir.string() << "\n";
     run.history =
-        std::make_unique<history::RunRecorder>(options.history, history_key, exp.name, run.dir, run.env, options.smoke);
+        std::make_unique<history::RunRecorder>(history_file, exp.name, run.dir, run.env, options.smoke);
   }
   // Reports always land in the run directory; the project's reports/ only when
   // asked (--reports), so a quick CPU run never overwrites measured GPU tables.
@@ -411,7 +397,7 @@ int launch_local(const RunOptions& options, const PluginRegistry& registry, cons
   const ExperimentSpec exp = load_experiment(options.experiment, options.overrides, options.smoke);
   const Plan plan = plan_run(exp, options, registry);
   const int world_size = spec.nnodes * spec.nproc;
-  check_distributed_setup(plan.points, plan.device, world_size, spec.nproc, checked_backend(options.backend), registry);
+  check_distributed_setup(plan.points, plan.device, world_size, spec.nproc, options.backend, registry);
   // A pool's multi-process point (--worker-of) runs only that point on these ranks.
   if (options.worker_of.empty()) check_point_processes(exp, plan.points, PoolSpec{}, world_size);
   // Node 0's rank 0 makes the run directory; another node's launcher may start after it did.

@@ -4,8 +4,11 @@
 #pragma once
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "config/shard.hpp"
 
 namespace runner {
 
@@ -13,13 +16,15 @@ struct LaunchSpec;
 
 class PluginRegistry;
 
+// The command line of a run, parsed and checked once (cli/main.cpp): each flag's value
+// has its type here, and a bad one was refused naming the flag before anything loads.
 struct RunOptions {
   std::filesystem::path experiment;
   std::vector<std::string> overrides;  // --set key.path=value
   std::string device;                  // "", "cpu", "cuda"
   std::filesystem::path out;           // run directory; default runs/<name>/<UTC timestamp>
   std::filesystem::path reports_dir;   // also write reports here (e.g. "reports"); always into <run>/reports
-  std::string backend;                 // "", "auto", "gloo", "nccl" (multi-process runs)
+  std::string backend = "auto";        // "auto", "gloo", "nccl" (multi-process runs), checked when parsed
   std::string history;                 // --history FILE or "off"; default: RUNNER_HISTORY, `history:`, XDG data dir
   std::string filter;                  // --filter REGEX: only points whose label ("part axis=value ...") matches
   bool dry_run = false;
@@ -27,7 +32,7 @@ struct RunOptions {
   bool allow_dirty = false;            // --allow-dirty: an unclean commit may fill the project's reports
   std::size_t max_points = 100000;     // refuse larger sweeps (counted before expanding)
   std::filesystem::path resume;        // --resume: a run directory to complete
-  std::string shard;                   // --shard I/N: only that 1/N of the sweep (config/shard.hpp)
+  std::optional<Shard> shard;          // --shard I/N: only that 1/N of the sweep (config/shard.hpp)
   int workers = -1;                    // --workers N (-1: not given): points spread over N processes (workers.hpp)
   std::string gpus;                    // --gpus LIST|all: one worker per GPU
   std::filesystem::path worker_of;     // set in a worker the pool started: the run's directory
