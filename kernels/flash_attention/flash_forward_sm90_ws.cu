@@ -443,7 +443,7 @@ template <bool kWindow, typename T, int D>
 void launch_shape(const ForwardArgs& a, cudaStream_t stream) {
   if constexpr (D == 64) {
     static const int sms = multiprocessor_count();
-    switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile)) {
+    switch (d64_consumer_warpgroups(a.lq, a.bh, sms, a.query_tile, kWindow ? a.mask.window : 0)) {
       case 1: return launch<kWindow, T, 64, 1, 128>(a, stream);
       case 3: return launch<kWindow, T, 64, 3, 128>(a, stream);
       default: return launch<kWindow, T, 64, 2, 128>(a, stream);

@@ -103,14 +103,20 @@ TEST(TileOrder, CausalOrRequestedGroupsAreNotCapped) {
 // The d 64 forward's query tile: 64 rows (two blocks per SM) where 192-row tiles would leave SMs
 // idle (few tiles), 192 where there are many; an explicit choice wins.
 TEST(TileOrder, D64ForwardTakesTheTileWithTheShorterMakespan) {
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 0), 1);    // 512 tiles of 64: 2 x 0.95 < 2 x 1.24
-  EXPECT_EQ(detail::d64_consumer_warpgroups(1024, 16, 132, 0), 1);    // one round either way: the shorter tile
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 64, 132, 0), 3);    // 704 tiles of 192: 6 x 1.24 < 8 x 0.95
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 128, 132, 0), 3);   // 1408 tiles: 11 x 1.24 < 16 x 0.95
-  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0), 3);   // 1376 tiles: 11 x 1.24 < 16 x 0.95
-  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 192), 3);  // asked for
-  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 128), 2);
-  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 64), 1);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 0, 0), 1);    // 512 tiles of 64: 2 x 0.95 < 2 x 1.24
+  EXPECT_EQ(detail::d64_consumer_warpgroups(1024, 16, 132, 0, 0), 1);    // one round either way: the shorter tile
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 64, 132, 0, 0), 3);    // 704 tiles of 192: 6 x 1.24 < 8 x 0.95
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 128, 132, 0, 0), 3);   // 1408 tiles: 11 x 1.24 < 16 x 0.95
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0, 0), 3);   // 1376 tiles: 11 x 1.24 < 16 x 0.95
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 192, 0), 3);  // asked for
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 128, 0), 2);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 64, 0), 1);
+  // A short sliding window: 128 rows, whatever the grid; a long one is sized as causal.
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0, 256), 2);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 0, detail::kShortWindow), 2);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 0, detail::kShortWindow + 1), 3);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(2048, 16, 132, 0, 4096), 1);
+  EXPECT_EQ(detail::d64_consumer_warpgroups(16384, 16, 132, 192, 256), 3);  // asked for
 }
 
 TEST(DqTiledLayout, EveryElementOnceInsideTheHeadsChunks) {

@@ -70,8 +70,13 @@ inline int cap_to_heads_in_flight(int group, int tiles, long long resident_block
 // to git show 46d21d9:reports/flash_d64_query_tile/runs/sixty_four_rows (64 rows 1.01-1.09x the 128-row block on
 // every row there, so 128 is never the pick; 192 rows ahead on large grids). At batch 1, 16
 // heads, seq 2048: 512 tiles of 64 rows, two rounds of 0.95, against 176 of 192, two of 1.24.
-inline int d64_consumer_warpgroups(int lq, int bh, int sms, int query_tile) {
+// Under a sliding window of at most kShortWindow keys a tile's work is its rows plus the window,
+// so a 192-row tile is mostly edge (masked key tiles at both ends of its range) and 128 rows
+// finish sooner (reports/flash_sliding_window, table query_tile).
+inline constexpr int kShortWindow = 1024;
+inline int d64_consumer_warpgroups(int lq, int bh, int sms, int query_tile, int window) {
   if (query_tile == 64 || query_tile == 128 || query_tile == 192) return query_tile / 64;
+  if (window > 0 && window <= kShortWindow) return 2;
   auto rounds = [&](int tile_q, int slots) {
     return static_cast<double>((static_cast<long long>((lq + tile_q - 1) / tile_q) * bh + slots - 1) / slots);
   };

@@ -323,6 +323,28 @@ report:
   EXPECT_NE(bad.output.find("parts.kept.enabled: expected true or false"), std::string::npos) << bad.output;
 }
 
+// A table may read several parts (a C++ part and its PyTorch twin in one table), and only those.
+TEST(EndToEnd, ATableOverAListOfPartsReadsThoseParts) {
+  const auto dir = fresh_dir("e2e-part-list");
+  const auto file = write_file(dir / "three.yaml", R"(experiment: three
+measure: {warmup_steps: 0, measured_steps: 1}
+parts:
+  - {name: ours, task: echo, params: {word: ours}, sweep: {value: [1]}}
+  - {name: theirs, task: echo, params: {word: theirs}, sweep: {value: [2]}}
+  - {name: other, task: echo, params: {word: other}, sweep: {value: [3]}}
+report:
+  id: three
+  tables:
+    - {name: pair, part: [ours, theirs], rows: [word], pivot: value, metric: value, format: "%.0f"}
+)");
+  const Result r = run(file.string() + " --device cpu --history off --out " + (dir / "run").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string table = read(dir / "run" / "reports" / "three" / "three.md");
+  EXPECT_NE(table.find("| ours |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| theirs |"), std::string::npos) << table;
+  EXPECT_EQ(table.find("other"), std::string::npos) << table;
+}
+
 // An echo experiment over value 1, 2 whose report `name` has one table, `values`.
 std::string echo_values_experiment(const std::string& name) {
   return "experiment: " + name + R"(

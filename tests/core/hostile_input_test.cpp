@@ -139,6 +139,10 @@ TEST(HostileReport, WrongMetricRowsPivotWhereOrPartAreConfigErrors) {
   EXPECT_TRUE(starts_with(report_error("{name: t, rows: [item], where: {wrd: x}, pivot: value, metric: value}"), "FILE:7:39: report.tables[0].where.wrd: no parameter or label 'wrd'"));
   EXPECT_EQ(report_error("{name: t, part: mian, rows: [item], pivot: value, metric: value}"),
             "FILE:7:23: report.tables[0].part: no part named 'mian'; did you mean 'main'?");
+  // A list of parts: each must exist.
+  EXPECT_EQ(report_error("{name: t, part: [main, mian], rows: [item], pivot: value, metric: value}"),
+            "FILE:7:23: report.tables[0].part: no part named 'mian'; did you mean 'main'?");
+  EXPECT_EQ(report_error("{name: t, part: [main], rows: [item], pivot: value, metric: value}"), "(no error)");
   EXPECT_TRUE(starts_with(report_error("{name: t, rows: [item], columns: [{metric: sleep_ms}, {key: wrod}]}"), "FILE:7:67: report.tables[0].columns[1].key: no parameter or label 'wrod'"));
   EXPECT_EQ(report_error("{name: t, rows: [item, optimizer.lr, measure.warmup_steps], pivot: value, metric: word}"),
             "(no error)");

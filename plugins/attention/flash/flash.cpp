@@ -102,7 +102,7 @@ runner::PluginManifest make_manifest() {
       runner::opt_enum("forward_query_tile", {"auto", "64", "128", "192"}, "auto",
                        "warp_specialized forward at head dim 64: query rows per block, 64 (one consumer warpgroup, "
                        "two blocks per SM), 128 (two consumer warpgroups) or 192 (three); auto: whichever finishes "
-                       "the grid's tiles sooner over the SMs"),
+                       "the grid's tiles sooner over the SMs, and 128 under a sliding window of at most 1024 keys"),
       runner::opt_enum("backward_persistent", {"auto", "true", "false"}, "auto",
                        "warp-specialized backward: true = SMs x resident blocks, each drawing its next 128-key "
                        "tile from a counter, so the next tile's K and V load while the last one's dK and dV are "

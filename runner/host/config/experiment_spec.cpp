@@ -262,9 +262,12 @@ ReportReader reader_of(const YAML::Node& item, const std::string& path, bool fig
   ReportReader r;
   r.path = path;
   r.figure = figure;
-  if (item["part"]) {
-    r.part = item["part"].Scalar();
-    r.part_where = src.where(item["part"], path + ".part");
+  if (const YAML::Node part = item["part"]) {
+    r.part_where = src.where(part, path + ".part");
+    if (part.IsSequence())
+      for (const YAML::Node& name : part) r.parts.push_back(name.Scalar());
+    else
+      r.parts.push_back(part.Scalar());
   }
   NameCollector names{src, r.names};
   if (figure) {

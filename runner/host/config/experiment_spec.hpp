@@ -50,12 +50,13 @@ struct RecordName {
   bool metric = false;  // a metric, else a parameter or label key
   std::string name, path, where;
 };
-// A table or figure of a report: the part whose records it reads ("" = all) and the
+// A table or figure of a report: the parts whose records it reads (none = all) and the
 // names it uses, in the order they are checked.
 struct ReportReader {
   std::string path;  // "report.tables[0]", "report[1].figures[0]"
   bool figure = false;
-  std::string part, part_where;
+  std::vector<std::string> parts;  // `part:` one name or a list
+  std::string part_where;
   std::vector<RecordName> names;
 };
 

@@ -175,17 +175,21 @@ void validate_report(const ExperimentSpec& exp, const std::vector<Point>& points
   for (const Point& p : points)
     if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);
   for (const ReportReader& reader : exp.report_readers) {
-    // The points a table or figure reads (its part, or all) and the names they offer.
-    if (!reader.part_where.empty() &&
-        std::find(part_names.begin(), part_names.end(), reader.part) == part_names.end())
-      throw ConfigError(reader.part_where + ": " + reader.path + ".part: no part named '" + reader.part + "'" +
-                        suggestion(reader.part, part_names));
+    // The points a table or figure reads (its parts, or all) and the names they offer.
+    const auto reads = [&](const std::string& part) {
+      return reader.parts.empty() || std::find(reader.parts.begin(), reader.parts.end(), part) != reader.parts.end();
+    };
+    for (const std::string& part : reader.parts)
+      if (std::find(part_names.begin(), part_names.end(), part) == part_names.end())
+        throw ConfigError(reader.part_where + ": " + reader.path + ".part: no part named '" + part + "'" +
+                          suggestion(part, part_names));
     std::vector<const Point*> members;
     for (const Point& p : points)
-      if (reader.part_where.empty() || p.part == reader.part) members.push_back(&p);
+      if (reads(p.part)) members.push_back(&p);
     Vocabulary v = vocabulary_of(members, registry);
     if (reader.figure) v.keys.insert("part");  // a figure may split its series by part
-    const std::string scope = reader.part_where.empty() ? std::string("this experiment") : "part " + reader.part;
+    std::string scope = reader.parts.empty() ? "this experiment" : reader.parts.size() == 1 ? "part " : "parts ";
+    for (std::size_t i = 0; i < reader.parts.size(); ++i) scope += (i ? ", " : "") + reader.parts[i];
     for (const RecordName& name : reader.names) check_name(name, scope, v);
   }
   exp.reports();  // a malformed report after those checked throws its error now

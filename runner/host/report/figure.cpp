@@ -46,7 +46,7 @@ bool where_matches(const StoredRecord& record, const std::map<std::string, std::
 
 bool selected(const StoredRecord& record, const FigureSpec& spec) {
   if (record.status == RecordStatus::interrupted) return false;
-  if (!spec.part.empty() && record.part != spec.part) return false;
+  if (!spec.parts.holds(record.part)) return false;
   if (record.labels.contains("rank")) return false;
   return where_matches(record, spec.where);
 }

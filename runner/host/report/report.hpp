@@ -6,6 +6,7 @@
 // table -> to_markdown / to_latex / to_csv; write_report does all of it and keeps
 // the prose authors wrote in reports/<id>/<id>.md outside the runner markers.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -47,9 +48,18 @@ struct ColumnSpec {
   std::string link;
 };
 
+// The parts whose records a table or figure reads (`part:` one name or a list), empty: all.
+struct PartSelection {
+  std::vector<std::string> names;
+  bool holds(const std::string& part) const {
+    return names.empty() || std::find(names.begin(), names.end(), part) != names.end();
+  }
+};
+
 struct TableSpec {
   std::string name;  // [a-z0-9_]+, unique in the report
-  std::string title, question, part, caption;
+  std::string title, question, caption;
+  PartSelection parts;
   std::map<std::string, std::string> where;  // params/labels must equal these
   std::vector<std::string> rows;             // row keys (labels first, then params; env.<field>)
   std::vector<ColumnSpec> columns;           // either columns ...
@@ -71,7 +81,8 @@ struct TableSpec {
 // (matplotlib) into <reports>/figures/<report id>-<name>.{svg,pdf}.
 struct FigureSpec {
   std::string name;  // [a-z0-9_]+, unique among the report's figures
-  std::string title, question, part, caption;
+  std::string title, question, caption;
+  PartSelection parts;
   std::string kind = "line";                 // line | bar (x as categories)
   std::map<std::string, std::string> where;  // params/labels must equal these
   std::string x;                             // key on the x axis

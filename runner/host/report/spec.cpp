@@ -191,7 +191,7 @@ struct SpecParser {
       fail(node, path + ".name", "needs a name of at most 100 characters from [a-z0-9_]");
     spec.title = node["title"] ? scalar(node["title"], path + ".title") : spec.name;
     spec.question = optional_scalar(node, "question", path);
-    spec.part = optional_scalar(node, "part", path);
+    if (node["part"]) spec.parts.names = keys(node["part"], path + ".part");
     spec.caption = optional_scalar(node, "caption", path);
   }
 

@@ -273,7 +273,7 @@ std::vector<Column> resolve_columns(const TableSpec& spec, const std::vector<con
 bool belongs(const StoredRecord& record, const TableSpec& spec) {
   // A point cut short by Ctrl-C has no result; --resume records it again.
   if (record.status == RecordStatus::interrupted) return false;
-  if (!spec.part.empty() && record.part != spec.part) return false;
+  if (!spec.parts.holds(record.part)) return false;
   if (!table_matches(record, spec.where)) return false;
   // A failed point never got to emit its labels: it still gets a row (blank
   // label cells) so OOM and error stay visible.
