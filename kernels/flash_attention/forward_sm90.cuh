@@ -58,8 +58,10 @@ __device__ __forceinline__ RowPlace row_place(int wg_row0, int thread_in_wg) {
 template <bool kWindow, int KT = kTileK>
 __device__ __forceinline__ void mask_scores(float (&s)[KT / 2], const RowPlace& at, int tile, const Mask& mask) {
   const int k0 = tile * KT;
-  if (mask.needs_mask<kWindow>(at.wg_row0, 64, k0, KT))
-    mask_fragment<KT>(s, at.row, k0, at.t, -INFINITY, [&](int r, int c) { return mask.hidden<kWindow>(r, c); });
+  if (mask.needs_mask<kWindow>(at.wg_row0, 64, k0, KT)) {
+    const TileRange keep[2] = {mask.keys_seen<kWindow>(at.row), mask.keys_seen<kWindow>(at.row + 8)};
+    mask_fragment_outside<KT>(s, k0, at.t, -INFINITY, keep);
+  }
 }
 
 // O / l in the input type, and L, for the thread's rows.

@@ -34,7 +34,7 @@ RUNNER_FLASH_HD int min_int(int a, int b) {
 #endif
 }
 
-// Tiles begin .. end - 1; empty when end <= begin.
+// Tiles (or, from keys_seen, keys) begin .. end - 1; empty when end <= begin.
 struct TileRange {
   int begin = 0, end = 0;
   RUNNER_FLASH_HD int size() const { return end > begin ? end - begin : 0; }
@@ -77,6 +77,14 @@ struct Mask {
   template <bool kWindow = false>
   RUNNER_FLASH_HD bool needs_mask(int query0, int queries, int key0, int keys) const {
     return key0 + keys > lk || rule_crosses<kWindow>(query0, queries, key0, keys);
+  }
+  // The keys query `query` sees, as one range: hidden(query, key) exactly when key is outside it
+  // (FlashAttention-3's column limits), so a kernel masks a row with two compares an element.
+  template <bool kWindow = false>
+  RUNNER_FLASH_HD TileRange keys_seen(int query) const {
+    const int end = causal() ? min_int(lk, query + 1) : lk;
+    const int first = query - window + 1;
+    return {kWindow && windowed() && first > 0 ? first : 0, end};
   }
   template <bool kWindow = false>
   RUNNER_FLASH_HD bool needs_mask_dkdv(int query0, int queries, int key0, int keys) const {

@@ -1,6 +1,6 @@
-// The Mask (mask.hpp) against brute force over every score: the tile ranges skip only tiles with
-// no visible score and start and end on tiles that have one, needs_mask says exactly whether a
-// tile holds a hidden score, and the kernels built without windows (kWindow = false) see the
+// The Mask (mask.hpp) against brute force over every score: a row's range of keys is what it
+// sees, the tile ranges skip only tiles with no visible score and start and end on tiles that have
+// one, needs_mask says exactly whether a tile holds a hidden score, and the kernels built without windows (kWindow = false) see the
 // none and causal masks exactly as the windowed build does. Pure host code: runs without a GPU.
 #include <gtest/gtest.h>
 
@@ -56,6 +56,20 @@ TEST(FlashMask, HiddenIsTheDefinition) {
         ASSERT_EQ(m.hidden_dkdv<true>(i, j), i >= m.lq || !sees(endless, i, j))
             << name(m) << " (" << i << ", " << j << ")";
       }
+}
+
+// keys_seen, the one range a row keeps (the sm90 forward masks by it), is exactly what hidden leaves,
+// also for rows past the queries (a tile's last rows) and in the builds without windows.
+TEST(FlashMask, KeysSeenIsTheRangeHiddenLeaves) {
+  for (const Mask& m : masks())
+    for (int i = 0; i < m.lq + 3; ++i) {
+      const TileRange seen = m.keys_seen<true>(i);
+      for (int j = 0; j < m.lk + 130; ++j)
+        ASSERT_EQ(m.hidden<true>(i, j), j < seen.begin || j >= seen.end) << name(m) << " (" << i << ", " << j << ")";
+      if (m.windowed()) continue;
+      const TileRange plain = m.keys_seen<false>(i);
+      ASSERT_TRUE(plain.begin == seen.begin && plain.end == seen.end) << name(m) << " row " << i;
+    }
 }
 
 TEST(FlashMask, KernelsWithoutWindowsSeeNoneAndCausalUnchanged) {
