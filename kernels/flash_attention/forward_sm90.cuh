@@ -60,7 +60,7 @@ __device__ __forceinline__ void mask_scores(float (&s)[KT / 2], const RowPlace& 
   const int k0 = tile * KT;
   if (mask.needs_mask<kWindow>(at.wg_row0, 64, k0, KT)) {
     const TileRange keep[2] = {mask.keys_seen<kWindow>(at.row), mask.keys_seen<kWindow>(at.row + 8)};
-    mask_fragment_outside<KT>(s, k0, at.t, -INFINITY, keep);
+    mask_fragment<KT>(s, k0, at.t, -INFINITY, keep);
   }
 }
 

@@ -86,6 +86,13 @@ struct Mask {
     const int first = query - window + 1;
     return {kWindow && windowed() && first > 0 ? first : 0, end};
   }
+  // The queries that see key `key`, as one range: hidden_dkdv(query, key) exactly when query is
+  // outside it (a dK/dV tile's rows are keys).
+  template <bool kWindow = false>
+  RUNNER_FLASH_HD TileRange queries_seeing(int key) const {
+    const int end = kWindow && windowed() ? min_int(lq, key + window) : lq;
+    return {causal() ? key : 0, end};
+  }
   template <bool kWindow = false>
   RUNNER_FLASH_HD bool needs_mask_dkdv(int query0, int queries, int key0, int keys) const {
     return query0 + queries > lq || rule_crosses<kWindow>(query0, queries, key0, keys);

@@ -72,6 +72,19 @@ TEST(FlashMask, KeysSeenIsTheRangeHiddenLeaves) {
     }
 }
 
+// queries_seeing, a dK/dV row's (a key's) one range of queries, is what hidden_dkdv leaves.
+TEST(FlashMask, QueriesSeeingIsTheRangeHiddenDkdvLeaves) {
+  for (const Mask& m : masks())
+    for (int j = 0; j < m.lk + 3; ++j) {
+      const TileRange seen = m.queries_seeing<true>(j);
+      for (int i = 0; i < m.lq + 130; ++i)
+        ASSERT_EQ(m.hidden_dkdv<true>(i, j), i < seen.begin || i >= seen.end) << name(m) << " (" << i << ", " << j << ")";
+      if (m.windowed()) continue;
+      const TileRange plain = m.queries_seeing<false>(j);
+      ASSERT_TRUE(plain.begin == seen.begin && plain.end == seen.end) << name(m) << " key " << j;
+    }
+}
+
 TEST(FlashMask, KernelsWithoutWindowsSeeNoneAndCausalUnchanged) {
   for (const Mask& m : masks()) {
     if (m.windowed()) continue;
