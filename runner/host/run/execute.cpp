@@ -322,15 +322,14 @@ int run_experiment(const RunOptions& options, const PluginRegistry& registry, st
   const RunDirectory run_dir = shared_run_directory(exp, options, session.get());
   RunOutput run(run_dir.path, plan.device, session.get());
   if (run_dir_out) *run_dir_out = run.dir;
-  run.resume_hint = resume_hint(exp, options.overrides, options.smoke, options.device, run.dir);
-  if (launch)  // resumed by the same launch: every rank skips what rank 0 recorded
-    run.resume_hint.replace(run.resume_hint.find("runner "), 7,
-                            "runner launch --nproc-per-node " + std::to_string(ranks_per_node(*launch)) +
-                                (launch->world_size > ranks_per_node(*launch) ? " (and the same --nnodes flags) " : " "));
-  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && options.shard)
-    run.resume_hint.insert(at, " --shard " + options.shard->text());  // a shard resumes only as itself
-  if (const size_t at = run.resume_hint.find(" --resume "); at != std::string::npos && pool.workers > 0)
-    run.resume_hint.insert(at, pool.gpus.empty() ? " --workers " + std::to_string(pool.workers) : " --gpus " + options.gpus);
+  ResumeCommand how{options.overrides, options.smoke, options.device};
+  if (launch) {
+    how.ranks_per_node = ranks_per_node(*launch);
+    how.more_nodes = launch->world_size > how.ranks_per_node;
+  }
+  if (options.shard) how.shard = options.shard->text();
+  if (pool.workers > 0) how.pool = pool.gpus.empty() ? "--workers " + std::to_string(pool.workers) : "--gpus " + options.gpus;
+  run.resume_hint = resume_hint(exp, how, run.dir);
   // --filter and --max-points leave points of the sweep out, so the run is partial: its report
   // renders a dash where a value's rows are missing, as `runner report` on it would (a shard
   // counts as whole: its shard's points are all it plans).

@@ -47,12 +47,17 @@ std::string shell_word(const std::string& text) {
 
 }  // namespace
 
-std::string resume_hint(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
-                        const std::string& device, const std::filesystem::path& dir) {
-  std::string command = "runner " + shell_word(exp.file.string());
-  for (const auto& o : overrides) command += " --set " + shell_word(o);
-  if (smoke) command += " --smoke";
-  if (!device.empty()) command += " --device " + shell_word(device);
+std::string resume_hint(const ExperimentSpec& exp, const ResumeCommand& how, const std::filesystem::path& dir) {
+  std::string command = "runner ";
+  if (how.ranks_per_node > 0)
+    command += "launch --nproc-per-node " + std::to_string(how.ranks_per_node) +
+               (how.more_nodes ? " (and the same --nnodes flags) " : " ");
+  command += shell_word(exp.file.string());
+  for (const auto& o : how.overrides) command += " --set " + shell_word(o);
+  if (how.smoke) command += " --smoke";
+  if (!how.device.empty()) command += " --device " + shell_word(how.device);
+  if (!how.shard.empty()) command += " --shard " + how.shard;
+  if (!how.pool.empty()) command += " " + how.pool;
   return "continue with: " + command + " --resume " + shell_word(dir.string());
 }
 

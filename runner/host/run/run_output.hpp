@@ -49,10 +49,19 @@ struct RunOutput {
 // log.txt, or log.rank<r>.txt on rank r > 0.
 std::filesystem::path log_file_of(const std::filesystem::path& dir, int rank);
 
-// How to finish a run that stopped: the same file, --set, --smoke and --device
-// (a different resolved config is refused).
-std::string resume_hint(const ExperimentSpec& exp, const std::vector<std::string>& overrides, bool smoke,
-                        const std::string& device, const std::filesystem::path& dir);
+// What starts a stopped run again besides its file and --resume: the same --set, --smoke and
+// --device (a different resolved config is refused), and how it ran.
+struct ResumeCommand {
+  std::vector<std::string> overrides;
+  bool smoke = false;
+  std::string device;
+  int ranks_per_node = 0;   // > 0: the ranks of `runner launch --nproc-per-node N` (each skips what rank 0 recorded)
+  bool more_nodes = false;  // that launch spans nodes: their --nnodes flags too
+  std::string shard;        // "I/N": a shard resumes only as itself
+  std::string pool;         // "--workers N" or "--gpus LIST"
+};
+// The command line that finishes the run, as one sentence for the log and stderr.
+std::string resume_hint(const ExperimentSpec& exp, const ResumeCommand& how, const std::filesystem::path& dir);
 
 // Leaves a multi-process run for good: the launcher's note, the process group
 // aborted, exit code 1 (the launcher then stops the other ranks).
