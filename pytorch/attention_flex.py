@@ -20,8 +20,9 @@ releases) and doubles the next sleep. The runner passes neither warmup_seconds n
 script: the experiment's args do. --cache cold writes 2x L2 before each step, as the runner does.
 TFLOP/s from the medians with the kernels' count (forward_flops, kernels/flash_attention/flash_options.cpp).
 
-CPU: PyTorch has no FlexAttention backward there (NotImplementedError): forward only, eager (it
-materializes the scores), no requires_grad, host clock; `note` says so, attention.kernel is eager.
+CPU: PyTorch has no FlexAttention backward there (NotImplementedError), so the forward alone runs,
+eager (it materializes the scores), without requires_grad, on the host clock; `note` says so, and
+attention.kernel is eager.
 
   python pytorch/attention_flex.py --device cuda --seq 16384 --d-head 128 --windows 0,256 --hold-stream
 """

@@ -300,11 +300,16 @@ std::string unwritable_reason(const fs::path& file) {
   }
 }
 
+namespace {
+std::runtime_error unwritable_error(const fs::path& file, const std::string& why) {
+  return std::runtime_error("history " + file.string() + ": cannot be written (" + why +
+                            "); set --history, RUNNER_HISTORY or `history:` to a writable file, or off");
+}
+}  // namespace
+
 void check_writable(const fs::path& file) {
   if (file.empty()) return;
-  if (const std::string why = unwritable_reason(file); !why.empty())
-    throw std::runtime_error("history " + file.string() + ": cannot be written (" + why +
-                             "); set --history, RUNNER_HISTORY or `history:` to a writable file, or off");
+  if (const std::string why = unwritable_reason(file); !why.empty()) throw unwritable_error(file, why);
 }
 
 HistoryStore::HistoryStore(const fs::path& file, HistoryAccess access) : file_(file) {
@@ -315,7 +320,7 @@ HistoryStore::HistoryStore(const fs::path& file, HistoryAccess access) : file_(f
     open_read_only();
     return;
   }
-  if (!unwritable.empty()) check_writable(file);
+  if (!unwritable.empty()) throw unwritable_error(file, unwritable);
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
   if (sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
     const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";

@@ -79,7 +79,7 @@ TEST(ExperimentSpec, EveryKeyIsTyped) {
   ASSERT_EQ(exp.report_readers.size(), 1u);
   const ReportReader& table = exp.report_readers[0];
   EXPECT_EQ(table.path, "report.tables[0]");
-  EXPECT_EQ(table.parts, std::vector<std::string>{"a"});
+  EXPECT_EQ(table.parts.names, std::vector<std::string>{"a"});
   EXPECT_EQ(table.part_where, file.string() + ":21:13");
   ASSERT_EQ(table.names.size(), 2u);
   EXPECT_FALSE(table.names[0].metric);

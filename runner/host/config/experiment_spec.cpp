@@ -265,9 +265,9 @@ ReportReader reader_of(const YAML::Node& item, const std::string& path, bool fig
   if (const YAML::Node part = item["part"]) {
     r.part_where = src.where(part, path + ".part");
     if (part.IsSequence())
-      for (const YAML::Node& name : part) r.parts.push_back(name.Scalar());
+      for (const YAML::Node& name : part) r.parts.names.push_back(name.Scalar());
     else
-      r.parts.push_back(part.Scalar());
+      r.parts.names.push_back(part.Scalar());
   }
   NameCollector names{src, r.names};
   if (figure) {

@@ -55,7 +55,7 @@ struct RecordName {
 struct ReportReader {
   std::string path;  // "report.tables[0]", "report[1].figures[0]"
   bool figure = false;
-  std::vector<std::string> parts;  // `part:` one name or a list
+  report::PartSelection parts;  // `part:` one name or a list
   std::string part_where;
   std::vector<RecordName> names;
 };

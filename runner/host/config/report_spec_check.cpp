@@ -176,20 +176,18 @@ void validate_report(const ExperimentSpec& exp, const std::vector<Point>& points
     if (std::find(part_names.begin(), part_names.end(), p.part) == part_names.end()) part_names.push_back(p.part);
   for (const ReportReader& reader : exp.report_readers) {
     // The points a table or figure reads (its parts, or all) and the names they offer.
-    const auto reads = [&](const std::string& part) {
-      return reader.parts.empty() || std::find(reader.parts.begin(), reader.parts.end(), part) != reader.parts.end();
-    };
-    for (const std::string& part : reader.parts)
+    const std::vector<std::string>& named = reader.parts.names;
+    for (const std::string& part : named)
       if (std::find(part_names.begin(), part_names.end(), part) == part_names.end())
         throw ConfigError(reader.part_where + ": " + reader.path + ".part: no part named '" + part + "'" +
                           suggestion(part, part_names));
     std::vector<const Point*> members;
     for (const Point& p : points)
-      if (reads(p.part)) members.push_back(&p);
+      if (reader.parts.holds(p.part)) members.push_back(&p);
     Vocabulary v = vocabulary_of(members, registry);
     if (reader.figure) v.keys.insert("part");  // a figure may split its series by part
-    std::string scope = reader.parts.empty() ? "this experiment" : reader.parts.size() == 1 ? "part " : "parts ";
-    for (std::size_t i = 0; i < reader.parts.size(); ++i) scope += (i ? ", " : "") + reader.parts[i];
+    std::string scope = named.empty() ? "this experiment" : named.size() == 1 ? "part " : "parts ";
+    for (std::size_t i = 0; i < named.size(); ++i) scope += (i ? ", " : "") + named[i];
     for (const RecordName& name : reader.names) check_name(name, scope, v);
   }
   exp.reports();  // a malformed report after those checked throws its error now
