@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
   // Before k0 no query sees these keys (causal), nor after the window of the last one.
   const TileRange queries = a.mask.query_tiles<kWindow>(k0, kDkvKeys, kDkvQ);
   const int first = queries.begin;
-  const int steps = kWindow ? queries.size() : queries.end - first;  // >= 0 without a window
+  const int steps = queries.count<kWindow>();
 
   auto load_q_tile = [&](int stage, int qt) {
     const int r0 = qt * kDkvQ;
@@ -242,8 +242,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
   }
 
   const TileRange keys = a.mask.key_tiles<kWindow>(q0, kDqQ, kDqKeys);
-  const int first = kWindow ? keys.begin : 0;              // from 0 without a window
-  const int key_tiles = kWindow ? keys.size() : keys.end;  // may be 0 with one (rows see no key)
+  const int first = keys.begin;                 // 0 without a window
+  const int key_tiles = keys.count<kWindow>();  // may be 0 with one (rows see no key)
   kg += static_cast<long long>(first) * kDqKeys * ldk;
   vg += static_cast<long long>(first) * kDqKeys * ldv;
   const int lk_left = lk - first * kDqKeys;  // keys from there on

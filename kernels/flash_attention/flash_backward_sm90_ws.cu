@@ -165,7 +165,7 @@ __device__ __forceinline__ Tile tile_of(const BackwardArgs& a, int block) {
   // Before k0 no query sees these keys (causal), nor after the window of the last one.
   const TileRange queries = a.mask.query_tiles<kWindow>(w.k0, kDkvKeys, kQ);
   w.first = queries.begin;
-  w.steps = kWindow ? queries.size() : queries.end - w.first;  // >= 0 without a window
+  w.steps = queries.count<kWindow>();
   return w;
 }
 

@@ -77,8 +77,8 @@ struct Block {
     kg = static_cast<const std::uint16_t*>(a.k) + a.k_at.head_start(bh);
     vg = static_cast<const std::uint16_t*>(a.v) + a.v_at.head_start(bh);
     const TileRange keys = a.mask.key_tiles<kWindow>(q0, kTileQ, kTileK);
-    first = kWindow ? keys.begin : 0;
-    key_tiles = kWindow ? keys.size() : keys.end;  // >= 1 without a window: every row sees key 0
+    first = keys.begin;               // 0 without a window
+    key_tiles = keys.count<kWindow>();  // >= 1 without a window: every row sees key 0
   }
   __device__ std::uint8_t* sK(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes; }
   __device__ std::uint8_t* sV(int stage) const { return sQ + kQBytes + stage * 2 * kKBytes + kKBytes; }

@@ -134,8 +134,8 @@ __device__ __forceinline__ Work work_of(const ForwardArgs& a, int block, int til
   w.q0 = (tiles - 1 - slot.rank) * kTileQ;  // last tiles first: under a causal mask they are the longest
   w.bh = slot.head;
   const TileRange keys = a.mask.key_tiles<kWindow>(w.q0, kTileQ, KT);
-  w.first = kWindow ? keys.begin : 0;
-  w.key_tiles = kWindow ? keys.size() : keys.end;  // >= 1 without a window: every row sees key 0
+  w.first = keys.begin;               // 0 without a window
+  w.key_tiles = keys.count<kWindow>();  // >= 1 without a window: every row sees key 0
   return w;
 }
 

@@ -38,6 +38,12 @@ RUNNER_FLASH_HD int min_int(int a, int b) {
 struct TileRange {
   int begin = 0, end = 0;
   RUNNER_FLASH_HD int size() const { return end > begin ? end - begin : 0; }
+  // The tiles a kernel walks from `begin`: under a window the range may be empty (end < begin);
+  // a none or causal range never is, so its kernels count end - begin without the compare.
+  template <bool kWindow>
+  RUNNER_FLASH_HD int count() const {
+    return kWindow ? size() : end - begin;
+  }
 };
 
 struct Mask {
