@@ -24,6 +24,9 @@ CPU: PyTorch has no FlexAttention backward there (NotImplementedError), so the f
 eager (it materializes the scores), without requires_grad, on the host clock; `note` says so, and
 attention.kernel is eager.
 
+--compile-mode max-autotune-no-cudagraphs lets Inductor time the FlexAttention templates' tile
+configurations and keep the fastest (attention.kernel max-autotune); default is torch.compile's default.
+
   python pytorch/attention_flex.py --device cuda --seq 16384 --d-head 128 --windows 0,256 --hold-stream
 """
 import argparse
@@ -36,6 +39,8 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+# attention.kernel label of each --compile-mode (the report's row key)
+COMPILE_KERNELS = {"default": "torch.compile", "max-autotune-no-cudagraphs": "max-autotune"}
 MAX_HELD_STEPS = 32  # runner/api/measure.cpp kMaxHeldSteps: the stream's queue is finite
 
 
@@ -51,6 +56,10 @@ def parse_args(argv=None):
     p.add_argument("--hold-stream", action="store_true")  # measure.hold_stream
     p.add_argument("--dtype", default="bf16", choices=list(DTYPES))
     p.add_argument("--windows", default="0,256,1024,4096")
+    # torch.compile's mode: max-autotune-no-cudagraphs benchmarks the FlexAttention templates' tile
+    # configurations and keeps the fastest (a longer compile); no CUDA graphs, since the events time
+    # device work and the held stream already hides the launches.
+    p.add_argument("--compile-mode", default="default", choices=list(COMPILE_KERNELS))
     args, _ = p.parse_known_args(argv)  # --model.* and adaptive flags: a fixed step count here
     args.windows = [int(w) for w in args.windows.split(",")]
     return args
@@ -173,7 +182,7 @@ def main():
     q, k, v, dout = (torch.randn(shape, generator=gen, device=device, dtype=DTYPES[args.dtype]) for _ in range(4))
     if cuda:
         q, k, v = (t.requires_grad_(True) for t in (q, k, v))
-        attend = torch.compile(flex_attention, dynamic=False)
+        attend = torch.compile(flex_attention, dynamic=False, mode=args.compile_mode)
     else:
         warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
         attend = flex_attention
@@ -195,14 +204,14 @@ def main():
             metrics["backward_ms"] = samples(bwd, args.repetitions)
             metrics["backward_tflops"] = {"unit": "TFLOP/s", "value": tflops(2.5 * flops, statistics.median(bwd))}
         if cuda:
-            metrics["mechanism"] = {"text": f"FlexAttention, torch.compile, block mask {block}"}
+            metrics["mechanism"] = {"text": f"FlexAttention, torch.compile mode {args.compile_mode}, block mask {block}"}
             metrics["short_holds"] = {"unit": "count", "value": short_holds}
         else:
             metrics["mechanism"] = {"text": f"FlexAttention, eager (scores materialized), block mask {block}"}
             metrics["note"] = {"text": "CPU: forward only, eager; PyTorch has no FlexAttention backward on CPU"}
         n = len(whole)
         rse = statistics.stdev(whole) / n ** 0.5 / statistics.fmean(whole) if n > 1 else 0.0
-        labels = {"attention": "flex", "attention.kernel": "torch.compile" if cuda else "eager",
+        labels = {"attention": "flex", "attention.kernel": COMPILE_KERNELS[args.compile_mode] if cuda else "eager",
                   "d_head": str(args.d_head), "window": str(window)}
         measurement = {"mode": "fixed", "n": n, "rel_stderr": rse, "target_rel_stderr": 0.0, "target_met": True,
                        "stop_reason": "fixed", "measured_seconds": measured_s, "repetitions": args.repetitions,

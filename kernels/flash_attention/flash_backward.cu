@@ -26,6 +26,7 @@
 #include <string>
 
 #include "flash_launch.hpp"
+#include "mask.cuh"
 #include "mma.cuh"
 
 namespace kernels::flash::detail {
@@ -153,16 +154,15 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
     load_a<D, LD>(kf, sK, warp * 16, lane);
     float s[TQ / 8][4];  // S^T: rows = keys, cols = queries
     mma_abt<T, D, LD, TQ>(s, kf, sQ, lane);
-    const bool mask = a.mask.needs_mask_dkdv<kWindow>(q0, TQ, warp_key, 16);
 #pragma unroll
     for (int n = 0; n < TQ / 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = n * 8 + 2 * t + (e & 1);
-        const int key = warp_key + g + (e >= 2 ? 8 : 0);
-        const bool masked = mask && a.mask.hidden_dkdv<kWindow>(q0 + col, key);
-        s[n][e] = masked ? 0.f : exp2f(s[n][e] * scale_log2 - sL[col]);  // now P^T
-      }
+      for (int e = 0; e < 4; ++e) s[n][e] = exp2f(s[n][e] * scale_log2 - sL[n * 8 + 2 * t + (e & 1)]);  // now P^T
+    if (a.mask.needs_mask_dkdv<kWindow>(q0, TQ, warp_key, 16)) {
+      const TileRange keep[2] = {a.mask.queries_seeing<kWindow>(warp_key + g),
+                                 a.mask.queries_seeing<kWindow>(warp_key + g + 8)};
+      mask_fragment<TQ>(s, q0, t, 0.f, keep);
+    }
 
     std::uint32_t vf[D / 16][4];
     load_a<D, LD>(vf, sV, warp * 16, lane);
@@ -236,16 +236,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
     load_a<D, LD>(qf, sQ, warp * 16, lane);
     float s[TK / 8][4];
     mma_abt<T, D, LD, TK>(s, qf, sK, lane);
-    const bool mask = a.mask.needs_mask<kWindow>(warp_row, 16, k0, TK);
 #pragma unroll
     for (int n = 0; n < TK / 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = k0 + n * 8 + 2 * t + (e & 1);
-        const int row = warp_row + g + (e >= 2 ? 8 : 0);
-        const bool masked = mask && a.mask.hidden<kWindow>(row, col);
-        s[n][e] = masked ? 0.f : exp2f(s[n][e] * scale_log2 - row_l[e >> 1]);
-      }
+      for (int e = 0; e < 4; ++e) s[n][e] = exp2f(s[n][e] * scale_log2 - row_l[e >> 1]);
+    if (a.mask.needs_mask<kWindow>(warp_row, 16, k0, TK)) {
+      const TileRange keep[2] = {a.mask.keys_seen<kWindow>(warp_row + g), a.mask.keys_seen<kWindow>(warp_row + g + 8)};
+      mask_fragment<TK>(s, k0, t, 0.f, keep);
+    }
     std::uint32_t df[D / 16][4];
     load_a<D, LD>(df, sdO, warp * 16, lane);
     float dp[TK / 8][4];

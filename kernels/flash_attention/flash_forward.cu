@@ -27,6 +27,7 @@
 #include <string>
 
 #include "flash_launch.hpp"
+#include "mask.cuh"
 #include "mma.cuh"
 
 namespace kernels::flash::detail {
@@ -108,14 +109,8 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
 
     const int warp_row = q0 + warp * 16;
     if (mask.needs_mask<kWindow>(warp_row, 16, k0, kTileK)) {
-#pragma unroll
-      for (int n = 0; n < kTileK / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = k0 + n * 8 + 2 * t + (e & 1);
-          const int row = warp_row + g + (e >= 2 ? 8 : 0);
-          if (mask.hidden<kWindow>(row, col)) s[n][e] = -INFINITY;
-        }
+      const TileRange keep[2] = {mask.keys_seen<kWindow>(warp_row + g), mask.keys_seen<kWindow>(warp_row + g + 8)};
+      mask_fragment<kTileK>(s, k0, t, -INFINITY, keep);
     }
 
 #pragma unroll

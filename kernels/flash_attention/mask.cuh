@@ -1,5 +1,5 @@
-// Masking a thread's accumulator fragment of the wgmma kernels by a Mask (mask.hpp): the rule is
-// there; this is where its elements sit in the fragment.
+// Masking a thread's accumulator fragment of the tensor-core kernels (wgmma and mma_sync) by a Mask
+// (mask.hpp): the rule is there; this is where its elements sit in the fragment.
 #pragma once
 #include "mask.hpp"
 
@@ -24,6 +24,12 @@ __device__ __forceinline__ void mask_fragment(float (&s)[N / 2], int col0, int t
       for (int c = 0; c < 2; ++c)
         if (8 * i + c < lo || 8 * i + c >= hi) s[4 * i + 2 * r + c] = fill;
   }
+}
+// The mma_sync kernels hold the same fragment as [N / 8][4] (mma.cuh): element [i][2r + c].
+template <int N>
+__device__ __forceinline__ void mask_fragment(float (&s)[N / 8][4], int col0, int t, float fill,
+                                              const TileRange (&keep)[2]) {
+  mask_fragment<N>(reinterpret_cast<float(&)[N / 2]>(s), col0, t, fill, keep);
 }
 
 }  // namespace kernels::flash::detail
