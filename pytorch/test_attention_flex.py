@@ -1,7 +1,8 @@
 """pytorch/attention_flex.py on the CPU: its mask gives what SDPA gives with an explicit boolean mask of
 the flash kernels' rule (query i sees keys i - window + 1 .. i; window 0 = causal) for windows 0, 1,
 8 and one longer than the sequence; its FLOP count is the visible pairs'; run as task/external_python
-runs it, it prints one record per window with the labels and metrics the report's time table reads.
+runs it, it prints one record per window with the labels and metrics the report's flex tables read;
+--compile-mode takes the modes it labels (and refuses max-autotune, whose CUDA graphs the events would time).
 
 Run by ctest (pytorch.attention_flex); a few seconds.
 """
@@ -77,6 +78,16 @@ def main():
             failures.append(f"window {window}: forward_ms {m['forward_ms']}, forward_tflops {m['forward_tflops']}")
         if record.get("measurement", {}).get("n") != 3:
             failures.append(f"window {window}: measurement {record.get('measurement')}")
+    # The compile modes a part may ask for, each with its own attention.kernel label (the report's row key).
+    modes = {m: attention_flex.parse_args(["--compile-mode", m]).compile_mode for m in attention_flex.COMPILE_KERNELS}
+    labels = set(attention_flex.COMPILE_KERNELS.values())
+    if any(k != v for k, v in modes.items()) or len(labels) != len(modes) or "eager" in labels:
+        failures.append(f"--compile-mode: parsed {modes}, labels {attention_flex.COMPILE_KERNELS}")
+    bad = subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--compile-mode", "max-autotune"],
+                         capture_output=True, text=True, timeout=120)
+    if bad.returncode == 0 or "--compile-mode" not in bad.stderr:
+        failures.append(f"--compile-mode max-autotune (CUDA graphs would time replays): exit {bad.returncode}, "
+                        f"stderr {bad.stderr[-300:]!r}")
     for failure in failures:
         print("FAIL", failure)
     print("ok" if not failures else f"{len(failures)} failure(s)")
