@@ -30,9 +30,9 @@
 //    queries (bwd90::DqSplit::kQueries), so every dQ element goes into the L2 once a step, not
 //    once per warpgroup; there are no registers left to hold K and V (version 14 held them at
 //    64-query steps; at 128, ptxas spilled 96 bytes), so they are read from shared memory.
-// Shared memory: K, V 128 x D (one buffer); kStages x (Q, dO) kStepQ x D; two dS^T [128 x
-// kStepQ] tiles; L and delta per stage; the barriers: 196 KiB at D = 128 (3 stages), 163 KiB at
-// D = 64 (2 stages).
+// Shared memory: K, V 128 x D (two buffers at D = 64, one at D = 128); kStages x (Q, dO)
+// kStepQ x D; two dS^T [128 x kStepQ] tiles; L and delta per stage; the barriers: 194 KiB at
+// either head dim (D = 128: 3 stages, D = 64: 2).
 // Bulk dQ (kBulkDq, option backward: warp_specialized_bulk_dq): instead of float2 atomics from
 // the consumers' registers, each consumer warpgroup stores its step's dQ tile (64 queries x 64
 // columns, fp32) into its own 16 KiB shared buffer and arrives on a named barrier; warp 1 of
@@ -40,8 +40,8 @@
 // cp.reduce.async.bulk .add.f32 of 16 KiB (element-wise atomic in L2), waits until the copy
 // engine has read the buffer and hands it back through a second named barrier. dq_accum is
 // then tiled (flash_launch.hpp, dq_tiled_offset) so a tile is one contiguous 16 KiB run.
-// 228 KiB at D = 128 (3 stages + 32 KiB), 195 KiB at D = 64 (no room for a third stage or the
-// second K/V buffer version 19 gave the persistent grid).
+// 226 KiB at either head dim (+ 32 KiB). No slack for aligning the base: the block's dynamic
+// shared memory starts 1024-aligned (the SW128 layout's period), which the kernel checks.
 // FLOPs and bytes: as the fused backward. Layouts no tensor map describes (a broadcast head
 // stride) run the fused kernel instead (launch_backward_sm90 decides). Measured speed: README.md.
 #include <cuda.h>
@@ -104,9 +104,11 @@ enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTi
 template <int D, bool kBulkDq>
 struct Ring {
   static constexpr int kStages = D == 64 ? 2 : 3;
-  // One K/V buffer: neither head dim has room for a second (version 19 had two at D = 64 with
-  // 64-query steps), so a persistent block's next K and V load once its last tile's MMAs are done.
-  static constexpr int kKvBuffers = 1;
+  // Two K/V buffers at D = 64 (version 29; version 19 had them at 64-query steps): a persistent
+  // block's next K and V load under its tile's steps. Under a short window a tile has few steps
+  // (3 at 256 keys), and waiting for K and V after the last MMA was a good part of each. At
+  // D = 128 there is no room: the next K and V load once the tile's last MMAs are done.
+  static constexpr int kKvBuffers = D == 64 ? 2 : 1;
   static constexpr int kQ = kStepQ<D>;
   static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kQ * D * 2;
   static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
@@ -114,11 +116,11 @@ struct Ring {
   static constexpr int kSlots = 2 * kTileFields;  // one set per tile parity
   static constexpr int bytes() {
     return 2 * kKvBuffers * kKBytes + 2 * kStages * kQBytes + 2 * kDsBytes<D> + kDqBytes + 2 * kStages * kQ * 4 +
-           8 * kSlots + 8 * kBarriers + 1024;
+           8 * kSlots + 8 * kBarriers;
   }
 
   std::uint8_t* base;
-  __device__ explicit Ring(std::uint8_t* raw) : base(sm90::align_1024(raw)) {}
+  __device__ explicit Ring(std::uint8_t* raw) : base(raw) {}
   // Tile t's K/V buffer, and the phase of its barriers it is (the buffer's n-th use: phase n).
   static __device__ int kv_buffer(int t) { return t % kKvBuffers; }
   static __device__ int kv_parity(int t) { return (t / kKvBuffers) & 1; }
@@ -212,9 +214,10 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
     if (t > 0) block = next_block(a.tile_counter, block, true);
     Tile w{block, 0, 0, 0, 0};
     if (block < blocks) w = tile_of<D, kWindow>(a, block);
-    // The tile's first stages load while the consumers finish the previous tile (they free the
-    // stages step by step); its K and V only once they are done with the previous tile's.
-    const int early = w.steps < R::kStages ? w.steps : R::kStages;
+    // One K/V buffer: the tile's first stages load while the consumers finish the previous tile
+    // (they free the stages step by step), its K and V only once they are done with the previous
+    // tile's. Two: K and V first, into the buffer the tile before last has left.
+    const int early = R::kKvBuffers > 1 ? 0 : w.steps < R::kStages ? w.steps : R::kStages;
 #pragma unroll 1
     for (int step = 0; step < early; ++step) load_step(w, pos, step);
     // The buffer's previous tile (t - 1, or t - 2 with two buffers) is done with K, V and its slot.
@@ -388,16 +391,18 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
       bwd90::last_dq<T, D, kQ>(tiles, place(steps - 1), add_dq);
     }
+    // The slot is read before K/V's empty barrier: with two buffers, that arrival lets the loading
+    // warp publish tile + 2 into it.
+    const int key = wg_key0() + 16 * warp + g;
+    const long long dk_head = slot[kDkHead], dv_head = slot[kDvHead];
     // K and V were last read by wgmma (async proxy) or ld.shared (generic: k_rows); the next
     // tile's TMA writes them through the async proxy.
     sm90::fence_proxy_async();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(tile));
 
-    const int key = wg_key0() + 16 * warp + g;
     const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
-    store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + slot[kDkHead], a.dk_at.row, key, a.lk, a.d, t,
-                     dk_scale);
-    store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + slot[kDvHead], a.dv_at.row, key, a.lk, a.d, t, one);
+    store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + dk_head, a.dk_at.row, key, a.lk, a.d, t, dk_scale);
+    store_rows<T, D>(acc_dv, static_cast<std::uint16_t*>(a.dv) + dv_head, a.dv_at.row, key, a.lk, a.d, t, one);
     pos += steps;
   }
   turns.finish();
@@ -406,7 +411,13 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
 template <typename T, int D, bool kBulkDq, int DH, bool kWindow>
 __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ __align__(16) std::uint8_t smem_raw[];
+  extern __shared__ __align__(1024) std::uint8_t smem_raw[];
+  // The driver places dynamic shared memory 1024-aligned on Hopper (after the 1 KiB it reserves
+  // per block), and Ring::bytes() has no room to align it: fail loudly if that ever changes.
+  if (smem_addr(smem_raw) % 1024 != 0) {
+    if (threadIdx.x == 0) printf("flash_backward_sm90_ws: dynamic shared memory not 1024-aligned\n");
+    __trap();
+  }
   using R = Ring<D, kBulkDq>;
   const R ring(smem_raw);
   const BackwardArgs& a = p.a;
