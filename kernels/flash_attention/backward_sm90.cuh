@@ -153,9 +153,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   const int r0 = at.r0, key0 = at.key0;
   const Mask& mask = at.mask;
   if (mask.needs_mask_dkdv<kWindow>(r0, Q, key0, 64)) {  // rows are keys here, columns queries
-    const int key = key0 + 16 * warp + g;
-    const TileRange keep[2] = {mask.queries_seeing<kWindow>(key), mask.queries_seeing<kWindow>(key + 8)};
-    mask_fragment<Q>(st, r0, t, 0.f, keep);
+    mask_fragment<Q, kWindow, FragmentRows::keys>(st, mask, key0 + 16 * warp + g, r0, t, 0.f);
   }
   sm90::wgmma_wait<0>();
   sm90::pin(dpt);

@@ -159,9 +159,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(BackwardA
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] = exp2f(s[n][e] * scale_log2 - sL[n * 8 + 2 * t + (e & 1)]);  // now P^T
     if (a.mask.needs_mask_dkdv<kWindow>(q0, TQ, warp_key, 16)) {
-      const TileRange keep[2] = {a.mask.queries_seeing<kWindow>(warp_key + g),
-                                 a.mask.queries_seeing<kWindow>(warp_key + g + 8)};
-      mask_fragment<TQ>(s, q0, t, 0.f, keep);
+      mask_fragment<TQ, kWindow, FragmentRows::keys>(s, a.mask, warp_key + g, q0, t, 0.f);
     }
 
     std::uint32_t vf[D / 16][4];
@@ -241,8 +239,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(BackwardArg
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] = exp2f(s[n][e] * scale_log2 - row_l[e >> 1]);
     if (a.mask.needs_mask<kWindow>(warp_row, 16, k0, TK)) {
-      const TileRange keep[2] = {a.mask.keys_seen<kWindow>(warp_row + g), a.mask.keys_seen<kWindow>(warp_row + g + 8)};
-      mask_fragment<TK>(s, k0, t, 0.f, keep);
+      mask_fragment<TK, kWindow>(s, a.mask, warp_row + g, k0, t, 0.f);
     }
     std::uint32_t df[D / 16][4];
     load_a<D, LD>(df, sdO, warp * 16, lane);

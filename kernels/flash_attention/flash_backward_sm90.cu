@@ -296,9 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dq_sm90_kernel(const __grid
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] = exp2f(s[i] * scale_log2 - l2[(i >> 1) & 1]);
     if (a.mask.needs_mask<kWindow>(wg_row0, 64, k0, kDqKeys)) {
-      const int row = wg_row0 + 16 * warp + g;
-      const TileRange keep[2] = {a.mask.keys_seen<kWindow>(row), a.mask.keys_seen<kWindow>(row + 8)};
-      mask_fragment<kDqKeys>(s, k0, t, 0.f, keep);
+      mask_fragment<kDqKeys, kWindow>(s, a.mask, wg_row0 + 16 * warp + g, k0, t, 0.f);
     }
 #pragma unroll
     for (int i = 0; i < kDqKeys / 2; ++i) s[i] *= dp[i] - dlt[(i >> 1) & 1];

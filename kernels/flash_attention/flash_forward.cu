@@ -109,8 +109,7 @@ __global__ void __launch_bounds__(kThreads, D <= 64 ? 3 : 2) flash_forward_kerne
 
     const int warp_row = q0 + warp * 16;
     if (mask.needs_mask<kWindow>(warp_row, 16, k0, kTileK)) {
-      const TileRange keep[2] = {mask.keys_seen<kWindow>(warp_row + g), mask.keys_seen<kWindow>(warp_row + g + 8)};
-      mask_fragment<kTileK>(s, k0, t, -INFINITY, keep);
+      mask_fragment<kTileK, kWindow>(s, mask, warp_row + g, k0, t, -INFINITY);
     }
 
 #pragma unroll

@@ -59,8 +59,7 @@ template <bool kWindow, int KT = kTileK>
 __device__ __forceinline__ void mask_scores(float (&s)[KT / 2], const RowPlace& at, int tile, const Mask& mask) {
   const int k0 = tile * KT;
   if (mask.needs_mask<kWindow>(at.wg_row0, 64, k0, KT)) {
-    const TileRange keep[2] = {mask.keys_seen<kWindow>(at.row), mask.keys_seen<kWindow>(at.row + 8)};
-    mask_fragment<KT>(s, k0, at.t, -INFINITY, keep);
+    mask_fragment<KT, kWindow>(s, mask, at.row, k0, at.t, -INFINITY);
   }
 }
 
