@@ -153,6 +153,30 @@ TEST(ReportValues, ColumnAggregatesOverTheRowsAFilterOnRowKeysKeeps) {
   EXPECT_EQ(grid_value("column_max(\"step\", \"eager\", \"precision=bf\")", grid(), false), "–");
 }
 
+TEST(ReportValues, ColumnAggregatesTakeAnExpressionOfTheRowsCells) {
+  // A quoted header in the column stands for that row's cell: the same as the ratio column.
+  EXPECT_EQ(grid_value("column_max(\"step\", \"fast\" / \"eager\", \"precision=bf16\")"), "0.55");
+  EXPECT_EQ(grid_value("column_min(\"step\", \"fast\" / \"eager\", \"precision=bf16\")"), "0.5031");
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\" - \"fast\")"), "159");  // large bf16: 320 - 161
+  // The spread of a row's cells (eager / fast on bf16: 20/11, 80/41, 320/161), and arithmetic.
+  EXPECT_EQ(grid_value("column_min(\"step\", max(\"fast\", \"eager\") / min(\"fast\", \"eager\"), "
+                       "\"precision=bf16\")"),
+            "1.818");
+  EXPECT_EQ(grid_value("column_mean(\"step\", \"eager\" / 10)"), "10.5");
+  // A dash in any cell a kept row reads makes the value a dash.
+  std::vector<json> recs = grid();
+  recs.erase(recs.begin() + 3);  // no small bf16 fast record
+  EXPECT_EQ(grid_value("column_min(\"step\", \"eager\" / \"fast\", \"precision=bf16\")", recs), "–");
+  EXPECT_EQ(grid_value("column_max(\"step\", \"eager\" / \"fast\", \"model.size!=small\")", recs), "2");
+  // A misnamed header is found before a run; a quoted header outside an aggregate is refused.
+  const auto error = [](const std::string& expr) {
+    return error_of(std::string(kGrid) + "{name: v, expr: '" + expr + "'}]}", grid());
+  };
+  EXPECT_NE(error("column_max(\"step\", \"fast\" / \"eagre\")").find("table 'step' has no column 'eagre'"),
+            std::string::npos);
+  EXPECT_NE(error("1 + \"fast\"").find("stands for a column only in the column of column_min"), std::string::npos);
+}
+
 TEST(ReportValues, NumericFiltersCompareRowKeysAsNumbers) {
   std::vector<json> recs;
   for (int seq : {128, 256, 1024, 4096}) recs.push_back(record({{"seq", seq}}, ms(seq / 8.0)));

@@ -130,6 +130,9 @@ class Expression {
   std::size_t at_ = 0;
   std::set<std::string> runs_;  // of every cell read so far in this (end of a) value
   bool across_ = false;          // across_runs(...) was written
+  // Inside a column aggregate's column expression: its table, and the row it is read on.
+  const BuiltTable* row_table_ = nullptr;
+  const std::vector<std::string>* row_ = nullptr;
 
   double end_of_range(Known& out) {
     runs_.clear();
@@ -330,28 +333,37 @@ class Expression {
     return seen.size() > 12 ? out + ", ..." : out;
   }
 
-  // column_min / column_max / column_mean("table", "column", "condition"...): over the rows
-  // that every condition keeps (all rows without one). A kept row whose cell holds no number
-  // ("–", OOM) makes the result "–", as one cell() would: never a 0, never skipped. No kept
-  // row is a mistake where every point has its records, else "–".
+  // column_min / column_max / column_mean("table", column, "condition"...): over the rows
+  // that every condition keeps (all rows without one). The column is a header ("fast / eager")
+  // or an expression of the row's cells, each a quoted header: "flash" / "sdpa",
+  // max("a", "b") / min("a", "b"). A kept row whose cell holds no number ("–", OOM) makes the
+  // result "–", as one cell() would: never a 0, never skipped. No kept row is a mistake where
+  // every point has its records, else "–".
   double aggregate(const std::string& name) {
     const std::string usage = name + "(\"table\", \"column\", \"key=value\"...)";
     const BuiltTable& t = table(string_arg());
     if (!take(',')) fail("expected " + usage);
-    const std::size_t col = column(t, string_arg());
+    // Read once without a row (checks its headers, finds its end), then again for each kept row.
+    const std::size_t column_at = at_;
+    std::set<std::string> unused;
+    column_expression(t, nullptr, column_at, unused);
     std::vector<Condition> conditions;
     std::string filter;
     while (take(',')) {
       conditions.push_back(condition(t, string_arg()));
       filter += std::string(filter.empty() ? "" : ", ") + "\"" + conditions.back().text + "\"";
     }
+    const std::size_t after = at_;
     std::vector<double> kept;
-    std::vector<const std::vector<std::string>*> kept_rows;
+    std::vector<std::set<std::string>> kept_runs;  // the runs of the cells each kept row read
     for (const auto& r : t.csv_rows) {
       bool keep = true;
       for (const Condition& c : conditions) keep = keep && matches(t, c, r);
-      if (keep) kept.push_back(number_in(&r, col)), kept_rows.push_back(&r);
+      if (!keep) continue;
+      kept_runs.emplace_back();
+      kept.push_back(column_expression(t, &r, column_at, kept_runs.back()));
     }
+    at_ = after;
     if (kept.empty()) {
       if (rows_ != Rows::all_points) return std::nan("");
       if (t.csv_rows.empty()) fail("table '" + t.name + "' has no rows");
@@ -362,16 +374,33 @@ class Expression {
     }
     const double inf = std::numeric_limits<double>::infinity();
     double out = name == "column_min" ? inf : name == "column_max" ? -inf : 0;
-    const std::vector<std::string>* picked = nullptr;  // the row min/max picked; its run is the value's
+    const std::set<std::string>* picked = nullptr;  // the row min/max picked; its runs are the value's
     for (std::size_t i = 0; i < kept.size(); ++i) {
       const double v = kept[i];
       if (std::isnan(v)) return v;
-      if (name == "column_mean") add_runs(source_of(t, kept_rows[i], col).runs);
-      if ((name == "column_min" && v < out) || (name == "column_max" && v > out)) picked = kept_rows[i];
+      if (name == "column_mean") runs_.insert(kept_runs[i].begin(), kept_runs[i].end());
+      if ((name == "column_min" && v < out) || (name == "column_max" && v > out)) picked = &kept_runs[i];
       out = name == "column_min" ? std::min(out, v) : name == "column_max" ? std::max(out, v) : out + v / kept.size();
     }
-    if (picked) add_runs(source_of(t, picked, col).runs);
+    if (picked) runs_.insert(picked->begin(), picked->end());
     return out;
+  }
+
+  // The aggregate's column expression at `from`, on row `r` of `t` (null: no row, every cell
+  // "–"); the runs of the cells it reads go into `runs`, not the value's.
+  double column_expression(const BuiltTable& t, const std::vector<std::string>* r, std::size_t from,
+                           std::set<std::string>& runs) {
+    const BuiltTable* outer_table = row_table_;
+    const std::vector<std::string>* outer_row = row_;
+    std::swap(runs, runs_);
+    at_ = from;
+    row_table_ = &t;
+    row_ = r;
+    const double v = sum();
+    row_table_ = outer_table;
+    row_ = outer_row;
+    std::swap(runs, runs_);
+    return v;
   }
 
   // Where the number of a row's cell comes from (report.hpp); empty when nothing is known.
@@ -486,6 +515,15 @@ class Expression {
 
   double atom() {
     skip();
+    if (at_ < text_.size() && text_[at_] == '"') {
+      const std::string header = string_arg();
+      if (row_table_ == nullptr)
+        fail("a quoted header \"" + header + "\" stands for a column only in the column of column_min, "
+             "column_max or column_mean; elsewhere write cell(\"table\", \"row\", \"" + header + "\")");
+      const std::size_t col = column(*row_table_, header);
+      add_runs(source_of(*row_table_, row_, col).runs);
+      return number_in(row_, col);
+    }
     if (take('(')) {
       const double v = sum();
       if (!take(')')) fail("expected ')'");
