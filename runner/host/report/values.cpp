@@ -403,6 +403,12 @@ class Expression {
     return v;
   }
 
+  // The number in row `r`'s cell of column `col` (NaN: "–"), its runs counted as read.
+  double read_cell(const BuiltTable& t, const std::vector<std::string>* r, std::size_t col) {
+    add_runs(source_of(t, r, col).runs);
+    return number_in(r, col);
+  }
+
   // Where the number of a row's cell comes from (report.hpp); empty when nothing is known.
   static const CellSource& source_of(const BuiltTable& t, const std::vector<std::string>* r, std::size_t col) {
     static const CellSource none;
@@ -454,10 +460,7 @@ class Expression {
       if (!take(',')) fail("cell(\"table\", \"row\", \"column\")");
       const std::string key = string_arg();
       if (!take(',')) fail("cell(\"table\", \"row\", \"column\")");
-      const std::size_t col = column(t, string_arg());
-      const std::vector<std::string>* r = row(t, key);
-      add_runs(source_of(t, r, col).runs);
-      return number_in(r, col);
+      return read_cell(t, row(t, key), column(t, string_arg()));
     }
     if (name == "across_runs") {
       across_ = true;
@@ -520,9 +523,7 @@ class Expression {
       if (row_table_ == nullptr)
         fail("a quoted header \"" + header + "\" stands for a column only in the column of column_min, "
              "column_max or column_mean; elsewhere write cell(\"table\", \"row\", \"" + header + "\")");
-      const std::size_t col = column(*row_table_, header);
-      add_runs(source_of(*row_table_, row_, col).runs);
-      return number_in(row_, col);
+      return read_cell(*row_table_, row_, column(*row_table_, header));
     }
     if (take('(')) {
       const double v = sum();
