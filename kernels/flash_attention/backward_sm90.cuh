@@ -74,12 +74,13 @@ struct StepTiles {
   std::uint32_t k, v, q, dout;
   const float *lse, *delta;  // [Q] of the step's queries
   std::uint8_t* ds;          // two kDsBytes<Q> buffers (fused only)
+  std::uint32_t k_dq;        // K of the step whose dQ this step issues: k, or the tile before's
 };
 struct StepPlace {
   int wg, warp, g, t;
   int key0;  // the warpgroup's first key
   int r0;    // the step's first query
-  int step;  // index from the block's first step (dS^T buffer step & 1)
+  int step;  // index in the run of steps that hand their dQ on (dS^T buffer step & 1); 0: no dQ before
   int d;
   Mask mask;  // a sliding window only in the kernels built for one (dkdv_step's kWindow)
   float scale_log2;
@@ -194,7 +195,7 @@ __device__ __forceinline__ void dkdv_step(float (&acc_dk)[D / 2], float (&acc_dv
   if constexpr (kFuseDq) {
     // At step 0 the product runs on a buffer no step wrote and is dropped: one unconditional
     // commit group per step keeps ptxas from serializing the wgmmas (warning C7514).
-    issue_dq<T, D, Q>(acc_dq, tiles.k, smem_addr(tiles.ds + ((at.step - 1) & 1) * kDsBytes<Q>), wg);
+    issue_dq<T, D, Q>(acc_dq, tiles.k_dq, smem_addr(tiles.ds + ((at.step - 1) & 1) * kDsBytes<Q>), wg);
     sm90::wgmma_commit();
   }
 #pragma unroll
@@ -229,7 +230,7 @@ template <typename T, int D, int Q = kDkvQ, typename DqSink>
 __device__ __forceinline__ void last_dq(const StepTiles& tiles, const StepPlace& at, DqSink dq_sink) {
   float acc_dq[32];
   sm90::wgmma_fence();
-  issue_dq<T, D, Q>(acc_dq, tiles.k, smem_addr(tiles.ds + (at.step & 1) * kDsBytes<Q>), at.wg);
+  issue_dq<T, D, Q>(acc_dq, tiles.k_dq, smem_addr(tiles.ds + (at.step & 1) * kDsBytes<Q>), at.wg);
   sm90::wgmma_commit();
   sm90::wgmma_wait<0>();
   sm90::pin(acc_dq);

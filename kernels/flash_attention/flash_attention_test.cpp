@@ -640,12 +640,15 @@ TEST_F(FlashWgmmaKernel, D64SixtyFourRowForwardRepeatsTheTwoWarpgroupBlockBitFor
 // The persistent backward computes every 128-key tile as one block per tile does: dK and dV bit
 // for bit (each has one owner), dQ up to the order of its fp32 additions; multi-wave shapes, so
 // blocks loop over tiles drawn from the counter; causal and not, both dQ paths, and lq > lk and
-// lk > lq (tiles with no query under the mask: dK = dV = 0).
+// lk > lq (tiles with no query under the mask: dK = dV = 0), and sliding windows at d 64, where a
+// tile's last dQ is issued in the block's next tile (a tile with no query between them issues it
+// alone).
 TEST_F(FlashWgmmaKernel, PersistentBackwardRepeatsOneBlockPerTile) {
   const auto seed = fresh_seed();
   for (const Case& c : {Case{4, 16, 1100, 1100, 128, true}, Case{4, 16, 1100, 1100, 128, false},
                         Case{3, 16, 2000, 2000, 64, true}, Case{3, 16, 2000, 2000, 64, false},
-                        Case{2, 40, 700, 1300, 96, true}, Case{2, 40, 1300, 700, 64, true}})
+                        Case{2, 40, 700, 1300, 96, true}, Case{2, 40, 1300, 700, 64, true},
+                        Case{3, 16, 2000, 2000, 64, true, 256}, Case{2, 40, 700, 1300, 64, true, 200}})
     for (bool bulk : {true, false}) {
       Inputs in = random_inputs(c, seed, torch::kBFloat16, torch::kCUDA);
       flash::Options tile;

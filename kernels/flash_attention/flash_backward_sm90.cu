@@ -180,14 +180,14 @@ __global__ void __launch_bounds__(kThreads, 1) flash_dkdv_sm90_kernel(const __gr
       load_q_tile((step + 2) % kQStages, first + step + 2);
       cp_async_commit();
     }
-    const bwd90::StepTiles tiles{k_addr,        v_addr,         smem_addr(sQ(stage)), smem_addr(sDO(stage)),
-                                 sL + stage * kDkvQ, sDelta + stage * kDkvQ, sDS};
+    const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(sQ(stage)), smem_addr(sDO(stage)), sL + stage * kDkvQ,
+                                 sDelta + stage * kDkvQ, sDS, k_addr};
     bwd90::dkdv_step<T, D, kFuseDq, kDkvQ, false, D, kWindow>(acc_dk, acc_dv, tiles, place(step), add_dq);
   }
   if constexpr (kFuseDq) {
     if (steps > 0) {  // the last step's dQ
       __syncthreads();  // both warpgroups' dS^T rows are in shared memory
-      const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, sDS};
+      const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, sDS, k_addr};
       bwd90::last_dq<T, D>(tiles, place(steps - 1), add_dq);
     }
   }

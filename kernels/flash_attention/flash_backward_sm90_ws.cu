@@ -7,10 +7,11 @@
 // fill more than one wave) as many blocks as fit, each drawing its next tile from a counter
 // (next_block). The loading warp publishes each tile in a shared-memory slot (two, by tile
 // parity) with the tile's K/V load; the consumers and the dQ writer read it once K and V have
-// landed, and a tile past the end stops them. A K/V "empty" barrier (the consumer warps after a
-// tile's last MMA, the dQ writer once it has read the slot) lets the next tile's K and V in,
-// while the next tile's first Q/dO stages load as the consumers free them; the ring's positions
-// and the turns run on from tile to tile.
+// landed, and a tile past the end stops them. A K/V "empty" barrier (the consumer warps after the
+// last MMA that reads the tile's K, the dQ writer once it has read the slot) lets a later tile's K
+// and V into its buffer, while the next tile's first Q/dO stages load as the consumers free them;
+// the ring's positions and the turns run on from tile to tile. At D = 64 with bulk dQ the last
+// MMA on a tile's K is its last dQ, issued in the next tile's first step (version 30).
 //  * Warpgroup 0, the producer, gives registers away (setmaxnreg to 24); one warp loads. Lane
 //    0 issues tensor-map box loads (TMA, 64 columns x rows, 128-byte swizzle = the SW128
 //    layout of the wgmma descriptors; zeros past the sequence end and past d): a tile's K and
@@ -323,8 +324,8 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
 
 // One consumer warpgroup (wg 0 or 1): its 64 keys of each of the block's tiles through every
 // step; the tile comes from its slot once K and V have landed, and K/V's empty barrier gets one
-// arrival per warp after the tile's last MMA (before dK and dV are stored, so the next tile's K
-// and V load under those stores).
+// arrival per warp after the last MMA on the tile's K and V: before dK and dV are stored, so a
+// later tile's K and V load under those stores, or (kCarryDq) after the next tile's first step.
 template <typename T, int D, bool kBulkDq, int DH, bool kWindow>
 __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
   using R = Ring<D, kBulkDq>;
@@ -341,14 +342,39 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   };
   const sm90::Turns turns{a.pingpong, wg, kTurnBarrier};
   turns.start();
+  // Version 30 (kCarryDq: D = 64, bulk dQ): a tile's last dQ is issued in the next tile's first
+  // step, under that step's dV and dK, where the step's own dQ product would be dropped; not
+  // after the loop with nothing beside it. The tile's K stays in its buffer (two at D = 64) until
+  // then, and its K/V empty arrival waits for that step. A tile with no steps, or the block's end,
+  // issues it alone. The bulk writer warp adds the dQ tiles in the order they come, whatever tile
+  // the consumers are on.
+  constexpr bool kCarryDq = kBulkDq && R::kKvBuffers > 1;
   int pos = 0;
+  // Steps since dQ was last issued alone (dkdv_step's StepPlace::step). With kCarryDq, a tile
+  // that starts at chain > 0 has the tile before's last dQ to issue.
+  int chain = 0;
+  auto release_kv = [&](int tile) {
+    // K and V were last read by wgmma (async proxy) or ld.shared (generic: k_rows); the next
+    // tile's TMA writes them through the async proxy.
+    sm90::fence_proxy_async();
+    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(tile));
+  };
+  // The dQ of the last step (chain - 1) alone, once both warpgroups' dS^T rows of it are stored.
+  auto issue_last_dq = [&](std::uint32_t k_addr, int r0, auto add_dq) {
+    step_barrier();
+    const bwd90::StepTiles tiles{k_addr, 0, 0, 0, nullptr, nullptr, ring.ds(), k_addr};
+    const bwd90::StepPlace at{wg, warp, g, t, 0, r0, chain - 1, a.d, a.mask, scale_log2, 2 + wg};
+    bwd90::last_dq<T, D, kQ>(tiles, at, add_dq);
+    chain = 0;
+  };
 #pragma unroll 1
   for (int tile = 0;; ++tile) {
     sm90::mbarrier_wait(ring.kv_full(tile), R::kv_parity(tile));
     const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
-    if (slot[kBlock] >= blocks) break;
-    const int first = static_cast<int>(slot[kFirst]), steps = kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
+    const bool end = slot[kBlock] >= blocks;
+    const int first = static_cast<int>(slot[kFirst]);
+    const int steps = end ? 0 : kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
     auto wg_key0 = [&] { return static_cast<int>(slot[kKey0]) + 64 * wg; };
     auto dq_dst = [&](int r0) {
@@ -356,9 +382,10 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
              bwd90::dq_col0<D, kQ>(wg) + 2 * t;
     };
     auto place = [&](int step) {
-      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kQ, step, a.d, a.mask, scale_log2,
+      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kQ, chain, a.d, a.mask, scale_log2,
                               2 + wg};
     };
+    // The bulk sink ignores r0: the writer warp knows each tile's rows.
     auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
       if constexpr (kBulkDq) {
         stage_dq(smem_addr(ring.dq(wg)), acc_dq, wg, warp, g, t);
@@ -367,6 +394,11 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
                            bwd90::dq_col0<D, kQ>(wg), a.d);
       }
     };
+    if (kCarryDq && chain > 0 && steps <= 0) {  // no step of this tile to issue it in
+      issue_last_dq(smem_addr(ring.k(tile - 1)), 0, add_dq);
+      release_kv(tile - 1);
+    }
+    if (end) break;
 
     float acc_dk[D / 2], acc_dv[D / 2];
 #pragma unroll
@@ -379,26 +411,23 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       const int s = (pos + step) % R::kStages;
       sm90::mbarrier_wait(ring.full(s), ((pos + step) / R::kStages) & 1);
       step_barrier();
-      const bwd90::StepTiles tiles{k_addr, v_addr, smem_addr(ring.q(s)), smem_addr(ring.dout(s)), ring.lse(s),
-                                   ring.delta(s), ring.ds()};
+      const bool carried = kCarryDq && step == 0 && chain > 0;
+      const std::uint32_t k_dq = carried ? smem_addr(ring.k(tile - 1)) : k_addr;  // K of the dQ it issues
+      const bwd90::StepTiles tiles{k_addr,      v_addr,        smem_addr(ring.q(s)), smem_addr(ring.dout(s)),
+                                   ring.lse(s), ring.delta(s), ring.ds(),            k_dq};
       // Whether this is the block's last issue point is known only at the next slot: Turns::finish.
       bwd90::dkdv_step<T, D, true, kQ, true, DH, kWindow>(acc_dk, acc_dv, tiles, place(step), add_dq, turns, false,
                                                          k_rows);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
+      if (carried) release_kv(tile - 1);
+      ++chain;
     }
-    if (steps > 0) {  // the last step's dQ
-      step_barrier();
-      const bwd90::StepTiles tiles{k_addr, v_addr, 0, 0, nullptr, nullptr, ring.ds()};
-      bwd90::last_dq<T, D, kQ>(tiles, place(steps - 1), add_dq);
-    }
+    if (!kCarryDq && steps > 0) issue_last_dq(k_addr, (first + steps - 1) * kQ, add_dq);
     // The slot is read before K/V's empty barrier: with two buffers, that arrival lets the loading
     // warp publish tile + 2 into it.
     const int key = wg_key0() + 16 * warp + g;
     const long long dk_head = slot[kDkHead], dv_head = slot[kDvHead];
-    // K and V were last read by wgmma (async proxy) or ld.shared (generic: k_rows); the next
-    // tile's TMA writes them through the async proxy.
-    sm90::fence_proxy_async();
-    if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(tile));
+    if (!kCarryDq || steps <= 0) release_kv(tile);
 
     const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
     store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + dk_head, a.dk_at.row, key, a.lk, a.d, t, dk_scale);
