@@ -346,8 +346,9 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   // step, under that step's dV and dK, where the step's own dQ product would be dropped; not
   // after the loop with nothing beside it. The tile's K stays in its buffer (two at D = 64) until
   // then, and its K/V empty arrival waits for that step. A tile with no steps, or the block's end,
-  // issues it alone. The bulk writer warp adds the dQ tiles in the order they come, whatever tile
-  // the consumers are on.
+  // issues it alone, as does a block's last tile when it is known to be the last (no tile counter:
+  // a grid of one block per tile, where waiting for the end's slot only delayed it). The bulk writer
+  // warp adds the dQ tiles in the order they come, whatever tile the consumers are on.
   constexpr bool kCarryDq = kBulkDq && R::kKvBuffers > 1;
   int pos = 0;
   // Steps since dQ was last issued alone (dkdv_step's StepPlace::step). With kCarryDq, a tile
@@ -422,12 +423,13 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       if (carried) release_kv(tile - 1);
       ++chain;
     }
-    if (!kCarryDq && steps > 0) issue_last_dq(k_addr, (first + steps - 1) * kQ, add_dq);
+    const bool carry = kCarryDq && (a.tile_counter != nullptr || slot[kBlock] + gridDim.x < blocks);
+    if (!carry && steps > 0) issue_last_dq(k_addr, (first + steps - 1) * kQ, add_dq);
     // The slot is read before K/V's empty barrier: with two buffers, that arrival lets the loading
     // warp publish tile + 2 into it.
     const int key = wg_key0() + 16 * warp + g;
     const long long dk_head = slot[kDkHead], dv_head = slot[kDvHead];
-    if (!kCarryDq || steps <= 0) release_kv(tile);
+    if (!carry || steps <= 0) release_kv(tile);
 
     const float dk_scale[2] = {a.scale, a.scale}, one[2] = {1.f, 1.f};
     store_rows<T, D>(acc_dk, static_cast<std::uint16_t*>(a.dk) + dk_head, a.dk_at.row, key, a.lk, a.d, t, dk_scale);
