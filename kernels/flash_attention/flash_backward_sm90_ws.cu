@@ -100,7 +100,12 @@ struct Params {
 
 // A tile's fields in its shared-memory slot, written by the loading warp's lane 0 before the
 // tile's K/V arrive.expect_tx; read by the consumers and the dQ writer once K and V have landed.
-enum TileField { kBlock, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTileFields };
+// kStatus: whether the slot holds a tile and what follows it (TileStatus); the consumers test
+// it, not the block index against the number of blocks, which they would keep in a register
+// (ptxas spilled it, and its reload at every tile start missed the L1 beside 226 KiB of shared
+// memory).
+enum TileField { kStatus, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTileFields };
+enum TileStatus : long long { kEnd = -1, kMore = 0, kLast = 1 };  // no tile; a tile may follow; none will
 
 template <int D, bool kBulkDq>
 struct Ring {
@@ -225,14 +230,15 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
     sm90::mbarrier_wait(ring.kv_empty(t), R::kv_parity(t) ^ 1);
     if (block >= blocks) {
       if (lane == 0) {
-        ring.slot(t)[kBlock] = block;
+        ring.slot(t)[kStatus] = kEnd;
         sm90::mbarrier_arrive(ring.kv_full(t));  // no bytes: the phase completes now
       }
       return;
     }
     if (lane == 0) {
       volatile long long* slot = ring.slot(t);
-      slot[kBlock] = block;
+      // Without a counter the next block is block + gridDim.x (next_block).
+      slot[kStatus] = a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
       slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
       slot[kKey0] = w.k0;
       slot[kFirst] = w.first;
@@ -268,12 +274,12 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   for (int t = 0;; ++t) {
     sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
     volatile long long* slot = ring.slot(t);
-    const long long block = slot[kBlock], head_row0 = slot[kHeadRow0];
+    const long long status = slot[kStatus], head_row0 = slot[kHeadRow0];
     // Without a window a key tile's query tiles run to the last (tile_of).
     const int first = static_cast<int>(slot[kFirst]), steps = kWindow ? static_cast<int>(slot[kSteps]) : q_steps - first;
     __syncwarp();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(t));
-    if (block >= blocks) break;
+    if (status == kEnd) break;
     if (steps == 0) continue;
     dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
     dq_barrier_arrive(kDqEmptyBarrier + 1);
@@ -327,7 +333,7 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
 // arrival per warp after the last MMA on the tile's K and V: before dK and dV are stored, so a
 // later tile's K and V load under those stores, or (kCarryDq) after the next tile's first step.
 template <typename T, int D, bool kBulkDq, int DH, bool kWindow>
-__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
+__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int wg) {
   using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
@@ -373,7 +379,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     sm90::mbarrier_wait(ring.kv_full(tile), R::kv_parity(tile));
     const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
-    const bool end = slot[kBlock] >= blocks;
+    const long long status = slot[kStatus];
+    const bool end = status == kEnd;
     const int first = static_cast<int>(slot[kFirst]);
     const int steps = end ? 0 : kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
@@ -423,7 +430,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       if (carried) release_kv(tile - 1);
       ++chain;
     }
-    const bool carry = kCarryDq && (a.tile_counter != nullptr || slot[kBlock] + gridDim.x < blocks);
+    const bool carry = kCarryDq && status != kLast;
     if (!carry && steps > 0) issue_last_dq(k_addr, (first + steps - 1) * kQ, add_dq);
     // The slot is read before K/V's empty barrier: with two buffers, that arrival lets the loading
     // warp publish tile + 2 into it.
@@ -484,7 +491,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
     }
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume<T, D, kBulkDq, DH, kWindow>(a, ring, blocks, threadIdx.x / 128 - 1);
+    consume<T, D, kBulkDq, DH, kWindow>(a, ring, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
