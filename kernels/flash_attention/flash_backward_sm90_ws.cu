@@ -226,6 +226,23 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
     const int early = R::kKvBuffers > 1 ? 0 : w.steps < R::kStages ? w.steps : R::kStages;
 #pragma unroll 1
     for (int step = 0; step < early; ++step) load_step(w, pos, step);
+    auto publish = [&] {
+      if (lane != 0) return;
+      volatile long long* slot = ring.slot(t);
+      // Without a counter the next block is block + gridDim.x (next_block). Only the consumers
+      // that carry dQ into the next tile ask.
+      constexpr bool kAsked = kBulkDq && R::kKvBuffers > 1;
+      slot[kStatus] = kAsked && a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
+      slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
+      slot[kKey0] = w.k0;
+      slot[kFirst] = w.first;
+      if (kWindow) slot[kSteps] = w.steps;  // else all query tiles from first on
+      slot[kDkHead] = a.dk_at.head_start(w.bh);
+      slot[kDvHead] = a.dv_at.head_start(w.bh);
+    };
+    // One buffer: the slot's last tile (t - 2) was done when tile t - 1's K and V went in, so the
+    // slot is written before the wait, and only the K/V loads wait for the consumers.
+    if (R::kKvBuffers == 1 && block < blocks) publish();
     // The buffer's previous tile (t - 1, or t - 2 with two buffers) is done with K, V and its slot.
     sm90::mbarrier_wait(ring.kv_empty(t), R::kv_parity(t) ^ 1);
     if (block >= blocks) {
@@ -235,16 +252,8 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
       }
       return;
     }
+    if (R::kKvBuffers > 1) publish();
     if (lane == 0) {
-      volatile long long* slot = ring.slot(t);
-      // Without a counter the next block is block + gridDim.x (next_block).
-      slot[kStatus] = a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
-      slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
-      slot[kKey0] = w.k0;
-      slot[kFirst] = w.first;
-      if (kWindow) slot[kSteps] = w.steps;  // else all query tiles from first on
-      slot[kDkHead] = a.dk_at.head_start(w.bh);
-      slot[kDvHead] = a.dv_at.head_start(w.bh);
       sm90::mbarrier_arrive_expect_tx(ring.kv_full(t), 2 * R::kKBytes);  // releases the slot's writes
       box(&p.k, a.k_at, ring.k(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
       box(&p.v, a.v_at, ring.v(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
@@ -379,8 +388,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     sm90::mbarrier_wait(ring.kv_full(tile), R::kv_parity(tile));
     const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
-    const long long status = slot[kStatus];
-    const bool end = status == kEnd;
+    const int status = static_cast<int>(slot[kStatus]);
+    const bool end = status < 0;  // kEnd
     const int first = static_cast<int>(slot[kFirst]);
     const int steps = end ? 0 : kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
