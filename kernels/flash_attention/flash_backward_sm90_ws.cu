@@ -366,8 +366,9 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   // warp adds the dQ tiles in the order they come, whatever tile the consumers are on.
   constexpr bool kCarryDq = kBulkDq && R::kKvBuffers > 1;
   int pos = 0;
-  // Steps since dQ was last issued alone (dkdv_step's StepPlace::step). With kCarryDq, a tile
-  // that starts at chain > 0 has the tile before's last dQ to issue.
+  // kCarryDq: steps since dQ was last issued alone (dkdv_step's StepPlace::step, which is the
+  // tile's own step index otherwise); a tile that starts at chain > 0 has the tile before's last dQ
+  // to issue.
   int chain = 0;
   auto release_kv = [&](int tile) {
     // K and V were last read by wgmma (async proxy) or ld.shared (generic: k_rows); the next
@@ -375,13 +376,12 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     sm90::fence_proxy_async();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(tile));
   };
-  // The dQ of the last step (chain - 1) alone, once both warpgroups' dS^T rows of it are stored.
-  auto issue_last_dq = [&](std::uint32_t k_addr, int r0, auto add_dq) {
+  // The dQ of the last step (`step`) alone, once both warpgroups' dS^T rows of it are stored.
+  auto issue_last_dq = [&](std::uint32_t k_addr, int r0, int step, auto add_dq) {
     step_barrier();
     const bwd90::StepTiles tiles{k_addr, 0, 0, 0, nullptr, nullptr, ring.ds(), k_addr};
-    const bwd90::StepPlace at{wg, warp, g, t, 0, r0, chain - 1, a.d, a.mask, scale_log2, 2 + wg};
+    const bwd90::StepPlace at{wg, warp, g, t, 0, r0, step, a.d, a.mask, scale_log2, 2 + wg};
     bwd90::last_dq<T, D, kQ>(tiles, at, add_dq);
-    chain = 0;
   };
 #pragma unroll 1
   for (int tile = 0;; ++tile) {
@@ -390,6 +390,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     volatile long long* slot = ring.slot(tile);
     const int status = static_cast<int>(slot[kStatus]);
     const bool end = status < 0;  // kEnd
+    if (!kCarryDq && end) break;
     const int first = static_cast<int>(slot[kFirst]);
     const int steps = end ? 0 : kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
     auto head_row0 = [&] { return static_cast<long>(slot[kHeadRow0]); };
@@ -399,8 +400,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
              bwd90::dq_col0<D, kQ>(wg) + 2 * t;
     };
     auto place = [&](int step) {
-      return bwd90::StepPlace{wg,  warp, g, t, wg_key0(), (first + step) * kQ, chain, a.d, a.mask, scale_log2,
-                              2 + wg};
+      return bwd90::StepPlace{wg,   warp, g, t, wg_key0(), (first + step) * kQ, kCarryDq ? chain : step,
+                              a.d,  a.mask, scale_log2, 2 + wg};
     };
     // The bulk sink ignores r0: the writer warp knows each tile's rows.
     auto add_dq = [&](const float(&acc_dq)[32], int r0) {  // dQ rows of the query tile at r0
@@ -412,8 +413,9 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
       }
     };
     if (kCarryDq && chain > 0 && steps <= 0) {  // no step of this tile to issue it in
-      issue_last_dq(smem_addr(ring.k(tile - 1)), 0, add_dq);
+      issue_last_dq(smem_addr(ring.k(tile - 1)), 0, chain - 1, add_dq);
       release_kv(tile - 1);
+      chain = 0;
     }
     if (end) break;
 
@@ -437,10 +439,13 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
                                                          k_rows);
       if (lane == 0) sm90::mbarrier_arrive(ring.empty(s));
       if (carried) release_kv(tile - 1);
-      ++chain;
+      if (kCarryDq) ++chain;
     }
     const bool carry = kCarryDq && status != kLast;
-    if (!carry && steps > 0) issue_last_dq(k_addr, (first + steps - 1) * kQ, add_dq);
+    if (!carry && steps > 0) {
+      issue_last_dq(k_addr, (first + steps - 1) * kQ, kCarryDq ? chain - 1 : steps - 1, add_dq);
+      chain = 0;
+    }
     // The slot is read before K/V's empty barrier: with two buffers, that arrival lets the loading
     // warp publish tile + 2 into it.
     const int key = wg_key0() + 16 * warp + g;
