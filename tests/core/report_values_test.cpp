@@ -177,6 +177,37 @@ TEST(ReportValues, ColumnAggregatesTakeAnExpressionOfTheRowsCells) {
   EXPECT_NE(error("1 + \"fast\"").find("stands for a column only in the column of column_min"), std::string::npos);
 }
 
+TEST(ReportValues, PeerReadsTheRowThatDiffersInTheNamedKeys) {
+  // fast: small 5/11, medium 20/41, large 80/161 (fp32/bf16).
+  EXPECT_EQ(grid_value("column_max(\"step\", \"fast\" / peer(\"fast\", \"precision=fp32\"), \"precision=bf16\")"),
+            "2.2");
+  EXPECT_EQ(grid_value("column_min(\"step\", peer(\"fast\", \"model.size=medium\") / \"fast\", "
+                       "\"model.size=small\")"),
+            "3.727");
+  // Two keys named; an expression of the twin's cells.
+  EXPECT_EQ(grid_value("column_max(\"step\", peer(\"eager\" + \"fast\", \"model.size=large\", \"precision=fp32\") / "
+                       "\"eager\", \"model.size=small\", \"precision=bf16\")"),
+            "12");  // (160 + 80) / 20
+  // No twin row: a dash where points are missing, else a mistake that names the row.
+  std::vector<json> recs = grid();
+  recs.erase(recs.begin() + 8, recs.begin() + 10);  // no large fp32 records
+  const std::string no_twin = "column_max(\"step\", \"eager\" / peer(\"eager\", \"precision=fp32\"))";
+  EXPECT_EQ(grid_value(no_twin, recs, false), "–");
+  const auto error = [](const std::string& expr, const std::vector<json>& r = grid()) {
+    return error_of(std::string(kGrid) + "{name: v, expr: '" + expr + "'}]}", r);
+  };
+  EXPECT_NE(error(no_twin, recs).find("table 'step' has no row like \"large, bf16\" with precision=fp32"),
+            std::string::npos);
+  EXPECT_NE(error("peer(\"eager\", \"precision=fp32\")").find("belongs in the column of column_min"),
+            std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", peer(\"eager\", \"precision!=fp32\"))").find("names one value of a row key"),
+            std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", peer(\"eager\"))").find("differs from the row in at least one key"),
+            std::string::npos);
+  EXPECT_NE(error("column_max(\"step\", peer(\"eager\", \"dtype=fp32\"))").find("has no row key 'dtype'"),
+            std::string::npos);
+}
+
 TEST(ReportValues, NumericFiltersCompareRowKeysAsNumbers) {
   std::vector<json> recs;
   for (int seq : {128, 256, 1024, 4096}) recs.push_back(record({{"seq", seq}}, ms(seq / 8.0)));

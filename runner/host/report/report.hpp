@@ -100,7 +100,8 @@ struct FigureSpec {
 // slope/intercept("table", "x column", "y column") (least squares),
 // column_min/column_max/column_mean("table", "column", "key=value"...) over the rows a
 // filter on row keys keeps (the column a header, or an expression of the row's cells, each a
-// quoted header: "flash" / "sdpa", max("a", "b")), sqrt, abs, ceil, floor, min and max (any number of arguments);
+// quoted header: "flash" / "sdpa", max("a", "b"); peer(expr, "key=value"...) reads expr on the row
+// whose keys differ only in the named ones), sqrt, abs, ceil, floor, min and max (any number of arguments);
 // welch_t("table", "row A", "column A", "row B", "column B") from the two cells' mean, sd and
 // n, mann_whitney_p(same arguments) from their samples: what backs "within noise".
 // A whole value may be range(low, high), rendered "low–high" (low <= high). A value whose

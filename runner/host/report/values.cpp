@@ -453,8 +453,57 @@ class Expression {
     return mann_whitney_p(side[0]->samples, side[1]->samples);
   }
 
+  // peer(column expression, "key=value"...): in a column aggregate's column, the expression on
+  // the row whose keys equal this row's but for the named ones, which take the given values:
+  // ("forward" + "backward") / peer("forward" + "backward", "attention.kernel=wgmma") sets each
+  // kept row against its wgmma twin. No such row: "–" where points are missing, else a mistake.
+  double peer() {
+    const std::string usage = "peer(column expression, \"key=value\"...)";
+    if (row_table_ == nullptr)
+      fail(usage + " compares a row with its twin, so it belongs in the column of column_min, column_max or "
+           "column_mean");
+    const BuiltTable& t = *row_table_;
+    const std::vector<std::string>* here = row_;
+    // Read once without a row (checks its headers, finds its end), then on the twin.
+    const std::size_t expression_at = at_;
+    std::set<std::string> unused;
+    column_expression(t, nullptr, expression_at, unused);
+    std::vector<Condition> twin;
+    while (take(',')) {
+      twin.push_back(condition(t, string_arg()));
+      if (twin.back().op != "=" || twin.back().alternatives.size() != 1)
+        fail(usage + ": \"" + twin.back().text + "\" names one value of a row key (key=value)");
+    }
+    if (twin.empty()) fail("expected " + usage + ": the twin differs from the row in at least one key");
+    const std::size_t after = at_;
+    if (here == nullptr) return std::nan("");  // the column's first reading, without a row
+    const std::vector<std::string>* found = nullptr;
+    for (const auto& r : t.csv_rows) {
+      bool same = true;
+      for (std::size_t k = 0; k < t.row_key_columns && same; ++k) {
+        const auto named = std::find_if(twin.begin(), twin.end(), [&](const Condition& c) { return c.key_column == k; });
+        const std::string& want = named != twin.end() ? named->alternatives[0] : (*here)[k];
+        same = k < r.size() && r[k] == want;
+      }
+      if (same) found = &r;
+    }
+    if (found == nullptr) {
+      if (rows_ != Rows::all_points) return std::nan("");
+      std::string key;
+      for (std::size_t k = 0; k < t.row_key_columns && k < here->size(); ++k) key += (k ? ", " : "") + (*here)[k];
+      fail(usage + ": table '" + t.name + "' has no row like \"" + key + "\" with " + twin[0].text +
+           (twin.size() > 1 ? " and the other keys named" : "") + "; fix the keys");
+    }
+    std::set<std::string> runs;
+    const double v = column_expression(t, found, expression_at, runs);
+    runs_.insert(runs.begin(), runs.end());
+    at_ = after;
+    return v;
+  }
+
   double call(const std::string& name) {
     if (name == "column_min" || name == "column_max" || name == "column_mean") return aggregate(name);
+    if (name == "peer") return peer();
     if (name == "cell") {
       const BuiltTable& t = table(string_arg());
       if (!take(',')) fail("cell(\"table\", \"row\", \"column\")");
@@ -512,7 +561,7 @@ class Expression {
     const std::vector<std::string> functions = {"cell",       "sum",         "slope",      "intercept", "column_min",
                                                 "column_max", "column_mean", "welch_t",    "mann_whitney_p",
                                                 "across_runs", "range",      "sqrt",       "abs",       "ceil",
-                                                "floor",      "min",         "max"};
+                                                "floor",      "min",         "max",         "peer"};
     fail("unknown function '" + name + "'" + suggestion(name, functions));
   }
 
