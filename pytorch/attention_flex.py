@@ -20,7 +20,7 @@ releases) and doubles the next sleep. The runner passes neither warmup_seconds n
 script: the experiment's args do. --cache cold writes 2x L2 before each step, as the runner does.
 TFLOP/s from the medians with the kernels' count (forward_flops, kernels/flash_attention/flash_options.cpp).
 
-On the CPU, PyTorch has no FlexAttention backward (NotImplementedError).
+On the CPU, PyTorch has no FlexAttention backward: calling it raises an error.
 Only the forward runs there: eager (it materializes the scores), without requires_grad, timed
 on the host clock. The record's `note` says so, and its attention.kernel is eager.
 
