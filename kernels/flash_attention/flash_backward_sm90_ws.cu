@@ -102,8 +102,8 @@ struct Params {
 // tile's K/V arrive.expect_tx; read by the consumers and the dQ writer once K and V have landed.
 // kStatus: whether the slot holds a tile and what follows it (TileStatus); the consumers test
 // it, not the block index against the number of blocks, which they would keep in a register
-// (ptxas spilled it, and its reload at every tile start missed the L1 beside 226 KiB of shared
-// memory).
+// (ptxas spilled it at d 64, and its reload stalled every tile start: Nsight Compute's stall
+// samples, version 30).
 enum TileField { kStatus, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTileFields };
 enum TileStatus : long long { kEnd = -1, kMore = 0, kLast = 1 };  // no tile; a tile may follow; none will
 
@@ -115,6 +115,9 @@ struct Ring {
   // (3 at 256 keys), and waiting for K and V after the last MMA was a good part of each. At
   // D = 128 there is no room: the next K and V load once the tile's last MMAs are done.
   static constexpr int kKvBuffers = D == 64 ? 2 : 1;
+  // Version 30: with two K/V buffers and bulk dQ, a tile's last dQ is issued in the block's next
+  // tile (consume), and the slot says whether one follows (kLast).
+  static constexpr bool kCarryDq = kBulkDq && kKvBuffers > 1;
   static constexpr int kQ = kStepQ<D>;
   static constexpr int kKBytes = kDkvKeys * D * 2, kQBytes = kQ * D * 2;
   static constexpr int kDqBytes = kBulkDq ? 2 * kDqTileBytes : 0;  // one dQ tile per consumer warpgroup
@@ -231,8 +234,7 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
       volatile long long* slot = ring.slot(t);
       // Without a counter the next block is block + gridDim.x (next_block). Only the consumers
       // that carry dQ into the next tile ask.
-      constexpr bool kAsked = kBulkDq && R::kKvBuffers > 1;
-      slot[kStatus] = kAsked && a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
+      slot[kStatus] = R::kCarryDq && a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
       slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
       slot[kKey0] = w.k0;
       slot[kFirst] = w.first;
@@ -364,7 +366,7 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
   // issues it alone, as does a block's last tile when it is known to be the last (no tile counter:
   // a grid of one block per tile, where waiting for the end's slot only delayed it). The bulk writer
   // warp adds the dQ tiles in the order they come, whatever tile the consumers are on.
-  constexpr bool kCarryDq = kBulkDq && R::kKvBuffers > 1;
+  constexpr bool kCarryDq = R::kCarryDq;
   int pos = 0;
   // kCarryDq: steps since dQ was last issued alone (dkdv_step's StepPlace::step, which is the
   // tile's own step index otherwise); a tile that starts at chain > 0 has the tile before's last dQ
