@@ -100,11 +100,13 @@ struct Params {
 
 // A tile's fields in its shared-memory slot, written by the loading warp's lane 0 before the
 // tile's K/V arrive.expect_tx; read by the consumers and the dQ writer once K and V have landed.
-// kStatus: whether the slot holds a tile and what follows it (TileStatus); the consumers test
-// it, not the block index against the number of blocks, which they would keep in a register
-// (ptxas spilled it at d 64, and its reload stalled every tile start: Nsight Compute's stall
-// samples, version 30).
-enum TileField { kStatus, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTileFields };
+// kTag: with Ring::kCarryDq, the tile's TileStatus (whether the slot holds a tile, and whether
+// one follows); the consumers test that, not the block index against the number of blocks, which
+// they would keep in a register (ptxas spilled it at d 64, and its reload stalled every tile
+// start: Nsight Compute's stall samples, version 30). Otherwise the tile's block of the order (the
+// end: blocks or past), as before version 30: there a status only moved ptxas's registers, and the
+// windowed d 128 backward ran slower (NOTES, version 31).
+enum TileField { kTag, kHeadRow0, kKey0, kFirst, kSteps, kDkHead, kDvHead, kTileFields };
 enum TileStatus : long long { kEnd = -1, kMore = 0, kLast = 1 };  // no tile; a tile may follow; none will
 
 template <int D, bool kBulkDq>
@@ -229,33 +231,25 @@ __device__ __forceinline__ void produce(const Params& p, const Ring<D, kBulkDq>&
     const int early = R::kKvBuffers > 1 ? 0 : w.steps < R::kStages ? w.steps : R::kStages;
 #pragma unroll 1
     for (int step = 0; step < early; ++step) load_step(w, pos, step);
-    auto publish = [&] {
-      if (lane != 0) return;
+    // The buffer's previous tile (t - 1, or t - 2 with two buffers) is done with K, V and its slot.
+    sm90::mbarrier_wait(ring.kv_empty(t), R::kv_parity(t) ^ 1);
+    if (block >= blocks) {
+      if (lane == 0) {
+        ring.slot(t)[kTag] = R::kCarryDq ? kEnd : block;
+        sm90::mbarrier_arrive(ring.kv_full(t));  // no bytes: the phase completes now
+      }
+      return;
+    }
+    if (lane == 0) {
       volatile long long* slot = ring.slot(t);
-      // Without a counter the next block is block + gridDim.x (next_block). Only the consumers
-      // that carry dQ into the next tile ask.
-      slot[kStatus] = R::kCarryDq && a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
+      // Without a counter the next block is block + gridDim.x (next_block).
+      slot[kTag] = !R::kCarryDq ? block : a.tile_counter == nullptr && block + gridDim.x >= blocks ? kLast : kMore;
       slot[kHeadRow0] = w.bh * a.lq;  // row of lse, delta and dq_accum where this head starts
       slot[kKey0] = w.k0;
       slot[kFirst] = w.first;
       if (kWindow) slot[kSteps] = w.steps;  // else all query tiles from first on
       slot[kDkHead] = a.dk_at.head_start(w.bh);
       slot[kDvHead] = a.dv_at.head_start(w.bh);
-    };
-    // One buffer: the slot's last tile (t - 2) was done when tile t - 1's K and V went in, so the
-    // slot is written before the wait, and only the K/V loads wait for the consumers.
-    if (R::kKvBuffers == 1 && block < blocks) publish();
-    // The buffer's previous tile (t - 1, or t - 2 with two buffers) is done with K, V and its slot.
-    sm90::mbarrier_wait(ring.kv_empty(t), R::kv_parity(t) ^ 1);
-    if (block >= blocks) {
-      if (lane == 0) {
-        ring.slot(t)[kStatus] = kEnd;
-        sm90::mbarrier_arrive(ring.kv_full(t));  // no bytes: the phase completes now
-      }
-      return;
-    }
-    if (R::kKvBuffers > 1) publish();
-    if (lane == 0) {
       sm90::mbarrier_arrive_expect_tx(ring.kv_full(t), 2 * R::kKBytes);  // releases the slot's writes
       box(&p.k, a.k_at, ring.k(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
       box(&p.v, a.v_at, ring.v(t), kDkvKeys, ring.kv_full(t), w.bh, w.k0);
@@ -285,12 +279,12 @@ __device__ __forceinline__ void write_dq(const BackwardArgs& a, const Ring<D, tr
   for (int t = 0;; ++t) {
     sm90::mbarrier_wait(ring.kv_full(t), Ring<D, true>::kv_parity(t));
     volatile long long* slot = ring.slot(t);
-    const long long status = slot[kStatus], head_row0 = slot[kHeadRow0];
+    const long long tag = slot[kTag], head_row0 = slot[kHeadRow0];
     // Without a window a key tile's query tiles run to the last (tile_of).
     const int first = static_cast<int>(slot[kFirst]), steps = kWindow ? static_cast<int>(slot[kSteps]) : q_steps - first;
     __syncwarp();
     if (lane == 0) sm90::mbarrier_arrive(ring.kv_empty(t));
-    if (status == kEnd) break;
+    if (Ring<D, true>::kCarryDq ? tag == kEnd : tag >= blocks) break;
     if (steps == 0) continue;
     dq_barrier_arrive(kDqEmptyBarrier + 0);  // both buffers start free
     dq_barrier_arrive(kDqEmptyBarrier + 1);
@@ -344,7 +338,7 @@ __device__ __forceinline__ void stage_dq(std::uint32_t buf, const float (&acc)[3
 // arrival per warp after the last MMA on the tile's K and V: before dK and dV are stored, so a
 // later tile's K and V load under those stores, or (kCarryDq) after the next tile's first step.
 template <typename T, int D, bool kBulkDq, int DH, bool kWindow>
-__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int wg) {
+__device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBulkDq>& ring, int blocks, int wg) {
   using R = Ring<D, kBulkDq>;
   const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
   const float scale_log2 = a.scale * kLog2e;
@@ -390,8 +384,8 @@ __device__ __forceinline__ void consume(const BackwardArgs& a, const Ring<D, kBu
     sm90::mbarrier_wait(ring.kv_full(tile), R::kv_parity(tile));
     const std::uint32_t k_addr = smem_addr(ring.k(tile)), v_addr = smem_addr(ring.v(tile));
     volatile long long* slot = ring.slot(tile);
-    const int status = static_cast<int>(slot[kStatus]);
-    const bool end = status < 0;  // kEnd
+    const int status = kCarryDq ? static_cast<int>(slot[kTag]) : kMore;
+    const bool end = kCarryDq ? status < 0 : slot[kTag] >= blocks;  // kEnd, or a block past the last
     if (!kCarryDq && end) break;
     const int first = static_cast<int>(slot[kFirst]);
     const int steps = end ? 0 : kWindow ? static_cast<int>(slot[kSteps]) : q_tiles - first;
@@ -507,7 +501,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_sm90_ws(const __gr
     }
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume<T, D, kBulkDq, DH, kWindow>(a, ring, threadIdx.x / 128 - 1);
+    consume<T, D, kBulkDq, DH, kWindow>(a, ring, blocks, threadIdx.x / 128 - 1);
   }
 #else
   __trap();  // built without sm_90a code: fail loudly rather than leave outputs unwritten
