@@ -1,7 +1,7 @@
 // `include:`: an experiment file written as a few lines over a shared base.
 #include <gtest/gtest.h>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "error_of.hpp"
 #include "test_support.hpp"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config_overrides.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "error_of.hpp"
 #include "test_support.hpp"
 

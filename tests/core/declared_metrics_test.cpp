@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/report_spec_check.hpp"
 #include "config/sweep.hpp"
 #include "test_support.hpp"

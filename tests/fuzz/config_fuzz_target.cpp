@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "report/report.hpp"
 #include "config/report_spec_check.hpp"

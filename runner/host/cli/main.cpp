@@ -13,7 +13,7 @@
 #include "base/stderr_line.hpp"
 #include "base/text_distance.hpp"
 #include "config/catalog.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "config/sweep.hpp"
 #include "config/validate.hpp"

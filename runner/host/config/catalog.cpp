@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/text_distance.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "config/report_spec_check.hpp"
 #include "config/sweep.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/sweep.hpp"
 
 namespace runner {

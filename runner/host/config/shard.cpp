@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "base/errors.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 
 namespace runner {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "runner/context.hpp"
 #include "runner/measure.hpp"
 #include "runner/params.hpp"

@@ -15,7 +15,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "base/stderr_line.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "config/sweep.hpp"
 #include "config/validate.hpp"

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "output/run_reports.hpp"
 
 namespace runner {

@@ -11,7 +11,7 @@
 
 #include "base/errors.hpp"
 #include "base/stderr_line.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "config/shard.hpp"
 #include "config/sweep.hpp"

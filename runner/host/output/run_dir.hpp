@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/shard.hpp"
 
 namespace runner {

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <optional>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/shard.hpp"
 #include "config/sweep.hpp"
 

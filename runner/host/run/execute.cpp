@@ -14,7 +14,7 @@
 #include <regex>
 #include <sstream>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "config/report_spec_check.hpp"
 #include "config/shard.hpp"

@@ -9,7 +9,7 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/sweep.hpp"
 #include "output/point_guard.hpp"
 #include "run/point.hpp"

@@ -9,7 +9,7 @@
 
 #include "base/errors.hpp"
 #include "config/catalog.hpp"
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 
 namespace runner {
 namespace {

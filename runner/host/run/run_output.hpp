@@ -13,7 +13,7 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/registry.hpp"
 #include "distributed/distributed.hpp"
 #include "history/run_recorder.hpp"

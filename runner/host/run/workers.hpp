@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "config/sweep.hpp"
 #include "run/run_output.hpp"
 

@@ -1,7 +1,7 @@
 // The experiment parsed once: the loaded document with --smoke and --set applied, its
 // name and question checked, its parts with the top-level defaults merged in and their
 // sweeps as factors, its report specs parsed, and the rest of its keys typed.
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 
 #include <algorithm>
 #include <limits>

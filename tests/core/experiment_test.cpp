@@ -2,7 +2,7 @@
 // reads (parts, sweep factors, device, processes, history, reports and what they read).
 #include <gtest/gtest.h>
 
-#include "config/experiment_spec.hpp"
+#include "config/experiment.hpp"
 #include "error_of.hpp"
 #include "test_support.hpp"
 
