@@ -126,9 +126,14 @@ def render(rows):
         out.append("| {} | {} | {} | {} | {} ({:.1%}) | {} of {} ({:.1%}) |".format(
             design, layouts.get(r["records"], r["records"]), r["effect_name"], r["compares"], r["flagged_compares"],
             r["compare_rate"], r["slower_points"], r["points"], r["point_rate"]))
-    aa = ["{} ({}): {} of {} ({:.1%})".format("interleaved" if r.get("rounds") else "back to back",
-                                            layouts.get(r["records"], r["records"]), r["flagged_compares"], r["compares"],
-                                            r["compare_rate"]) for r in rows if r["effect"] == 0]
+    def detects(r):
+        d = r.get("detectable", -1)
+        return f", its points detecting about {d:.0%} at the machine's spread" if d and d > 0 else ""
+
+    aa = ["{} ({}): {} of {} ({:.1%}{})".format("interleaved" if r.get("rounds") else "back to back",
+                                              layouts.get(r["records"], r["records"]), r["flagged_compares"],
+                                              r["compares"], r["compare_rate"], detects(r))
+          for r in rows if r["effect"] == 0]
     out += ["", "A/A false alarms (compares of the 20-point sweep flagged as a regression): " + "; ".join(aa) + "."]
     return "\n".join(out)
 

@@ -119,7 +119,6 @@ int ab_command(const std::vector<std::string>& args) {
   }
   try {
     Comparison c = compare(merge_rounds(sides[0], "A"), merge_rounds(sides[1], "B"), o);
-    name_rounds(c);
     auto render = [&](std::ostream& out) {
       if (format == "json") write_json(c, out);
       else if (format == "markdown") render_markdown(c, out);

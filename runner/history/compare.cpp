@@ -128,6 +128,67 @@ std::string plural(std::int64_t n, const std::string& word) {
 
 }  // namespace
 
+namespace {
+
+// What a test over rounds reads: each round's best step where the rounds
+// kept them, else the rounds' medians.
+const std::vector<double>& tested_rounds(const MetricValue& m) {
+  return m.round_best.size() == m.samples.size() ? m.round_best : m.samples;
+}
+
+// A row tested over interleaved rounds, with the values it was tested on.
+struct RoundRow {
+  size_t row;
+  const MetricValue *a, *b;
+};
+
+// Each point's variance of its rounds' logs is a guess from 3 values a side;
+// the compare's other points of the metric ran on the same machine in the same
+// rounds, so empirical Bayes pools them (variance_prior), and each row is
+// judged again by the moderated t. A metric with fewer than 3 such rows keeps
+// its own t.
+void moderate_rounds(std::vector<CompareRow>& rows, const std::vector<RoundRow>& over_rounds, const CompareOptions& o) {
+  constexpr double kMostDf = 1000;  // Student's t is normal well before this
+  std::map<std::string, std::vector<const RoundRow*>> by_metric;
+  for (const RoundRow& r : over_rounds) by_metric[rows[r.row].metric].push_back(&r);
+  for (const auto& [metric, group] : by_metric) {
+    std::vector<double> var, df, shift;
+    for (const RoundRow* r : group) {
+      double sum[2] = {0, 0}, ss = 0;
+      const std::vector<double>* side[2] = {&tested_rounds(*r->a), &tested_rounds(*r->b)};
+      for (int s = 0; s < 2; ++s) {
+        for (double v : *side[s]) sum[s] += std::log(v);
+        const double mean = sum[s] / side[s]->size();
+        for (double v : *side[s]) ss += (std::log(v) - mean) * (std::log(v) - mean);
+      }
+      df.push_back(static_cast<double>(side[0]->size() + side[1]->size()) - 2);
+      var.push_back(ss / df.back());
+      shift.push_back(sum[1] / side[1]->size() - sum[0] / side[0]->size());
+    }
+    const VariancePrior prior = variance_prior(var, df);
+    if (!(prior.df > 0)) continue;
+    for (size_t k = 0; k < group.size(); ++k) {
+      CompareRow& row = rows[group[k]->row];
+      const double own = df[k];
+      const double v = std::isinf(prior.df) ? prior.var : (prior.df * prior.var + own * var[k]) / (prior.df + own);
+      const double dof = std::min(prior.df + own, kMostDf);
+      const double se =
+          std::sqrt(v * (1.0 / tested_rounds(*group[k]->a).size() + 1.0 / tested_rounds(*group[k]->b).size()));
+      row.p_value = se > 0 ? student_t_two_sided(shift[k] / se, dof) : (shift[k] == 0 ? 1 : 0);
+      row.test = "moderated t over rounds";
+      row.detectable = std::exp(t_quantile(o.alpha, dof) * se) - 1;
+      if (row.note.find("weak test") != std::string::npos) row.note.clear();
+      if (row.verdict == "same") continue;
+      // The medians' ratio and the best steps' shift must agree on the way.
+      const bool significant = row.p_value < o.alpha && (shift[k] > 0) == (row.ratio > 1);
+      row.verdict = significant ? direction_word(better_direction(row.unit), row.ratio, row.unit) : "noisy";
+      row.regression = row.gating && (row.verdict == "slower" || row.verdict == "larger");
+    }
+  }
+}
+
+}  // namespace
+
 // Per-step samples need this many a side for the block bootstrap to mean
 // anything; fewer fall back to the t tests.
 constexpr size_t kBootstrapMinSteps = 8;
@@ -143,6 +204,7 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
   const bool per_step = a.samples.size() == static_cast<size_t>(a.n) && b.samples.size() == static_cast<size_t>(b.n);
   const bool samples = a.samples.size() >= 2 && b.samples.size() >= 2 && positive(a.samples) && positive(b.samples);
   const std::int64_t fewest = std::min(row.n_a, row.n_b);
+  const bool rounds = a.rounds > 0 && b.rounds > 0;
   if (samples && per_step && a.samples.size() >= kBootstrapMinSteps && b.samples.size() >= kBootstrapMinSteps) {
     const BootstrapResult r = block_bootstrap_log_ratio(a.samples, b.samples);
     row.p_value = r.p_value;
@@ -158,11 +220,14 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
     if (floor >= o.alpha)
       row.note = plural(fewest, "step") + ": cannot detect (smallest possible p " + std::to_string(floor).substr(0, 5) + ")";
   } else if (samples) {
-    // Repetition means: batch means, close to independent.
-    row.p_value = log_welch_p(a.samples, b.samples);
-    row.test = "t over repetitions";
-    const double na = static_cast<double>(a.samples.size()), nb = static_cast<double>(b.samples.size());
-    const double sa = log_sd(a.samples), sb = log_sd(b.samples);
+    // Repetition means or interleaved rounds' medians: batch means, close to
+    // independent. compare() pools the variance of rounds across points.
+    const std::vector<double>& xa = rounds ? tested_rounds(a) : a.samples;
+    const std::vector<double>& xb = rounds ? tested_rounds(b) : b.samples;
+    row.p_value = log_welch_p(xa, xb);
+    row.test = rounds ? "t over rounds" : "t over repetitions";
+    const double na = static_cast<double>(xa.size()), nb = static_cast<double>(xb.size());
+    const double sa = log_sd(xa), sb = log_sd(xb);
     const double va = sa * sa / na, vb = sb * sb / nb;
     const double df = va + vb > 0 ? (va + vb) * (va + vb) / (va * va / (na - 1) + vb * vb / (nb - 1)) : na + nb - 2;
     row.detectable = std::exp(t_quantile(o.alpha, df) * std::sqrt(va + vb)) - 1;
@@ -179,8 +244,11 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
   // can prove (4x slower over 3 repetitions is slower, not noisy).
   // Three values a side at least, and a gap wider than either side's range:
   // two draws a side of one noisy distribution fall apart too often.
+  // Not over rounds: there a slow spell of the machine moves a whole round,
+  // and every round of one side beyond the other's happens to 1 in 20 A/A
+  // pairs of 3 rounds (the moderated t judges them).
   const double factor = 1 + o.threshold;
-  if (a.n >= 3 && b.n >= 3 && a.min > 0 && b.min > 0) {
+  if (!rounds && a.n >= 3 && b.n >= 3 && a.min > 0 && b.min > 0) {
     const double range = std::max(a.max - a.min, b.max - b.min);
     row.separated = (b.min > a.max * factor && b.min - a.max > range) || (b.max * factor < a.min && a.min - b.max > range);
   }
@@ -191,12 +259,14 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
   // below that of half of one side's steps all lying under every step of the
   // other (10 + 10 steps: 1.6 %). A whole run in a slower clock state shifts
   // every step alike: that drift is what the lookback below judges.
-  if (a.n >= 5 && b.n >= 5 && a.min > 0 && b.min > 0)
+  if (!rounds && a.n >= 5 && b.n >= 5 && a.min > 0 && b.min > 0)
     row.separated = row.separated || b.min > a.center * factor || a.min > b.center * factor;
   if (row.test == "-" && (a.n >= 2 || b.n >= 2))
     row.note = plural(fewest, per_step || a.samples.empty() ? "step" : "repetition") + ": cannot detect (a test needs 2 a side)";
   else if (row.test == "t over repetitions" && fewest < 5)
     row.note = plural(fewest, "repetition") + ": weak test (5 or more detect small changes)";
+  else if (rounds && fewest < 5)
+    row.note = plural(fewest, "round") + ": weak test (5 or more detect small changes)";
   const int better = better_direction(row.unit);
   if (std::fabs(row.ratio - 1) <= o.threshold || (a.center == 0 && b.center == 0)) {
     row.verdict = "same";
@@ -521,6 +591,7 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
   c.rows.reserve(b.records.size() * (wanted.empty() ? 2 : wanted.size()));
   std::map<std::string, std::string> build_changes;  // plugin -> "old -> new"
   size_t matched = 0;
+  std::vector<RoundRow> over_rounds;
   for (size_t j = 0; j < b.records.size(); ++j) {
     const HistoryRecord& rb = b.records[j];
     const std::string_view id = ids[n_a + j];
@@ -572,6 +643,7 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
         row = compare_metric(ma->second, mb, o);
         row.gating = gating.count(name) > 0;
         if (!row.gating) row.regression = false;
+        if (row.test == "t over rounds") over_rounds.push_back({c.rows.size(), &ma->second, &mb});
       }
       row.experiment = rb.experiment;
       row.point = label;
@@ -594,6 +666,7 @@ Comparison compare(Side a, Side b, const CompareOptions& o) {
                             " records) has the identity of a point of A (" + std::to_string(a.records.size()) +
                             "): " + why);
   }
+  moderate_rounds(c.rows, over_rounds, o);
   // Benjamini-Hochberg over the gating tests of every point: the expected
   // share of false alarms among flagged points stays below alpha.
   std::vector<size_t> tested;

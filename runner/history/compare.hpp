@@ -4,12 +4,16 @@
 // common point are an error ("nothing comparable"), never a pass.
 // Each row has the ratio B/A of the medians, a test and a verdict. The test:
 // per-step samples -> block bootstrap of the ratio of medians (autocorrelation);
-// repetition means -> Welch's t over their logs (batch means); summaries only ->
-// Welch's t from mean, std, n. A change within the relative threshold is "same";
-// a larger one is a verdict (faster/slower, smaller/larger) when every sample of
-// one side lies beyond every sample of the other by more than the threshold, or
-// when its Benjamini-Hochberg q over the compare's gating rows is below alpha;
-// else "noisy", with a note saying what the test could detect.
+// repetition means -> Welch's t over their logs (batch means); interleaved
+// rounds (merge_rounds) -> a moderated t over their logs: each point's variance
+// pooled with the compare's other points of the metric (variance_prior), since
+// 3 rounds a side alone say little; summaries only -> Welch's t from mean, std,
+// n. A change within the relative threshold is "same"; a larger one is a
+// verdict (faster/slower, smaller/larger) when every sample of one side lies
+// beyond every sample of the other by more than the threshold (steps and
+// repetitions; never rounds, which a slow spell moves whole), or when its
+// Benjamini-Hochberg q over the compare's gating rows is below alpha; else
+// "noisy", with a note saying what the test could detect.
 // Gating: one primary metric per point (its whole-step time: the largest time
 // metric) and memory values; rates derived from the step time (unit ".../s")
 // are not tested again ("derived"); other metrics are shown but never gate.
@@ -56,7 +60,7 @@ struct CompareRow {
   double a = 0, b = 0, ratio = 1;  // medians (or values) and b / a
   double p_value = -1;              // -1: no test (single values or a failed point)
   double q_value = -1;              // BH-adjusted p over the gating rows; -1: not gating or no test
-  std::string test;                 // "block bootstrap", "t over repetitions", "t (no samples)", "separated", "-"
+  std::string test;                 // "block bootstrap", "U exact", "t over repetitions", "moderated t over rounds", "t (no samples)", "-"
   std::string identity;             // point_identity of the point (with device unless --cross-device)
   bool gating = false;              // the point's primary metric or a memory value
   bool separated = false;           // every sample of B beyond every sample of A by more than the threshold

@@ -53,13 +53,14 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
     }
     merged.metrics.clear();
     for (const auto& [name, first] : list.front()->metrics) {
-      std::vector<double> centers;
+      std::vector<double> centers, best;
       std::int64_t steps = 0;
       bool single = true;
       for (const HistoryRecord* r : list) {
         const auto it = r->metrics.find(name);
         if (it == r->metrics.end()) break;
         centers.push_back(it->second.center);
+        best.push_back(better_direction(first.unit) > 0 ? it->second.max : it->second.min);
         steps += it->second.n;
         single = single && it->second.n <= 1;
       }
@@ -82,6 +83,14 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
         // means (batch means), not as per-step samples.
         m.n = std::max<std::int64_t>(steps, static_cast<std::int64_t>(centers.size()) + 1);
         m.samples = centers;
+        m.rounds = static_cast<std::int64_t>(centers.size());
+        // Timings have slow outliers, never fast ones: a slow spell of the
+        // machine that takes half of a round's steps moves its median, rarely
+        // its fastest step (BenchmarkTools.jl's minimum estimator, Chen and
+        // Revels 2016). Without a direction the best step means nothing.
+        if (better_direction(first.unit) != 0 &&
+            std::all_of(best.begin(), best.end(), [](double v) { return v > 0; }))
+          m.round_best = best;
       }
       merged.metrics.emplace(name, std::move(m));
     }
@@ -93,18 +102,6 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
   out.description = std::to_string(rounds.size()) + " interleaved round(s): " + rounds.front().description +
                     (rounds.size() > 1 ? " ... " + rounds.back().description : "");
   return out;
-}
-
-void name_rounds(Comparison& c) {
-  for (CompareRow& row : c.rows) {
-    if (row.test != "t over repetitions") continue;
-    row.test = "t over rounds";
-    for (const char* word : {" repetitions", " repetition"})
-      if (const auto at = row.note.find(word); at != std::string::npos) {
-        row.note.replace(at, std::string(word).size(), std::string(word).back() == 's' ? " rounds" : " round");
-        break;
-      }
-  }
 }
 
 }  // namespace runner::history

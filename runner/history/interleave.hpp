@@ -17,15 +17,13 @@ namespace runner::history {
 std::string interleaved_order(int rounds);
 
 // One side from its rounds (each a Side of one run): per point and metric, the
-// rounds' medians become the samples (center: their median), so compare tests
-// them as repetitions (Welch's t over logs: rounds are close to independent
-// batches) and "separated" means every round of B beyond every round of A.
-// Single values (peak bytes) keep the median of the rounds. A point failed in
-// any round is failed. Points missing from some round are left out of all.
+// rounds' medians become the samples (center: their median; min and max: the
+// extreme rounds; `rounds`: how many), and compare tests them as rounds: a t
+// over their logs, its variance pooled across the compare's points of that
+// metric (compare.hpp). A round is the unit: a slow spell of the machine
+// shifts all of a round's steps, so no rule over steps judges rounds. Single
+// values (peak bytes) keep the median of the rounds. A point failed in any
+// round is failed. Points missing from some round are left out of all.
 Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec);
-
-// A compare of merged sides tested rounds, not repetitions: its rows say so
-// ("t over rounds", "3 rounds: weak test ...").
-void name_rounds(Comparison& c);
 
 }  // namespace runner::history

@@ -41,6 +41,10 @@ struct MetricValue {
   double mean = 0, std = 0, min = 0, max = 0;
   std::int64_t n = 1;
   std::vector<double> samples;  // per-step or per-repetition values when the record has them
+  std::int64_t rounds = 0;      // > 0: merge_rounds made it, and samples are the medians of this many rounds
+  // merge_rounds: each round's best step (its fastest: min; max for a rate), what
+  // compare tests rounds on; empty when the rounds recorded no extremes.
+  std::vector<double> round_best;
 };
 
 struct HistoryRecord {

@@ -186,4 +186,53 @@ std::vector<double> benjamini_hochberg(const std::vector<double>& p) {
   return q;
 }
 
+// Recurrence up to 10, then the asymptotic series (error below 1e-13 there).
+double digamma(double x) {
+  double r = 0;
+  for (; x < 10; x += 1) r -= 1 / x;
+  const double f = 1 / (x * x);
+  return r + std::log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132))));
+}
+
+double trigamma(double x) {
+  double r = 0;
+  for (; x < 10; x += 1) r += 1 / (x * x);
+  const double f = 1 / (x * x);
+  return r + 1 / x + f / 2 + f / x * (1.0 / 6 - f * (1.0 / 30 - f * (1.0 / 42 - f / 30)));
+}
+
+namespace {
+
+// x with trigamma(x) = y: trigamma falls monotonically, so bisect on a log scale.
+double trigamma_inverse(double y) {
+  double lo = 1e-8, hi = 1e8;
+  for (int i = 0; i < 200 && hi / lo > 1 + 1e-12; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (trigamma(mid) > y ? lo : hi) = mid;
+  }
+  return std::sqrt(lo * hi);
+}
+
+}  // namespace
+
+VariancePrior variance_prior(const std::vector<double>& variances, const std::vector<double>& dfs) {
+  std::vector<double> e;
+  double trigamma_sum = 0;
+  for (size_t i = 0; i < variances.size() && i < dfs.size(); ++i) {
+    if (!(variances[i] > 0) || !(dfs[i] > 0) || !std::isfinite(variances[i])) continue;
+    const double half = dfs[i] / 2;
+    e.push_back(std::log(variances[i]) - digamma(half) + std::log(half));
+    trigamma_sum += trigamma(half);
+  }
+  if (e.size() < 3) return {};
+  const double n = static_cast<double>(e.size());
+  const double mean = mean_of(e);
+  double ss = 0;
+  for (double v : e) ss += (v - mean) * (v - mean);
+  const double excess = ss / (n - 1) - trigamma_sum / n;
+  if (excess <= 0) return {INFINITY, std::exp(mean)};
+  const double df = 2 * trigamma_inverse(excess);
+  return {df, std::exp(mean + digamma(df / 2) - std::log(df / 2))};
+}
+
 }  // namespace runner::history

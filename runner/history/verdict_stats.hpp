@@ -55,6 +55,25 @@ struct ChangePoint {
 };
 std::vector<ChangePoint> change_points(const std::vector<double>& series, double threshold, double alpha);
 
+// Many variances, each estimated from a few values (one point's 3 rounds a
+// side), share a machine's noise: empirical Bayes pools them (Smyth 2004, the
+// moderated t of limma's fitFDist, no covariates). Each row's s^2 with d degrees
+// of freedom is read as a draw of var * chi2(d) / d with var itself drawn from a
+// scaled inverse chi2 of `df` degrees of freedom around `var`; the moments of
+// log s^2 give both. A row's moderated variance is (df var + d s^2) / (df + d),
+// tested with df + d degrees of freedom. df is 0 with fewer than 3 positive
+// variances (nothing to learn from) and infinite when the rows vary no more
+// than chi2 sampling explains (then every row takes `var`). Heavy tails (a
+// round in a slow spell) widen the spread of log s^2, so df falls and each row
+// keeps more of its own variance: the prior never hides a row's outlier.
+struct VariancePrior {
+  double df = 0;
+  double var = 0;
+};
+VariancePrior variance_prior(const std::vector<double>& variances, const std::vector<double>& dfs);
+double digamma(double x);
+double trigamma(double x);
+
 // Benjamini-Hochberg adjusted p-values (q-values), same order as p.
 std::vector<double> benjamini_hochberg(const std::vector<double>& p);
 

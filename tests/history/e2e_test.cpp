@@ -249,7 +249,7 @@ TEST(HistoryEndToEnd, AbRunsBothBuildsAlternatelyAndFlagsTheSlowerOne) {
   EXPECT_NE(slower.output.find("order ABBAAB"), std::string::npos) << slower.output;
   for (const char* run : {"a-1", "a-2", "a-3", "b-1", "b-2", "b-3"})
     EXPECT_TRUE(std::filesystem::exists(dir / "runs" / run / "results.jsonl")) << run;
-  EXPECT_NE(slower.output.find("\"test\": \"t over rounds\""), std::string::npos) << slower.output;
+  EXPECT_NE(slower.output.find("t over rounds\""), std::string::npos) << slower.output;  // moderated with 3+ points
   EXPECT_NE(slower.output.find("\"verdict\": \"slower\""), std::string::npos) << slower.output;
   const Result few = sh(dir, "ab sleepy.yaml --rounds 2 --a " RUNNER_EXE " --b " RUNNER_EXE);
   EXPECT_EQ(few.code, 2);

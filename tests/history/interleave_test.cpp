@@ -56,13 +56,11 @@ TEST(Interleave, DriftThatHitsBothSidesIsNotARegressionButARealChangeIs) {
   EXPECT_TRUE(back_to_back.regression());
   const Side a = merge_rounds({round(1.0), round(1.08), round(1.0)}, "A");
   const Side b = merge_rounds({round(1.0), round(1.08), round(1.01)}, "B");
-  Comparison quiet = compare(a, b, {});
-  name_rounds(quiet);
+  const Comparison quiet = compare(a, b, {});
   EXPECT_FALSE(quiet.regression());
   EXPECT_EQ(row(quiet, "step_ms").test, "t over rounds");
   const Side slow = merge_rounds({round(1.0, 1.5), round(1.08, 1.5), round(1.0, 1.5)}, "B");
-  Comparison changed = compare(a, slow, {});
-  name_rounds(changed);
+  const Comparison changed = compare(a, slow, {});
   EXPECT_EQ(row(changed, "step_ms", 1).verdict, "slower");
   EXPECT_EQ(row(changed, "step_ms", 0).verdict, "same");
   EXPECT_EQ(row(changed, "step_ms", 1).note, "3 rounds: weak test (5 or more detect small changes)");
@@ -70,6 +68,65 @@ TEST(Interleave, DriftThatHitsBothSidesIsNotARegressionButARealChangeIs) {
   std::ostringstream table;
   render_table(changed, table, false);
   EXPECT_EQ(table.str().find(" (t)"), std::string::npos) << table.str();
+}
+
+// One round of `points` points whose steps sit around `ms[point]`.
+Side round_of(const std::vector<std::vector<double>>& steps) {
+  std::vector<nlohmann::json> records;
+  for (size_t p = 0; p < steps.size(); ++p) records.push_back(record(static_cast<int>(p), static_cast<int>(p) + 1, steps[p]));
+  return side(records);
+}
+
+// Eight points, three rounds a side, each round 5 % off its neighbours: one
+// point's rounds alone cannot tell 10 % from that spread (Welch's t over 3 + 3),
+// but every point shows the same spread, so the pooled variance can.
+TEST(Interleave, PointsPoolTheirRoundsSpreadSoThreeRoundsSeeTenPercent) {
+  const std::vector<double> spread = {1.0, 1.05, 0.95};
+  auto rounds = [&](double factor, int points) {
+    std::vector<Side> out;
+    for (double s : spread) out.push_back(round_of(std::vector<std::vector<double>>(points, around(factor * s))));
+    return out;
+  };
+  const Comparison alone = compare(merge_rounds(rounds(1.0, 1), "A"), merge_rounds(rounds(1.1, 1), "B"), {});
+  EXPECT_EQ(row(alone, "step_ms").test, "t over rounds");
+  EXPECT_EQ(row(alone, "step_ms").verdict, "noisy");
+  const Comparison pooled = compare(merge_rounds(rounds(1.0, 8), "A"), merge_rounds(rounds(1.1, 8), "B"), {});
+  for (size_t p = 0; p < 8; ++p) {
+    EXPECT_EQ(row(pooled, "step_ms", p).test, "moderated t over rounds");
+    EXPECT_EQ(row(pooled, "step_ms", p).verdict, "slower") << p;
+  }
+  const Comparison same = compare(merge_rounds(rounds(1.0, 8), "A"), merge_rounds(rounds(1.0, 8), "B"), {});
+  EXPECT_FALSE(same.regression());
+}
+
+// A slow spell of the machine that takes more than half of one round's steps
+// triples that round's median, not its fastest step: rounds are tested on
+// their fastest steps, so the spell neither hides a 4x slowdown nor, in two
+// rounds of an A/A pair, reads as one.
+TEST(Interleave, ASpellInHalfARoundsStepsMovesItsMedianNotItsFastestStep) {
+  const int points = 6;
+  auto spelled = [](double ms) {
+    std::vector<double> steps = around(ms);
+    for (size_t i = 0; i < 7; ++i) steps[i] *= 3;
+    return steps;
+  };
+  auto round_at = [&](double ms, bool spell) {
+    std::vector<std::vector<double>> steps(points, around(ms));
+    if (spell) steps[0] = spelled(ms);
+    return round_of(steps);
+  };
+  const Side a = merge_rounds({round_at(1.0, false), round_at(1.0, false), round_at(1.0, true)}, "A");
+  EXPECT_NEAR(a.records[0].metrics.at("step_ms").max, 3.0, 0.1);  // the spelled round's median
+  const Side four_times = merge_rounds({round_at(4.0, false), round_at(4.0, false), round_at(4.0, false)}, "B");
+  const Comparison slower = compare(a, four_times, {});
+  EXPECT_EQ(row(slower, "step_ms", 0).verdict, "slower");
+  EXPECT_NEAR(row(slower, "step_ms", 0).ratio, 4.0, 0.1);
+  const Side quiet = merge_rounds({round_at(1.0, false), round_at(1.0, false), round_at(1.0, false)}, "A");
+  const Side spells = merge_rounds({round_at(1.0, true), round_at(1.0, false), round_at(1.0, true)}, "B");
+  const Comparison aa = compare(quiet, spells, {});
+  EXPECT_GT(row(aa, "step_ms", 0).ratio, 2.5);  // the medians say 3x ...
+  EXPECT_EQ(row(aa, "step_ms", 0).verdict, "noisy");  // ... the fastest steps, nothing
+  EXPECT_FALSE(aa.regression());
 }
 
 }  // namespace

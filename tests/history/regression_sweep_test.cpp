@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <sstream>
 
 #include "history/cli.hpp"
@@ -135,6 +136,35 @@ TEST(RegressionVerdicts, BenjaminiHochbergMatchesStatsmodels) {
 // AR(1) steps (each step remembers 80 % of the last one's deviation): a test
 // that treats steps as independent flags a large share of identical pairs; the
 // block bootstrap stays near its nominal rate.
+TEST(RegressionVerdicts, DigammaAndTrigammaMatchTheirKnownValues) {
+  EXPECT_NEAR(digamma(1), -0.5772156649015329, 1e-10);
+  EXPECT_NEAR(digamma(0.5), -1.9635100260214235, 1e-10);
+  EXPECT_NEAR(digamma(10), 2.251752589066721, 1e-10);
+  EXPECT_NEAR(trigamma(1), M_PI * M_PI / 6, 1e-10);
+  EXPECT_NEAR(trigamma(0.5), M_PI * M_PI / 2, 1e-10);
+  EXPECT_NEAR(trigamma(10), 0.10516633568168575, 1e-10);
+}
+
+// Variances drawn as the prior says (a scaled inverse chi2 of 8 df around
+// 0.01, each seen through chi2 of 4 df): the fit finds both again.
+TEST(RegressionVerdicts, TheVariancePriorRecoversTheSpreadItWasDrawnFrom) {
+  std::mt19937_64 rng(7);
+  std::chi_squared_distribution<double> prior(8), own(4);
+  std::vector<double> var, df;
+  for (int i = 0; i < 4000; ++i) {
+    const double sigma2 = 0.01 * 8 / prior(rng);
+    var.push_back(sigma2 * own(rng) / 4);
+    df.push_back(4);
+  }
+  const VariancePrior p = variance_prior(var, df);
+  EXPECT_NEAR(p.df, 8, 2);
+  EXPECT_NEAR(p.var, 0.01, 0.001);
+  // Rows no more different than chi2 sampling makes them: one shared variance.
+  EXPECT_TRUE(std::isinf(variance_prior({0.01, 0.01, 0.01, 0.01}, {4, 4, 4, 4}).df));
+  // Fewer than 3 rows with a positive variance: nothing to learn from.
+  EXPECT_EQ(variance_prior({0.01, 0.02, 0}, {4, 4, 4}).df, 0);
+}
+
 TEST(RegressionVerdicts, AutocorrelatedStepsDoNotRaiseFalseAlarms) {
   std::uint64_t state = 42;
   auto uniform = [&] {
