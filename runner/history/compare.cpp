@@ -126,10 +126,6 @@ std::string plural(std::int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-}  // namespace
-
-namespace {
-
 // What a test over rounds reads: each round's best step where the rounds
 // kept them, else the rounds' medians.
 const std::vector<double>& tested_rounds(const MetricValue& m) {
@@ -220,8 +216,9 @@ CompareRow compare_metric(const MetricValue& a, const MetricValue& b, const Comp
     if (floor >= o.alpha)
       row.note = plural(fewest, "step") + ": cannot detect (smallest possible p " + std::to_string(floor).substr(0, 5) + ")";
   } else if (samples) {
-    // Repetition means or interleaved rounds' medians: batch means, close to
-    // independent. compare() pools the variance of rounds across points.
+    // Repetition means, or each interleaved round's best step: one value per
+    // batch, close to independent. compare() pools the variance of rounds
+    // across points.
     const std::vector<double>& xa = rounds ? tested_rounds(a) : a.samples;
     const std::vector<double>& xb = rounds ? tested_rounds(b) : b.samples;
     row.p_value = log_welch_p(xa, xb);

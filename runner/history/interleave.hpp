@@ -18,9 +18,9 @@ std::string interleaved_order(int rounds);
 
 // One side from its rounds (each a Side of one run): per point and metric, the
 // rounds' medians become the samples (center: their median; min and max: the
-// extreme rounds; `rounds`: how many), and compare tests them as rounds: a t
-// over their logs, its variance pooled across the compare's points of that
-// metric (compare.hpp). A round is the unit: a slow spell of the machine
+// extreme rounds; `rounds`: how many) and each round's best step `round_best`,
+// which compare tests as rounds: a t over their logs, its variance pooled
+// across the compare's points of that metric (compare.hpp). A round is the unit: a slow spell of the machine
 // shifts all of a round's steps, so no rule over steps judges rounds. Single
 // values (peak bytes) keep the median of the rounds. A point failed in any
 // round is failed. Points missing from some round are left out of all.
