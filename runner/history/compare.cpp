@@ -103,10 +103,15 @@ double t_quantile(double p, double df) {
   return hi;
 }
 
-double log_sd(const std::vector<double>& x) {
-  double m = 0, ss = 0;
+double log_mean(const std::vector<double>& x) {
+  double m = 0;
   for (double v : x) m += std::log(v);
-  m /= x.size();
+  return m / x.size();
+}
+
+double log_sd(const std::vector<double>& x) {
+  const double m = log_mean(x);
+  double ss = 0;
   for (double v : x) ss += (std::log(v) - m) * (std::log(v) - m);
   return std::sqrt(ss / (x.size() - 1));
 }
@@ -148,18 +153,15 @@ void moderate_rounds(std::vector<CompareRow>& rows, const std::vector<RoundRow>&
   std::map<std::string, std::vector<const RoundRow*>> by_metric;
   for (const RoundRow& r : over_rounds) by_metric[rows[r.row].metric].push_back(&r);
   for (const auto& [metric, group] : by_metric) {
-    std::vector<double> var, df, shift;
+    std::vector<double> var, df, shift, spread;  // spread: sqrt(1 / n_a + 1 / n_b)
     for (const RoundRow* r : group) {
-      double sum[2] = {0, 0}, ss = 0;
-      const std::vector<double>* side[2] = {&tested_rounds(*r->a), &tested_rounds(*r->b)};
-      for (int s = 0; s < 2; ++s) {
-        for (double v : *side[s]) sum[s] += std::log(v);
-        const double mean = sum[s] / side[s]->size();
-        for (double v : *side[s]) ss += (std::log(v) - mean) * (std::log(v) - mean);
-      }
-      df.push_back(static_cast<double>(side[0]->size() + side[1]->size()) - 2);
-      var.push_back(ss / df.back());
-      shift.push_back(sum[1] / side[1]->size() - sum[0] / side[0]->size());
+      const std::vector<double>& xa = tested_rounds(*r->a), &xb = tested_rounds(*r->b);
+      const double na = static_cast<double>(xa.size()), nb = static_cast<double>(xb.size());
+      const double sa = log_sd(xa), sb = log_sd(xb);
+      df.push_back(na + nb - 2);
+      var.push_back((sa * sa * (na - 1) + sb * sb * (nb - 1)) / df.back());
+      shift.push_back(log_mean(xb) - log_mean(xa));
+      spread.push_back(std::sqrt(1 / na + 1 / nb));
     }
     const VariancePrior prior = variance_prior(var, df);
     if (!(prior.df > 0)) continue;
@@ -168,8 +170,7 @@ void moderate_rounds(std::vector<CompareRow>& rows, const std::vector<RoundRow>&
       const double own = df[k];
       const double v = std::isinf(prior.df) ? prior.var : (prior.df * prior.var + own * var[k]) / (prior.df + own);
       const double dof = std::min(prior.df + own, kMostDf);
-      const double se =
-          std::sqrt(v * (1.0 / tested_rounds(*group[k]->a).size() + 1.0 / tested_rounds(*group[k]->b).size()));
+      const double se = std::sqrt(v) * spread[k];
       row.p_value = se > 0 ? student_t_two_sided(shift[k] / se, dof) : (shift[k] == 0 ? 1 : 0);
       row.test = "moderated t over rounds";
       row.detectable = std::exp(t_quantile(o.alpha, dof) * se) - 1;

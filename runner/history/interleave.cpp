@@ -53,6 +53,7 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
     }
     merged.metrics.clear();
     for (const auto& [name, first] : list.front()->metrics) {
+      const int better = better_direction(first.unit);
       std::vector<double> centers, best;
       std::int64_t steps = 0;
       bool single = true;
@@ -60,7 +61,7 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
         const auto it = r->metrics.find(name);
         if (it == r->metrics.end()) break;
         centers.push_back(it->second.center);
-        best.push_back(better_direction(first.unit) > 0 ? it->second.max : it->second.min);
+        best.push_back(better > 0 ? it->second.max : it->second.min);
         steps += it->second.n;
         single = single && it->second.n <= 1;
       }
@@ -88,7 +89,7 @@ Side merge_rounds(const std::vector<Side>& rounds, const std::string& spec) {
         // machine that takes half of a round's steps moves its median, rarely
         // its fastest step (BenchmarkTools.jl's minimum estimator, Chen and
         // Revels 2016). Without a direction the best step means nothing.
-        if (better_direction(first.unit) != 0 &&
+        if (better != 0 &&
             std::all_of(best.begin(), best.end(), [](double v) { return v > 0; }))
           m.round_best = best;
       }
