@@ -1,4 +1,5 @@
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/RunnerPch.cmake)  # runner_targets_under, runner_is_test_executable
 # Test executables compile at -O1, not the build type's -O3. Half of a clean build's
 # compile time is the ~90 test translation units (GoogleTest and LibTorch templates,
 # 20-30 s each on one core); their own code only sets up inputs and checks outputs,
@@ -9,36 +10,21 @@ include_guard(GLOBAL)
 # RUNNER_TEST_OPT=OFF compiles them with the build type's flags.
 option(RUNNER_TEST_OPT "compile test executables at -O1 (the code under test keeps the build type's flags)" ON)
 
-# Every executable under DIR (recursively) that links GoogleTest.
-function(runner_gtest_targets dir out)
-  set(found)
-  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
-  foreach(t ${targets})
-    get_target_property(type ${t} TYPE)
-    get_target_property(libs ${t} LINK_LIBRARIES)
-    if(type STREQUAL "EXECUTABLE" AND libs MATCHES "GTest::")
-      list(APPEND found ${t})
-    endif()
-  endforeach()
-  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
-  foreach(d ${subdirs})
-    runner_gtest_targets(${d} sub)
-    list(APPEND found ${sub})
-  endforeach()
-  set(${out} ${found} PARENT_SCOPE)
-endfunction()
-
 # Called once, after every target exists (the end of the top-level CMakeLists.txt).
 function(runner_test_flags)
   if(NOT RUNNER_TEST_OPT OR NOT CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo)$"
      OR NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     return()
   endif()
-  runner_gtest_targets(${CMAKE_SOURCE_DIR} targets)
-  foreach(t ${targets})
-    # After the build type's flags on the command line, so it is the -O that counts.
-    target_compile_options(${t} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
+  runner_targets_under(${CMAKE_SOURCE_DIR} all)
+  set(n 0)
+  foreach(t ${all})
+    runner_is_test_executable(${t} test)
+    if(test)
+      # After the build type's flags on the command line, so it is the -O that counts.
+      target_compile_options(${t} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O1>)
+      math(EXPR n "${n} + 1")
+    endif()
   endforeach()
-  list(LENGTH targets n)
   message(STATUS "runner: ${n} test executables compile at -O1 (RUNNER_TEST_OPT)")
 endfunction()
