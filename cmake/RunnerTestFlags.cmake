@@ -4,7 +4,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/RunnerPch.cmake)  # runner_targets_under, runn
 # compile time is the ~90 test translation units (GoogleTest and LibTorch templates,
 # 20-30 s each on one core); their own code only sets up inputs and checks outputs,
 # while the code under test sits in the libraries and plugins, which keep -O3. Measured
-# per file with the precompiled header: 9-28 % less time at -O1 (-O0 saves little more).
+# per file with the precompiled header: 9-27 % less time at -O1 (-O0 saves little more).
 # The test executables' precompiled header (runner_torch_pch_test, RunnerPch.cmake) links
 # GoogleTest like them, so it is compiled at -O1 too, as GCC's check of it expects.
 # RUNNER_TEST_OPT=OFF compiles them with the build type's flags.
