@@ -10,9 +10,10 @@ include_guard(GLOBAL)
 #
 # GCC accepts a precompiled header only when the code-model flags match, so there are
 # two: -fPIC for libraries (shared, module, static and object, all position-independent
-# here) and -fPIE for executables, and a third for test executables (below). runner_torch_pch() gives one of them to every target
-# that links LibTorch (directly or through runner_api/runner_core/the kernels), reusing it
-# (REUSE_FROM), so each target's translation units start from it already read. Sources
+# here) and -fPIE for executables; a third, with more in it, serves test executables
+# (below). runner_torch_pch() gives one of them to every target that links LibTorch
+# (directly or through runner_api/runner_core/the kernels), reusing it (REUSE_FROM), so
+# each target's translation units start from it already read. Sources
 # that include no LibTorch skip it (below), CUDA sources too (nvcc compiles them; they
 # include no LibTorch). -Winvalid-pch makes a rejected header a warning in the build log
 # instead of a silent slow path. RUNNER_PCH=OFF builds as before.
@@ -28,9 +29,10 @@ function(runner_torch_pch_hosts)
   target_precompile_headers(runner_torch_pch_exe PRIVATE <torch/types.h>)
   # Test executables whose files read LibTorch's API (runner_torch_pch picks them):
   # GoogleTest and the whole <torch/torch.h> too. Measured per file at -O1
-  # (RunnerTestFlags.cmake), it halves such a file's compile (transformer_lm_test.cpp
-  # 18 -> 11.5 s, bucketed_test.cpp 20.5 -> 10 s). Linking GoogleTest gives the header its
-  # definitions (GTEST_HAS_PTHREAD), which GCC requires to match the files that read it.
+  # (RunnerTestFlags.cmake), it cuts such a file's compile by a third to a half
+  # (transformer_lm_test.cpp 18 -> 11.5 s, bucketed_test.cpp 20.5 -> 10 s). Linking
+  # GoogleTest gives the header its definitions (GTEST_HAS_PTHREAD), which GCC requires
+  # to match the files that read it.
   add_executable(runner_torch_pch_test ${CMAKE_SOURCE_DIR}/cmake/pch/torch_pch.cpp)
   target_link_libraries(runner_torch_pch_test PRIVATE ${TORCH_LIBRARIES} GTest::gtest)
   target_precompile_headers(runner_torch_pch_test PRIVATE <torch/types.h> <torch/torch.h> <gtest/gtest.h>)
